@@ -1,0 +1,151 @@
+import {
+  Injectable,
+  Optional,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+  type OnModuleInit,
+} from '@nestjs/common';
+import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { CronJob } from 'cron';
+import { DISTRIBUTED_CRON_METADATA } from './distributed-cron.constants.js';
+import type { DistributedCronMetadata } from './distributed-cron.decorator.js';
+import type { CronContext } from './distributed-cron.interfaces.js';
+import * as messages from './distributed-cron.messages.js';
+import { DistributedCronRuntime } from './distributed-cron.runtime.js';
+import { describeError } from './error.redact.js';
+import { DistributedCronConfigError } from './errors/distributed-cron-config.error.js';
+import { resolveJobConfig } from './job.config.js';
+import { JobExecutor } from './job.executor.js';
+import { JobTimer } from './job.timer.js';
+
+/** @nestjs/schedule's own metadata keys (its constants are not exported). */
+const SCHEDULER_TYPE = 'SCHEDULER_TYPE';
+const SCHEDULER_NAME = 'SCHEDULER_NAME';
+const PLAIN_KINDS: Record<number, string> = { 1: '@Cron', 2: '@Timeout', 3: '@Interval' };
+
+interface FoundMethod {
+  instance: object;
+  methodName: string;
+  source: string;
+}
+
+/**
+ * Finds `@DistributedCron` methods, validates them (bootstrap fails on bad input), mounts each as
+ * a timer + executor, and shows each in @nestjs/schedule's SchedulerRegistry under its name.
+ */
+@Injectable()
+export class DistributedCronExplorer implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly reflector: Reflector,
+    private readonly runtime: DistributedCronRuntime,
+    @Optional() private readonly schedulerRegistry?: SchedulerRegistry,
+  ) {}
+
+  onModuleInit(): void {
+    const { runtime } = this;
+    const sources = new Map<string, string>();
+    for (const found of this.methods()) {
+      const method = (found.instance as Record<string, unknown>)[found.methodName] as (ctx: CronContext) => unknown;
+      const metadata = this.reflector.get<DistributedCronMetadata | undefined>(DISTRIBUTED_CRON_METADATA, method);
+      if (!metadata) continue;
+      const job = resolveJobConfig(metadata, found.source, runtime.options);
+      const first = sources.get(job.name);
+      if (first !== undefined) throw new DistributedCronConfigError(job.name, 'name', messages.DUPLICATE_JOB(first, found.source));
+      sources.set(job.name, found.source);
+
+      const executor = new JobExecutor(job, async (ctx) => method.call(found.instance, ctx), {
+        leases: runtime.leases,
+        history: runtime.history,
+        alerts: runtime.alerts,
+        instanceId: runtime.instanceId,
+        clock: runtime.clock,
+        logger: runtime.logger,
+      });
+      const timer = new JobTimer(
+        job.schedule,
+        runtime.clock,
+        (slot) => void executor.fire(slot),
+        (skipped) => runtime.logger.warn(`job '${job.name}': the event loop stalled; ${skipped} overdue slots were left to other instances`),
+      );
+      runtime.jobs.set(job.name, { executor, timer });
+    }
+  }
+
+  onApplicationBootstrap(): void {
+    const { runtime } = this;
+    if (runtime.auditPlainSchedules) this.auditPlainSchedules();
+    for (const [name, { executor, timer }] of runtime.jobs) this.register(name, timer, executor);
+    for (const { executor, timer } of runtime.jobs.values()) {
+      if (!executor.job.disabled) timer.start();
+    }
+    if (runtime.jobs.size > 0) {
+      runtime.logger.log(`${runtime.jobs.size} distributed cron job(s) scheduled on instance ${runtime.instanceId}`);
+    }
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    const { runtime } = this;
+    for (const { timer } of runtime.jobs.values()) timer.stop();
+    await Promise.all([...runtime.jobs.values()].map(({ executor }) => executor.shutdown(runtime.shutdownTimeoutMs)));
+  }
+
+  private *methods(): Generator<FoundMethod> {
+    for (const wrapper of [...this.discovery.getControllers(), ...this.discovery.getProviders()]) {
+      const { instance } = wrapper;
+      if (!instance || typeof instance !== 'object') continue;
+      const prototype = Object.getPrototypeOf(instance) as object | null;
+      if (!prototype) continue;
+      for (const methodName of this.scanner.getAllMethodNames(prototype)) {
+        yield { instance, methodName, source: `${instance.constructor?.name ?? 'Anonymous'}.${methodName}` };
+      }
+    }
+  }
+
+  /** One warning per plain @nestjs/schedule job: each runs on every instance. */
+  private auditPlainSchedules(): void {
+    for (const found of this.methods()) {
+      const method = (found.instance as Record<string, unknown>)[found.methodName];
+      if (typeof method !== 'function') continue;
+      const type = this.reflector.get<number | undefined>(SCHEDULER_TYPE, method);
+      if (type === undefined) continue;
+      const name = this.reflector.get<string | undefined>(SCHEDULER_NAME, method);
+      const label = name ? `'${name}' (${found.source})` : found.source;
+      this.runtime.logger.warn(messages.PLAIN_SCHEDULE_WARNING(PLAIN_KINDS[type] ?? '@nestjs/schedule', label));
+    }
+  }
+
+  /**
+   * Shows the job in SchedulerRegistry. Its start()/stop() drive this instance's timer, so the
+   * usual registry calls keep working; pausing fleet-wide is DistributedCronService.pause().
+   */
+  private register(name: string, timer: JobTimer, executor: JobExecutor): void {
+    const registry = this.schedulerRegistry;
+    if (!registry) return;
+    if (registry.doesExist('cron', name)) {
+      throw new DistributedCronConfigError(name, 'name', 'a @nestjs/schedule job with this name already exists in SchedulerRegistry');
+    }
+    let cronJob: CronJob<null, null>;
+    try {
+      cronJob = CronJob.from({ cronTime: executor.job.expression, timeZone: executor.job.timeZone, onTick: () => undefined, start: false, name });
+    } catch (error) {
+      this.runtime.logger.warn(`job '${name}' is scheduled but not listed in SchedulerRegistry: ${describeError(error)}`);
+      return;
+    }
+    const method = (value: unknown): PropertyDescriptor => ({ value, writable: true, configurable: true });
+    Object.defineProperties(cronJob, {
+      start: method(() => timer.start()),
+      stop: method(() => timer.stop()),
+      isActive: { get: () => timer.active, configurable: true },
+      lastDate: method(() => timer.lastFired),
+      // The registry wraps fireOnTick; a manual tick triggers the latest slot through the normal claim.
+      fireOnTick: method(() => {
+        const now = new Date(this.runtime.clock());
+        return executor.fire(executor.job.schedule.previous(now) ?? now, 'manual');
+      }),
+    });
+    registry.addCronJob(name, cronJob);
+  }
+}

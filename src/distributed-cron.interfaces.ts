@@ -1,0 +1,184 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { Alerter } from './alert.interfaces.js';
+
+/** A duration: milliseconds, or text such as `'500ms'`, `'30s'`, `'5m'`, `'2h'`, `'1d'`. */
+export type Duration = number | string;
+
+/**
+ * What a slot does when the previous run of the same job is still going anywhere in the fleet.
+ * - `skip`: the new slot is not run; its row says `skipped_overlap`.
+ * - `queue`: the newest waiting slot runs as soon as the current run ends (older waiting slots
+ *   are recorded as `skipped_overlap`).
+ * - `allow`: runs concurrently with the previous one.
+ * - `replace`: the running execution's `ctx.signal` aborts fleet-wide; the new slot starts once
+ *   the old lease is released or has expired.
+ */
+export type OverlapPolicy = 'skip' | 'queue' | 'allow' | 'replace';
+
+/** Status of a row in the run history. */
+export type RunStatus =
+  | 'running'
+  | 'completed'
+  | 'completed_with_errors'
+  | 'failed'
+  | 'timed_out'
+  | 'lease_lost'
+  | 'skipped_overlap'
+  | 'dead';
+
+/** Why an execution started. */
+export type RunTrigger = 'schedule' | 'catch_up' | 'retry' | 'replay' | 'recover' | 'manual';
+
+/** The scheduled slot an execution belongs to; input of a custom `executionId`. */
+export interface SlotInfo {
+  readonly jobName: string;
+  /** The scheduled instant of the slot (not the moment a timer fired). */
+  readonly scheduledAt: Date;
+  /** `YYYY-MM-DD` of the slot in the job's time zone. */
+  readonly businessDate: string;
+  readonly timeZone: string;
+}
+
+/** Counts a handler reports; each call adds to the totals of the run. */
+export interface RunReport {
+  processed?: number;
+  failed?: number;
+}
+
+/** What a `@DistributedCron` handler receives. */
+export interface CronContext extends SlotInfo {
+  /** Business identity of this slot's work, unique in the run history. */
+  readonly executionId: string;
+  /** 1 for the first attempt; grows with each retry, recovery or replay. */
+  readonly attempt: number;
+  /**
+   * A number that only grows across all runs of this job. Store it with downstream writes and
+   * reject writes carrying a smaller one, so a stale owner can never overwrite a newer run.
+   */
+  readonly fencingToken: number;
+  /** The instance running this execution. */
+  readonly instanceId: string;
+  readonly trigger: RunTrigger;
+  /**
+   * Aborts when the run must stop: its lease was lost, it timed out, it was replaced
+   * (`overlap: 'replace'`), or the application is shutting down. `signal.reason` says which.
+   */
+  readonly signal: AbortSignal;
+  /**
+   * Adds to the run's processed and failed counts. A run that reports any failed item ends as
+   * `completed_with_errors`.
+   * @example ctx.report({ processed: batch.length, failed: errors.length })
+   */
+  report(counts: RunReport): void;
+}
+
+/** Options of one `@DistributedCron` job. */
+export interface DistributedCronOptions {
+  /**
+   * Name of the job, unique in the app and the same on every instance: it is part of every Redis
+   * key and execution ID. May not contain `{`, `}` or white space.
+   * @default `${ClassName}.${methodName}`
+   */
+  name?: string;
+  /** IANA time zone the expression is read in. @default the module's `timeZone` (one is required) */
+  timeZone?: string;
+  /**
+   * How long the lease lives without renewal. A crashed instance's job is taken over after at most
+   * `lease` + `renewEvery`. @default '30s'
+   */
+  lease?: Duration;
+  /** How often a running execution renews its lease. Must be shorter than `lease`. @default lease / 3 */
+  renewEvery?: Duration;
+  /** What happens when the previous run has not finished. @default 'skip' */
+  overlap?: OverlapPolicy;
+  /**
+   * Derives the execution ID from the slot, e.g. `({ businessDate }) => \`daily-report:${businessDate}\``.
+   * Two slots with the same ID run once between them.
+   * @default `${name}:${scheduledAt as ISO-8601 UTC}`
+   */
+  executionId?: (slot: SlotInfo) => string;
+  /**
+   * How far apart the clocks of two instances may be while they still agree on a slot. Must be
+   * less than half the job's shortest period.
+   * @default '2s', capped below half the job's shortest period
+   */
+  skewTolerance?: Duration;
+  /**
+   * Aborts `ctx.signal` after this long and records `timed_out`. The lease stays held until the
+   * handler settles (or one more `lease` passes), so the next run cannot overlap it silently.
+   * @default none
+   */
+  timeout?: Duration;
+  /** Does not schedule the job on this instance. @default false */
+  disabled?: boolean;
+}
+
+/**
+ * The parts of a PrismaClient the library uses. Typed structurally so that any client generated
+ * from a schema containing the `DistributedCronRun` model fits, without importing it.
+ */
+export interface PrismaClientLike {
+  $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): PromiseLike<T>;
+  $executeRawUnsafe(query: string, ...values: unknown[]): PromiseLike<number>;
+}
+
+/** Options of `DistributedCronModule.forRoot` / `forRootAsync`. */
+export interface DistributedCronModuleOptions {
+  /** The app's ioredis client (a `Redis` or a `Cluster`). The library never closes it. */
+  redis: Redis | Cluster;
+  /** The app's PrismaClient, generated from a schema that includes `DistributedCronRun`. */
+  prisma: PrismaClientLike;
+  /** Default IANA time zone for jobs that do not set one. There is no silent fallback. */
+  timeZone?: string;
+  /** Identifies this process in the run history and logs. @default `${hostname}-${pid}-${random}` */
+  instanceId?: string;
+  /** Prefix of every Redis key. @default 'dcron' */
+  keyPrefix?: string;
+  /** Receives failure alerts, e.g. a `SlackAlerter`. @default none (failures are only logged) */
+  alerter?: Alerter;
+  /** Defaults for every job's `lease`, `renewEvery`, `overlap`, `skewTolerance` and `timeout`. */
+  jobDefaults?: Pick<DistributedCronOptions, 'lease' | 'renewEvery' | 'overlap' | 'skewTolerance' | 'timeout'>;
+  /** A Redis call slower than this counts as Redis being unreachable (the slot fails closed). @default '2s' */
+  redisTimeout?: Duration;
+  /** On shutdown, how long running executions may finish before their signal aborts. @default '10s' */
+  shutdownTimeout?: Duration;
+  /** Logs a warning for each plain `@Cron`/`@Interval`/`@Timeout` job, which runs on every instance. @default true */
+  auditPlainSchedules?: boolean;
+  /** Wall clock in epoch milliseconds; replaceable in tests. @default Date.now */
+  clock?: () => number;
+}
+
+/** One row of the run history. */
+export interface RunRecord {
+  jobName: string;
+  executionId: string;
+  status: RunStatus;
+  trigger: RunTrigger;
+  scheduledAt: Date;
+  businessDate: string;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  durationMs: number | null;
+  instanceId: string;
+  attempt: number;
+  maxAttempts: number;
+  fencingToken: number | null;
+  processedCount: number;
+  failedCount: number;
+  error: string | null;
+  /** How many later triggers of this execution ID found it already done and were skipped. */
+  skippedTriggers: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What one trigger of a slot led to on this instance. */
+export type FireOutcome =
+  | 'ran'
+  | 'lost'
+  | 'paused'
+  | 'skipped_overlap'
+  | 'queued'
+  | 'already_done'
+  | 'unavailable'
+  | 'shutting_down';

@@ -1,0 +1,22 @@
+import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { DistributedCronExplorer } from './distributed-cron.explorer.js';
+import { DistributedCronConfigurableModule } from './distributed-cron.module-definition.js';
+import { DistributedCronRuntime } from './distributed-cron.runtime.js';
+import { DistributedCronService } from './distributed-cron.service.js';
+
+/**
+ * Runs `@DistributedCron` methods once per slot across every instance of the app.
+ *
+ * @example
+ * DistributedCronModule.forRootAsync({
+ *   inject: [PrismaService, ConfigService],
+ *   useFactory: (prisma, config) => ({ redis: new Redis(config.get('REDIS_URL')), prisma, timeZone: 'Asia/Shanghai' }),
+ * })
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [DistributedCronRuntime, DistributedCronExplorer, DistributedCronService],
+  exports: [DistributedCronService],
+})
+export class DistributedCronModule extends DistributedCronConfigurableModule {}

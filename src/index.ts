@@ -1,0 +1,22 @@
+export { DistributedCron } from './distributed-cron.decorator.js';
+export { DistributedCronModule } from './distributed-cron.module.js';
+export { DistributedCronService, type JobDescription, type NextRun } from './distributed-cron.service.js';
+export type {
+  CronContext,
+  DistributedCronModuleOptions,
+  DistributedCronOptions,
+  Duration,
+  FireOutcome,
+  OverlapPolicy,
+  PrismaClientLike,
+  RunRecord,
+  RunReport,
+  RunStatus,
+  RunTrigger,
+  SlotInfo,
+} from './distributed-cron.interfaces.js';
+export type { HistoryFilter } from './run-history.js';
+export type { JobStats } from './job.executor.js';
+export { DistributedCronConfigError } from './errors/distributed-cron-config.error.js';
+export type { Alerter, AlertEvent, AlertKind } from './alert.interfaces.js';
+export { SlackAlerter, type SlackAlerterOptions } from './slack.alerter.js';

@@ -1,0 +1,129 @@
+import { businessDate, isValidTimeZone, parseCronSchedule, type CronSchedule } from './cron.schedule.js';
+import type { DistributedCronMetadata } from './distributed-cron.decorator.js';
+import type { DistributedCronModuleOptions, OverlapPolicy, SlotInfo } from './distributed-cron.interfaces.js';
+import * as messages from './distributed-cron.messages.js';
+import { parseDuration } from './duration.parse.js';
+import { DistributedCronConfigError } from './errors/distributed-cron-config.error.js';
+
+const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['skip', 'queue', 'allow', 'replace'];
+const DEFAULT_LEASE_MS = 30_000;
+const DEFAULT_SKEW_MS = 2_000;
+const NAME_PATTERN = /^[^\s{}]{1,200}$/;
+
+/** A job's validated, immutable configuration. */
+export interface JobConfig {
+  readonly name: string;
+  readonly expression: string;
+  readonly timeZone: string;
+  readonly schedule: CronSchedule;
+  readonly overlap: OverlapPolicy;
+  readonly leaseMs: number;
+  readonly renewMs: number;
+  readonly skewToleranceMs: number;
+  readonly timeoutMs: number | undefined;
+  readonly disabled: boolean;
+  /** Where the method lives, for messages: `ClassName.method`. */
+  readonly source: string;
+  slotInfo(scheduledAt: Date): SlotInfo;
+  executionIdFor(slot: SlotInfo): string;
+}
+
+/** Default execution ID: job name plus the slot instant in UTC, to the second. */
+export function defaultExecutionId(slot: SlotInfo): string {
+  return `${slot.jobName}:${slot.scheduledAt.toISOString().replace(/\.\d{3}Z$/, 'Z')}`;
+}
+
+/**
+ * Validates one decorated method's options against the module's and returns its configuration.
+ * Every error names the job and the option.
+ */
+export function resolveJobConfig(
+  metadata: DistributedCronMetadata,
+  source: string,
+  module: Pick<DistributedCronModuleOptions, 'timeZone' | 'jobDefaults'>,
+): JobConfig {
+  const options = { ...module.jobDefaults, ...metadata.options };
+  const name = options.name ?? source;
+  const fail = (option: string, problem: string): never => {
+    throw new DistributedCronConfigError(name, option, problem);
+  };
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
+    fail('name', `must be 1-200 characters without white space or braces, got ${JSON.stringify(name)}`);
+  }
+
+  const timeZone = options.timeZone ?? module.timeZone;
+  if (timeZone === undefined) fail('timeZone', messages.MISSING_TIME_ZONE());
+  if (typeof timeZone !== 'string' || !isValidTimeZone(timeZone)) fail('timeZone', messages.UNKNOWN_TIME_ZONE(timeZone));
+
+  if (typeof metadata.expression !== 'string') fail('expression', `must be a cron expression string, got ${typeof metadata.expression}`);
+  let schedule!: CronSchedule;
+  try {
+    schedule = parseCronSchedule(metadata.expression, timeZone!);
+  } catch (error) {
+    fail('expression', (error as Error).message);
+  }
+
+  const duration = (option: string, value: unknown, fallback: number): number => {
+    if (value === undefined) return fallback;
+    try {
+      return parseDuration(value as string | number, `${option} of job '${name}'`);
+    } catch (error) {
+      return fail(option, (error as Error).message);
+    }
+  };
+
+  const overlap = options.overlap ?? 'skip';
+  if (!OVERLAP_POLICIES.includes(overlap)) {
+    fail('overlap', `must be one of ${OVERLAP_POLICIES.map((p) => `'${p}'`).join(', ')}, got ${JSON.stringify(overlap)}`);
+  }
+
+  const leaseMs = duration('lease', options.lease, DEFAULT_LEASE_MS);
+  if (leaseMs < 1_000) fail('lease', `must be at least 1s, got ${leaseMs} ms`);
+  const renewMs = duration('renewEvery', options.renewEvery, Math.floor(leaseMs / 3));
+  if (renewMs < 100) fail('renewEvery', `must be at least 100ms, got ${renewMs} ms`);
+  if (leaseMs <= renewMs) fail('lease', messages.LEASE_NOT_LONGER_THAN_RENEWAL(leaseMs, renewMs));
+
+  const halfPeriod = schedule.minPeriodMs / 2;
+  const skewToleranceMs = duration('skewTolerance', options.skewTolerance, Math.min(DEFAULT_SKEW_MS, Math.ceil(halfPeriod) - 1));
+  if (skewToleranceMs >= halfPeriod) fail('skewTolerance', messages.SKEW_TOO_LARGE(skewToleranceMs, schedule.minPeriodMs));
+
+  const timeoutMs = options.timeout === undefined ? undefined : duration('timeout', options.timeout, 0);
+  if (timeoutMs !== undefined && timeoutMs <= 0) fail('timeout', `must be positive, got ${timeoutMs} ms`);
+
+  if (options.executionId !== undefined && typeof options.executionId !== 'function') {
+    fail('executionId', `must be a function of the slot, got ${typeof options.executionId}`);
+  }
+  const deriveId = options.executionId ?? defaultExecutionId;
+
+  const config: JobConfig = Object.freeze({
+    name,
+    expression: metadata.expression,
+    timeZone: timeZone!,
+    schedule,
+    overlap,
+    leaseMs,
+    renewMs,
+    skewToleranceMs,
+    timeoutMs,
+    disabled: options.disabled === true,
+    source,
+    slotInfo: (scheduledAt: Date): SlotInfo =>
+      Object.freeze({ jobName: name, scheduledAt, businessDate: businessDate(scheduledAt, timeZone!), timeZone: timeZone! }),
+    executionIdFor: (slot: SlotInfo): string => {
+      const id = deriveId(slot);
+      if (typeof id !== 'string' || id.length === 0 || id.length > 500) {
+        throw new DistributedCronConfigError(name, 'executionId', `must return a non-empty string of at most 500 characters, got ${JSON.stringify(id)}`);
+      }
+      return id;
+    },
+  });
+
+  // Try the derivation once now, so a typo fails at bootstrap rather than at 3 a.m.
+  try {
+    config.executionIdFor(config.slotInfo(schedule.next(new Date())));
+  } catch (error) {
+    if (error instanceof DistributedCronConfigError) throw error;
+    fail('executionId', `threw for the next slot: ${(error as Error)?.message ?? String(error)}`);
+  }
+  return config;
+}

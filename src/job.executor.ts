@@ -1,0 +1,447 @@
+import type { LoggerService } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { AlertEvent, AlertKind } from './alert.interfaces.js';
+import type { AlertDispatcher } from './alert.dispatcher.js';
+import type {
+  CronContext,
+  FireOutcome,
+  RunReport,
+  RunStatus,
+  RunTrigger,
+  SlotInfo,
+} from './distributed-cron.interfaces.js';
+import * as messages from './distributed-cron.messages.js';
+import { describeError } from './error.redact.js';
+import { defaultExecutionId, type JobConfig } from './job.config.js';
+import type { HeldLease, LeaseStore, QueuedSlot } from './lease.store.js';
+import type { RunHistory } from './run-history.js';
+
+export interface ExecutorDeps {
+  readonly leases: LeaseStore;
+  readonly history: RunHistory;
+  readonly alerts: AlertDispatcher;
+  readonly instanceId: string;
+  readonly clock: () => number;
+  readonly logger: LoggerService;
+}
+
+/** Per-instance counters of what each trigger led to; losers and skips are counted here. */
+export interface JobStats {
+  fired: number;
+  ran: number;
+  lost: number;
+  paused: number;
+  skippedOverlap: number;
+  queued: number;
+  alreadyDone: number;
+  unavailable: number;
+}
+
+type AbortKind = 'LeaseLostError' | 'TimeoutError' | 'ReplacedError' | 'ShutdownError';
+
+function abortReason(name: AbortKind, message: string): Error {
+  const error = new Error(message);
+  error.name = name;
+  return error;
+}
+
+function assertCount(value: unknown, field: string, jobName: string): number {
+  if (value === undefined) return 0;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || !Number.isInteger(value)) {
+    throw new TypeError(`job '${jobName}': ctx.report(): \`${field}\` must be a non-negative integer, got ${String(value)}`);
+  }
+  return value;
+}
+
+/**
+ * One job's pipeline on one instance: claim → run history → run (renewing the lease) → finish →
+ * release → alert. Every step's failure is caught here: `fire` never rejects.
+ */
+export class JobExecutor {
+  readonly stats: JobStats = { fired: 0, ran: 0, lost: 0, paused: 0, skippedOverlap: 0, queued: 0, alreadyDone: 0, unavailable: 0 };
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly running = new Set<AbortController>();
+  private readonly stopping = new AbortController();
+  private storeDown = false;
+
+  constructor(
+    readonly job: JobConfig,
+    private readonly invoke: (ctx: CronContext) => unknown,
+    private readonly deps: ExecutorDeps,
+  ) {}
+
+  /** Triggers one slot on this instance. Resolves with what happened; never rejects. */
+  fire(scheduledAt: Date, trigger: RunTrigger = 'schedule'): Promise<FireOutcome> {
+    this.stats.fired++;
+    const outcome = this.fireSlot(scheduledAt, trigger).catch((error: unknown) => {
+      this.deps.logger.error(`job '${this.job.name}': unexpected error handling slot ${scheduledAt.toISOString()}: ${describeError(error)}`);
+      return 'unavailable' as const;
+    });
+    this.track(outcome);
+    return outcome;
+  }
+
+  /** Stops taking slots, lets running executions finish for up to `timeoutMs`, then aborts them. */
+  async shutdown(timeoutMs: number): Promise<void> {
+    this.stopping.abort();
+    if (await this.settleWithin(timeoutMs)) return;
+    for (const controller of this.running) controller.abort(abortReason('ShutdownError', 'the application is shutting down'));
+    await this.settleWithin(2_000);
+  }
+
+  private async settleWithin(ms: number): Promise<boolean> {
+    const all = Promise.allSettled([...this.inFlight]).then(() => true);
+    const timer = sleep(ms, false, { ref: false });
+    return Promise.race([all, timer]);
+  }
+
+  private track(promise: Promise<unknown>): void {
+    this.inFlight.add(promise);
+    void promise.finally(() => this.inFlight.delete(promise));
+  }
+
+  private async fireSlot(scheduledAt: Date, trigger: RunTrigger): Promise<FireOutcome> {
+    if (this.stopping.signal.aborted) return 'shutting_down';
+    const slot = this.job.slotInfo(scheduledAt);
+    let executionId: string;
+    try {
+      executionId = this.job.executionIdFor(slot);
+    } catch (error) {
+      const why = `executionId() failed: ${describeError(error)}`;
+      this.deps.logger.error(`job '${this.job.name}': slot ${slot.scheduledAt.toISOString()} not run: ${why}`);
+      await this.notStarted(slot, defaultExecutionId(slot), why, 'failed');
+      this.alert({ kind: 'failed', scheduledAt: slot.scheduledAt, error: why });
+      this.stats.unavailable++;
+      return 'unavailable';
+    }
+
+    let claim;
+    try {
+      claim = await this.deps.leases.claim({
+        jobName: this.job.name,
+        executionId,
+        overlap: this.job.overlap,
+        leaseMs: this.job.leaseMs,
+        slotMs: this.job.overlap === 'allow' ? this.job.leaseMs : this.job.leaseMs + this.doneMs(),
+        queued: { executionId, scheduledAt: scheduledAt.getTime(), businessDate: slot.businessDate },
+      });
+    } catch (error) {
+      return this.storeUnavailable(slot, executionId, error);
+    }
+    if (this.storeDown) {
+      this.storeDown = false;
+      this.deps.logger.log(messages.STORE_BACK(this.job.name));
+    }
+
+    switch (claim.kind) {
+      case 'taken':
+        this.stats.lost++;
+        return 'lost';
+      case 'paused':
+        this.stats.paused++;
+        return 'paused';
+      case 'overlap':
+        return this.skippedOverlap(slot, executionId, 'the previous run of this job was still going (overlap: skip)');
+      case 'queued':
+        this.stats.queued++;
+        await this.recordSuperseded(claim.superseded);
+        return 'queued';
+      case 'replacing':
+        return this.replaceThenRun(slot, executionId, claim.holderToken, trigger);
+      case 'won':
+        await this.recordSuperseded(claim.superseded);
+        return this.startAndRun(slot, executionId, claim.lease, trigger);
+    }
+  }
+
+  /** How long a finished slot key keeps late (clock-skewed) instances from claiming it again. */
+  private doneMs(): number {
+    return 2 * this.job.skewToleranceMs + 1_000;
+  }
+
+  private async startAndRun(slot: SlotInfo, executionId: string, lease: HeldLease, trigger: RunTrigger): Promise<FireOutcome> {
+    let begin;
+    try {
+      begin = await this.deps.history.begin({
+        ...slot,
+        executionId,
+        instanceId: this.deps.instanceId,
+        fencingToken: lease.fencingToken,
+        maxAttempts: 1,
+        trigger,
+        recover: false,
+        now: new Date(this.deps.clock()),
+      });
+    } catch (error) {
+      const text = describeError(error);
+      this.deps.logger.error(messages.HISTORY_UNAVAILABLE(this.job.name, executionId, text));
+      await this.releaseAndContinue(lease);
+      this.alert({ kind: 'unavailable', executionId, scheduledAt: slot.scheduledAt, error: `run history unreachable: ${text}` });
+      this.stats.unavailable++;
+      return 'unavailable';
+    }
+    if (begin.kind !== 'start') {
+      this.stats.alreadyDone++;
+      if (begin.kind === 'owner_lost') {
+        this.alert({
+          kind: 'lease_lost',
+          executionId,
+          scheduledAt: slot.scheduledAt,
+          attempt: begin.attempt,
+          status: 'lease_lost',
+          detail: `instance ${begin.previousInstanceId} stopped renewing its lease before finishing`,
+        });
+      }
+      await this.releaseAndContinue(lease);
+      return 'already_done';
+    }
+    this.stats.ran++;
+    await this.execute(slot, executionId, lease, begin.attempt, begin.trigger);
+    return 'ran';
+  }
+
+  private async execute(slot: SlotInfo, executionId: string, lease: HeldLease, attempt: number, trigger: RunTrigger): Promise<void> {
+    const { job, deps } = this;
+    const controller = new AbortController();
+    this.running.add(controller);
+    const counts = { processed: 0, failed: 0 };
+    let leaseLost = false;
+    let timedOut = false;
+    let abortedAt: number | undefined;
+    const abort = (reason: Error): void => {
+      if (controller.signal.aborted) return;
+      abortedAt = performance.now();
+      controller.abort(reason);
+    };
+
+    const ctx: CronContext = Object.freeze({
+      ...slot,
+      executionId,
+      attempt,
+      fencingToken: lease.fencingToken,
+      instanceId: deps.instanceId,
+      trigger,
+      signal: controller.signal,
+      report: (report: RunReport): void => {
+        counts.processed += assertCount(report?.processed, 'processed', job.name);
+        counts.failed += assertCount(report?.failed, 'failed', job.name);
+      },
+    });
+
+    let lastRenewed = performance.now();
+    let renewing = false;
+    const renewTimer = setInterval(() => {
+      if (renewing) return;
+      // A handler that ignores its abort signal keeps the lease for one more lease period at most,
+      // then lets it expire so the fleet is not blocked forever.
+      if (abortedAt !== undefined && performance.now() - abortedAt > job.leaseMs) {
+        clearInterval(renewTimer);
+        deps.logger.warn(`job '${job.name}': ${executionId} ignored its abort signal for ${job.leaseMs} ms; its lease is left to expire`);
+        return;
+      }
+      renewing = true;
+      deps.leases
+        .renew(lease, job.leaseMs)
+        .then((result) => {
+          if (result === 'lost') {
+            leaseLost = true;
+            clearInterval(renewTimer);
+            abort(abortReason('LeaseLostError', `the lease of ${executionId} was lost`));
+          } else {
+            lastRenewed = performance.now();
+            if (result === 'stop_requested') {
+              abort(abortReason('ReplacedError', `replaced by a newer slot of job '${job.name}' (overlap: replace)`));
+            }
+          }
+        })
+        .catch((error: unknown) => {
+          deps.logger.warn(`job '${job.name}': renewing the lease of ${executionId} failed: ${describeError(error)}`);
+          if (performance.now() - lastRenewed >= job.leaseMs) {
+            leaseLost = true;
+            clearInterval(renewTimer);
+            abort(abortReason('LeaseLostError', `the lease of ${executionId} could not be renewed for ${job.leaseMs} ms`));
+          }
+        })
+        .finally(() => {
+          renewing = false;
+        });
+    }, job.renewMs);
+
+    const timeoutTimer =
+      job.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            abort(abortReason('TimeoutError', `timed out after ${job.timeoutMs} ms`));
+          }, job.timeoutMs);
+
+    const started = performance.now();
+    let failure: unknown;
+    let failed = false;
+    try {
+      await this.invoke(ctx);
+    } catch (error) {
+      failed = true;
+      failure = error;
+    } finally {
+      clearInterval(renewTimer);
+      clearTimeout(timeoutTimer);
+      this.running.delete(controller);
+    }
+    const durationMs = performance.now() - started;
+
+    const status: Exclude<RunStatus, 'running' | 'skipped_overlap'> = leaseLost
+      ? 'lease_lost'
+      : timedOut
+        ? 'timed_out'
+        : failed
+          ? 'failed'
+          : counts.failed > 0
+            ? 'completed_with_errors'
+            : 'completed';
+    const reason = controller.signal.aborted ? describeError(controller.signal.reason) : undefined;
+    const error =
+      failed || leaseLost || timedOut
+        ? [reason, failed ? describeError(failure) : undefined].filter((part, i, all) => part && all.indexOf(part) === i).join(': ')
+        : null;
+
+    await this.recordFinish(executionId, lease, status, durationMs, counts, error);
+    await this.releaseAndContinue(lease);
+
+    const replaced = (controller.signal.reason as Error | undefined)?.name === 'ReplacedError';
+    if (status !== 'completed' && status !== 'completed_with_errors' && !replaced) {
+      const kind: AlertKind = status === 'timed_out' ? 'timed_out' : status === 'lease_lost' ? 'lease_lost' : 'failed';
+      this.alert({ kind, executionId, scheduledAt: slot.scheduledAt, attempt, maxAttempts: 1, status, durationMs, error: error ?? undefined });
+    }
+  }
+
+  private async recordFinish(
+    executionId: string,
+    lease: HeldLease,
+    status: Exclude<RunStatus, 'running' | 'skipped_overlap'>,
+    durationMs: number,
+    counts: { processed: number; failed: number },
+    error: string | null,
+  ): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const written = await this.deps.history.finish({
+          executionId,
+          fencingToken: lease.fencingToken,
+          status,
+          finishedAt: new Date(this.deps.clock()),
+          durationMs,
+          processedCount: counts.processed,
+          failedCount: counts.failed,
+          error,
+        });
+        if (!written) this.deps.logger.warn(messages.STALE_FINISH(this.job.name, executionId));
+        return;
+      } catch (failure) {
+        if (attempt >= 3) {
+          const text = describeError(failure);
+          this.deps.logger.error(messages.FINISH_NOT_RECORDED(this.job.name, executionId, text));
+          this.alert({ kind: 'unavailable', executionId, status, error: `could not record the result (${status}): ${text}` });
+          return;
+        }
+        await sleep(200 * attempt);
+      }
+    }
+  }
+
+  /** Releases the lease; under 'queue' the lease may come back for the waiting slot, which then runs here. */
+  private async releaseAndContinue(lease: HeldLease): Promise<void> {
+    let result;
+    try {
+      result = await this.deps.leases.release(lease, { leaseMs: this.job.leaseMs, doneMs: this.doneMs() });
+    } catch (error) {
+      this.deps.logger.warn(
+        `job '${this.job.name}': releasing the lease of ${lease.executionId} failed (it expires within ${this.job.leaseMs} ms): ${describeError(error)}`,
+      );
+      return;
+    }
+    if (result.kind !== 'handed_over') return;
+    const slot = this.job.slotInfo(new Date(result.next.scheduledAt));
+    if (this.stopping.signal.aborted) {
+      await this.notStarted(slot, result.next.executionId, 'the application shut down before the queued slot could start', 'skipped_overlap');
+      await this.releaseAndContinue(result.lease);
+      return;
+    }
+    await this.startAndRun(slot, result.next.executionId, result.lease, 'schedule');
+  }
+
+  private async replaceThenRun(slot: SlotInfo, executionId: string, holderToken: string, trigger: RunTrigger): Promise<FireOutcome> {
+    const { job } = this;
+    // The holder sees the stop request at its next renewal and lets go when its handler settles;
+    // one that ignores the signal keeps the lease at most one more lease period, which then expires.
+    const deadline = performance.now() + 2 * job.leaseMs + job.renewMs + 1_000;
+    const pollMs = Math.min(250, Math.max(20, Math.floor(job.renewMs / 4)));
+    for (;;) {
+      try {
+        await sleep(pollMs, undefined, { signal: this.stopping.signal });
+      } catch {
+        return this.skippedOverlap(slot, executionId, 'the application shut down while waiting to replace the previous run');
+      }
+      let result;
+      try {
+        result = await this.deps.leases.acquireAfter(job.name, executionId, holderToken, job.leaseMs);
+      } catch (error) {
+        return this.storeUnavailable(slot, executionId, error);
+      }
+      if (result.kind === 'acquired') return this.startAndRun(slot, executionId, result.lease, trigger);
+      if (result.kind === 'superseded') {
+        return this.skippedOverlap(slot, executionId, 'a newer slot took the lease first (overlap: replace)');
+      }
+      if (performance.now() > deadline) {
+        return this.skippedOverlap(slot, executionId, 'the run being replaced did not let go of its lease in time');
+      }
+    }
+  }
+
+  private async recordSuperseded(superseded: QueuedSlot | undefined): Promise<void> {
+    if (!superseded) return;
+    const slot = this.job.slotInfo(new Date(superseded.scheduledAt));
+    await this.skippedOverlap(slot, superseded.executionId, 'superseded by a newer slot while waiting in the queue (overlap: queue)');
+  }
+
+  private async skippedOverlap(slot: SlotInfo, executionId: string, why: string): Promise<FireOutcome> {
+    this.stats.skippedOverlap++;
+    await this.notStarted(slot, executionId, why, 'skipped_overlap');
+    return 'skipped_overlap';
+  }
+
+  private async storeUnavailable(slot: SlotInfo, executionId: string, error: unknown): Promise<FireOutcome> {
+    this.stats.unavailable++;
+    const text = describeError(error);
+    this.deps.logger.error(messages.STORE_UNAVAILABLE(this.job.name, executionId, text));
+    const firstOfOutage = !this.storeDown;
+    this.storeDown = true;
+    const inserted = await this.notStarted(slot, executionId, `not started: Redis unreachable: ${text}`, 'failed');
+    if (inserted && firstOfOutage) {
+      this.alert({ kind: 'unavailable', executionId, scheduledAt: slot.scheduledAt, error: `Redis unreachable: ${text}` });
+    }
+    return 'unavailable';
+  }
+
+  /** Writes a row for a slot that did not start. Best effort: the database may be down too. */
+  private async notStarted(slot: SlotInfo, executionId: string, why: string, status: 'skipped_overlap' | 'failed'): Promise<boolean> {
+    try {
+      const inserted = await this.deps.history.recordNotStarted({
+        ...slot,
+        executionId,
+        instanceId: this.deps.instanceId,
+        status,
+        error: why,
+        now: new Date(this.deps.clock()),
+      });
+      return inserted;
+    } catch (error) {
+      this.deps.logger.error(`job '${this.job.name}': could not record that ${executionId} did not start (${why}): ${describeError(error)}`);
+      return false;
+    }
+  }
+
+  private alert(event: Omit<AlertEvent, 'jobName' | 'instanceId'>): void {
+    this.track(this.deps.alerts.send({ ...event, jobName: this.job.name, instanceId: this.deps.instanceId }));
+  }
+}

@@ -1,0 +1,76 @@
+import type { CronSchedule } from './cron.schedule.js';
+
+/** Longest single setTimeout we arm; long waits are re-checked so clock changes are noticed. */
+const MAX_WAIT_MS = 60 * 60 * 1000;
+/** A stalled event loop fires at most this many overdue slots at once; older ones are left to other instances. */
+const MAX_OVERDUE = 5;
+
+/**
+ * Fires a job's slots. The slot handed to `onSlot` comes from the schedule, not from the clock
+ * reading when the timer ran, so instances with slightly different clocks agree on it.
+ */
+export class JobTimer {
+  private timer: NodeJS.Timeout | undefined;
+  private nextSlot: Date | undefined;
+  private lastSlot: Date | undefined;
+
+  constructor(
+    private readonly schedule: CronSchedule,
+    private readonly clock: () => number,
+    private readonly onSlot: (slot: Date) => void,
+    private readonly onOverdue: (skipped: number) => void,
+  ) {}
+
+  get active(): boolean {
+    return this.timer !== undefined;
+  }
+
+  /** The slot last handed to `onSlot`. */
+  get lastFired(): Date | undefined {
+    return this.lastSlot;
+  }
+
+  /** The slot the timer waits for. */
+  get next(): Date | undefined {
+    return this.nextSlot;
+  }
+
+  start(): void {
+    if (this.timer) return;
+    const now = new Date(this.clock());
+    this.nextSlot = this.lastSlot && this.lastSlot.getTime() < now.getTime() ? this.schedule.next(now) : this.schedule.next(this.lastSlot ?? now);
+    this.arm();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private arm(): void {
+    const wait = this.nextSlot!.getTime() - this.clock();
+    this.timer = setTimeout(() => this.tick(), Math.min(Math.max(wait, 0), MAX_WAIT_MS));
+  }
+
+  private tick(): void {
+    const now = this.clock();
+    if (now < this.nextSlot!.getTime()) {
+      this.arm();
+      return;
+    }
+    const due: Date[] = [];
+    let slot = this.nextSlot!;
+    while (slot.getTime() <= now) {
+      due.push(slot);
+      slot = this.schedule.next(slot);
+    }
+    this.nextSlot = slot;
+    this.arm();
+    const fire = due.slice(-MAX_OVERDUE);
+    if (due.length > fire.length) this.onOverdue(due.length - fire.length);
+    for (const s of fire) {
+      this.lastSlot = s;
+      this.onSlot(s);
+    }
+  }
+}

@@ -1,0 +1,54 @@
+--[[
+  Claims one slot of a job, in one round trip.
+
+  KEYS[1] slot key    <prefix>:{job}:slot:<executionId>
+  KEYS[2] lease key   <prefix>:{job}:lease     (token of the run holding the job; not used by 'allow')
+  KEYS[3] fence key   <prefix>:{job}:fence     (counter; never expires)
+  KEYS[4] queue key   <prefix>:{job}:queue     (the one slot waiting under 'queue')
+  KEYS[5] abort key   <prefix>:{job}:abort     (token of a run asked to stop under 'replace')
+  KEYS[6] paused key  <prefix>:{job}:paused
+
+  ARGV[1] random token of this claim
+  ARGV[2] slot key TTL, ms
+  ARGV[3] lease TTL, ms
+  ARGV[4] overlap policy: skip | queue | allow | replace
+  ARGV[5] queue payload (JSON of the slot), used by 'queue'
+  ARGV[6] queue entry TTL, ms
+
+  Output, a table whose first element is the code:
+   { 1, fence, superseded }  won: run it. superseded = queue payload this claim made obsolete, or ''
+   { 0 }                     taken: another instance claimed this slot
+   { -1 }                    paused fleet-wide
+   { -2 }                    overlap: another run holds the lease ('skip')
+   { -3, superseded }        queued behind the running one ('queue'); superseded as above
+   { -4, holderToken }       asked the holder to stop ('replace'); wait for the lease
+]]
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  return { -1 }
+end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return { 0 }
+end
+local mode = ARGV[4]
+if mode == 'allow' then
+  return { 1, redis.call('INCR', KEYS[3]), '' }
+end
+local holder = redis.call('GET', KEYS[2])
+if holder then
+  if mode == 'queue' then
+    local previous = redis.call('GET', KEYS[4])
+    redis.call('SET', KEYS[4], ARGV[5], 'PX', ARGV[6])
+    return { -3, previous or '' }
+  elseif mode == 'replace' then
+    redis.call('SET', KEYS[5], holder, 'PX', ARGV[3])
+    return { -4, holder }
+  end
+  return { -2 }
+end
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
+-- A queued slot left behind by a holder that died is older than this one: newest wins.
+local superseded = redis.call('GET', KEYS[4])
+if superseded then
+  redis.call('DEL', KEYS[4])
+end
+return { 1, redis.call('INCR', KEYS[3]), superseded or '' }

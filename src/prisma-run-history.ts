@@ -1,0 +1,211 @@
+import type { PrismaClientLike, RunRecord, RunStatus } from './distributed-cron.interfaces.js';
+import type { BeginOutcome, BeginRequest, FinishRequest, HistoryFilter, RunHistory, SlotIdentity } from './run-history.js';
+
+/** Table of the `DistributedCronRun` model (see prisma/schema/distributed-cron.prisma). */
+const TABLE = 'distributed_cron_runs';
+
+const COLUMNS = `job_name, execution_id, status, trigger, scheduled_at, business_date, started_at, finished_at,
+  duration_ms, instance_id, attempt, max_attempts, fencing_token, processed_count, failed_count, error,
+  skipped_triggers, created_at, updated_at`;
+
+interface Row {
+  job_name: string;
+  execution_id: string;
+  status: string;
+  trigger: string;
+  scheduled_at: Date;
+  business_date: string;
+  started_at: Date | null;
+  finished_at: Date | null;
+  duration_ms: number | null;
+  instance_id: string;
+  attempt: number;
+  max_attempts: number;
+  fencing_token: bigint | number | null;
+  processed_count: number;
+  failed_count: number;
+  error: string | null;
+  skipped_triggers: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toRecord(row: Row): RunRecord {
+  return {
+    jobName: row.job_name,
+    executionId: row.execution_id,
+    status: row.status as RunStatus,
+    trigger: row.trigger as RunRecord['trigger'],
+    scheduledAt: row.scheduled_at,
+    businessDate: row.business_date,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    durationMs: row.duration_ms,
+    instanceId: row.instance_id,
+    attempt: row.attempt,
+    maxAttempts: row.max_attempts,
+    fencingToken: row.fencing_token === null ? null : Number(row.fencing_token),
+    processedCount: row.processed_count,
+    failedCount: row.failed_count,
+    error: row.error,
+    skippedTriggers: row.skipped_triggers,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** Terminal statuses: a later trigger of the same execution ID is a duplicate and is skipped. */
+const DONE: ReadonlySet<string> = new Set(['completed', 'completed_with_errors', 'dead', 'timed_out', 'lease_lost', 'skipped_overlap']);
+
+/**
+ * Run history in the user's database through their PrismaClient, with raw SQL so that one
+ * statement can insert-or-detect (`ON CONFLICT DO NOTHING`) and fence updates by token.
+ */
+export class PrismaRunHistory implements RunHistory {
+  constructor(private readonly prisma: PrismaClientLike) {}
+
+  async begin(request: BeginRequest): Promise<BeginOutcome> {
+    const inserted = await this.prisma.$executeRawUnsafe(
+      `INSERT INTO ${TABLE} (job_name, execution_id, status, trigger, scheduled_at, business_date, started_at,
+         instance_id, attempt, max_attempts, fencing_token, created_at, updated_at)
+       VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, 1, $8, $9, $6, $6)
+       ON CONFLICT (execution_id) DO NOTHING`,
+      request.jobName,
+      request.executionId,
+      request.trigger,
+      request.scheduledAt,
+      request.businessDate,
+      request.now,
+      request.instanceId,
+      request.maxAttempts,
+      request.fencingToken,
+    );
+    if (inserted === 1) return { kind: 'start', attempt: 1, trigger: request.trigger };
+
+    const existing = await this.get(request.executionId);
+    if (!existing) throw new Error(`execution ${request.executionId} conflicted on insert but has no row`);
+
+    if (existing.status === 'running') {
+      // This instance holds the lease now, so the previous owner's lease is gone: it died or
+      // lost its lease. Take the row over (recover) or close it as lease_lost, fenced by its token.
+      if (request.recover) {
+        const taken = await this.restart(request, existing, 'recover');
+        if (taken) return taken;
+      } else {
+        const closed = await this.prisma.$executeRawUnsafe(
+          `UPDATE ${TABLE} SET status = 'lease_lost', finished_at = $3, updated_at = $3,
+             error = COALESCE(error, $4)
+           WHERE execution_id = $1 AND status = 'running' AND fencing_token IS NOT DISTINCT FROM $2`,
+          request.executionId,
+          existing.fencingToken,
+          request.now,
+          `instance ${existing.instanceId} stopped renewing its lease before finishing`,
+        );
+        if (closed === 1) return { kind: 'owner_lost', previousInstanceId: existing.instanceId, attempt: existing.attempt };
+      }
+      return { kind: 'done', status: 'running' };
+    }
+    if (existing.status === 'failed' && existing.attempt < Math.max(existing.maxAttempts, request.maxAttempts)) {
+      // attempt 0 marks a slot that never started (store outage): its first real attempt is not a retry.
+      const taken = await this.restart(request, existing, existing.attempt === 0 ? request.trigger : 'retry');
+      if (taken) return taken;
+    }
+    if (DONE.has(existing.status) || existing.status === 'failed') {
+      await this.prisma.$executeRawUnsafe(
+        `UPDATE ${TABLE} SET skipped_triggers = skipped_triggers + 1 WHERE execution_id = $1`,
+        request.executionId,
+      );
+    }
+    return { kind: 'done', status: existing.status };
+  }
+
+  /** Moves an existing row to a new attempt, only if nobody else did it first. */
+  private async restart(request: BeginRequest, existing: RunRecord, trigger: BeginRequest['trigger']): Promise<BeginOutcome | undefined> {
+    const attempt = existing.attempt + 1;
+    const updated = await this.prisma.$executeRawUnsafe(
+      `UPDATE ${TABLE} SET status = 'running', trigger = $3, attempt = $4, max_attempts = GREATEST(max_attempts, $5),
+         fencing_token = $6, instance_id = $7, started_at = $8, finished_at = NULL, duration_ms = NULL,
+         processed_count = 0, failed_count = 0, error = NULL, next_attempt_at = NULL, updated_at = $8
+       WHERE execution_id = $1 AND status = $2 AND attempt = $9`,
+      request.executionId,
+      existing.status,
+      trigger,
+      attempt,
+      request.maxAttempts,
+      request.fencingToken,
+      request.instanceId,
+      request.now,
+      existing.attempt,
+    );
+    return updated === 1 ? { kind: 'start', attempt, trigger } : undefined;
+  }
+
+  async finish(request: FinishRequest): Promise<boolean> {
+    const updated = await this.prisma.$executeRawUnsafe(
+      `UPDATE ${TABLE} SET status = $3, finished_at = $4, duration_ms = $5, processed_count = $6,
+         failed_count = $7, error = $8, updated_at = $4
+       WHERE execution_id = $1 AND fencing_token = $2 AND status = 'running'`,
+      request.executionId,
+      request.fencingToken,
+      request.status,
+      request.finishedAt,
+      Math.round(request.durationMs),
+      request.processedCount,
+      request.failedCount,
+      request.error,
+    );
+    return updated === 1;
+  }
+
+  async recordNotStarted(
+    slot: SlotIdentity & { instanceId: string; status: 'skipped_overlap' | 'failed'; error: string; now: Date },
+  ): Promise<boolean> {
+    const inserted = await this.prisma.$executeRawUnsafe(
+      `INSERT INTO ${TABLE} (job_name, execution_id, status, trigger, scheduled_at, business_date, instance_id,
+         attempt, error, finished_at, created_at, updated_at)
+       VALUES ($1, $2, $3, 'schedule', $4, $5, $6, 0, $7, $8, $8, $8)
+       ON CONFLICT (execution_id) DO NOTHING`,
+      slot.jobName,
+      slot.executionId,
+      slot.status,
+      slot.scheduledAt,
+      slot.businessDate,
+      slot.instanceId,
+      slot.error,
+      slot.now,
+    );
+    return inserted === 1;
+  }
+
+  async get(executionId: string): Promise<RunRecord | undefined> {
+    const rows = await this.prisma.$queryRawUnsafe<Row[]>(
+      `SELECT ${COLUMNS} FROM ${TABLE} WHERE execution_id = $1`,
+      executionId,
+    );
+    return rows[0] ? toRecord(rows[0]) : undefined;
+  }
+
+  async list(filter: HistoryFilter = {}): Promise<RunRecord[]> {
+    const where: string[] = [];
+    const values: unknown[] = [];
+    const add = (clause: (param: string) => string, value: unknown): void => {
+      values.push(value);
+      where.push(clause(`$${values.length}`));
+    };
+    if (filter.jobName !== undefined) add((p) => `job_name = ${p}`, filter.jobName);
+    if (filter.status !== undefined) {
+      add((p) => `status = ANY(${p}::text[])`, Array.isArray(filter.status) ? filter.status : [filter.status]);
+    }
+    if (filter.since !== undefined) add((p) => `scheduled_at >= ${p}`, filter.since);
+    if (filter.until !== undefined) add((p) => `scheduled_at < ${p}`, filter.until);
+    const limit = filter.limit ?? 100;
+    if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`list(): \`limit\` must be a positive integer, got ${limit}`);
+    values.push(limit);
+    const rows = await this.prisma.$queryRawUnsafe<Row[]>(
+      `SELECT ${COLUMNS} FROM ${TABLE} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+       ORDER BY scheduled_at DESC, id DESC LIMIT $${values.length}`,
+      ...values,
+    );
+    return rows.map(toRecord);
+  }
+}

@@ -1,0 +1,199 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Cluster, Redis } from 'ioredis';
+import {
+  KeyBuilder,
+  type AcquireResult,
+  type ClaimRequest,
+  type ClaimResult,
+  type HeldLease,
+  type LeaseStore,
+  type QueuedSlot,
+  type ReleaseResult,
+  type RenewResult,
+} from './lease.store.js';
+
+interface LuaScript {
+  readonly source: string;
+  readonly sha: string;
+  readonly keys: number;
+}
+
+function loadScript(file: string): LuaScript {
+  const source = readFileSync(new URL(`./lua/${file}`, import.meta.url), 'utf8');
+  const keys = Number(/-(\d+)\.lua$/.exec(file)?.[1]);
+  return { source, sha: createHash('sha1').update(source).digest('hex'), keys };
+}
+
+// Immutable script texts; safe to share between app instances in one process.
+const SCRIPTS = {
+  claim: loadScript('claim-6.lua'),
+  renew: loadScript('renew-3.lua'),
+  release: loadScript('release-5.lua'),
+  acquire: loadScript('acquire-3.lua'),
+};
+
+/** Thrown when Redis does not answer within the configured time. */
+export class LeaseStoreTimeoutError extends Error {
+  constructor(operation: string, timeoutMs: number) {
+    super(`Redis did not answer ${operation} within ${timeoutMs} ms`);
+    this.name = 'LeaseStoreTimeoutError';
+  }
+}
+
+/** Thrown without sending anything when the client is not connected. */
+export class LeaseStoreUnavailableError extends Error {
+  constructor(status: string) {
+    super(`Redis connection is ${status}`);
+    this.name = 'LeaseStoreUnavailableError';
+  }
+}
+
+function newToken(): string {
+  return randomBytes(16).toString('hex');
+}
+
+function parseQueued(payload: unknown): QueuedSlot | undefined {
+  if (typeof payload !== 'string' || payload === '') return undefined;
+  try {
+    return JSON.parse(payload) as QueuedSlot;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Leases in Redis: one Lua script per operation, sent with EVALSHA (EVAL once when the server
+ * does not know the script yet), so a claim is exactly one round trip.
+ */
+export class RedisLeaseStore implements LeaseStore {
+  private readonly keys: KeyBuilder;
+
+  constructor(
+    private readonly redis: Redis | Cluster,
+    keyPrefix: string,
+    private readonly timeoutMs: number,
+  ) {
+    this.keys = new KeyBuilder(keyPrefix);
+  }
+
+  async claim(request: ClaimRequest): Promise<ClaimResult> {
+    const { jobName, executionId } = request;
+    const token = newToken();
+    const reply = (await this.run('claim', SCRIPTS.claim, [
+      this.keys.slot(jobName, executionId),
+      this.keys.lease(jobName),
+      this.keys.fence(jobName),
+      this.keys.queue(jobName),
+      this.keys.abort(jobName),
+      this.keys.paused(jobName),
+    ], [
+      token,
+      request.slotMs,
+      request.leaseMs,
+      request.overlap,
+      JSON.stringify(request.queued),
+      // A waiting slot whose holder died is picked up (as superseded) by the next claim.
+      Math.max(request.leaseMs * 10, 3_600_000),
+    ])) as [number, (number | string)?, string?];
+    switch (reply[0]) {
+      case 1:
+        return {
+          kind: 'won',
+          lease: {
+            jobName,
+            executionId,
+            token,
+            fencingToken: Number(reply[1]),
+            on: request.overlap === 'allow' ? 'slot' : 'lease',
+          },
+          superseded: parseQueued(reply[2]),
+        };
+      case 0:
+        return { kind: 'taken' };
+      case -1:
+        return { kind: 'paused' };
+      case -2:
+        return { kind: 'overlap' };
+      case -3:
+        return { kind: 'queued', superseded: parseQueued(reply[1]) };
+      case -4:
+        return { kind: 'replacing', holderToken: String(reply[1]) };
+      default:
+        throw new Error(`unexpected reply from the claim script: ${JSON.stringify(reply)}`);
+    }
+  }
+
+  async renew(lease: HeldLease, leaseMs: number): Promise<RenewResult> {
+    const reply = await this.run('renew', SCRIPTS.renew, [
+      this.keys.slot(lease.jobName, lease.executionId),
+      this.keys.lease(lease.jobName),
+      this.keys.abort(lease.jobName),
+    ], [lease.token, leaseMs, lease.on]);
+    return reply === 2 ? 'stop_requested' : reply === 1 ? 'renewed' : 'lost';
+  }
+
+  async release(lease: HeldLease, options: { leaseMs: number; doneMs: number }): Promise<ReleaseResult> {
+    const nextToken = newToken();
+    const reply = (await this.run('release', SCRIPTS.release, [
+      this.keys.slot(lease.jobName, lease.executionId),
+      this.keys.lease(lease.jobName),
+      this.keys.fence(lease.jobName),
+      this.keys.queue(lease.jobName),
+      this.keys.abort(lease.jobName),
+    ], [lease.token, options.doneMs, lease.on, nextToken, options.leaseMs])) as [number, number?, string?];
+    if (reply[0] === 0) return { kind: 'not_owner' };
+    const next = reply[0] === 2 ? parseQueued(reply[2]) : undefined;
+    if (!next) return { kind: 'released' };
+    return {
+      kind: 'handed_over',
+      next,
+      lease: { jobName: lease.jobName, executionId: next.executionId, token: nextToken, fencingToken: Number(reply[1]), on: 'lease' },
+    };
+  }
+
+  async acquireAfter(jobName: string, executionId: string, holderToken: string, leaseMs: number): Promise<AcquireResult> {
+    const token = newToken();
+    const reply = (await this.run('acquire', SCRIPTS.acquire, [
+      this.keys.lease(jobName),
+      this.keys.fence(jobName),
+      this.keys.abort(jobName),
+    ], [token, leaseMs, holderToken])) as [number, number?];
+    if (reply[0] === 1) {
+      return { kind: 'acquired', lease: { jobName, executionId, token, fencingToken: Number(reply[1]), on: 'lease' } };
+    }
+    return reply[0] === 0 ? { kind: 'held' } : { kind: 'superseded' };
+  }
+
+  async setPaused(jobName: string, paused: boolean): Promise<void> {
+    const key = this.keys.paused(jobName);
+    await this.withTimeout<unknown>('pause', paused ? this.redis.set(key, '1') : this.redis.del(key));
+  }
+
+  async isPaused(jobName: string): Promise<boolean> {
+    return (await this.withTimeout('isPaused', this.redis.exists(this.keys.paused(jobName)))) === 1;
+  }
+
+  private async run(operation: string, script: LuaScript, keys: string[], args: Array<string | number>): Promise<unknown> {
+    if (this.redis.status !== 'ready') throw new LeaseStoreUnavailableError(this.redis.status);
+    const call = async (): Promise<unknown> => {
+      try {
+        return await this.redis.evalsha(script.sha, script.keys, ...keys, ...args);
+      } catch (error) {
+        if (!String((error as Error)?.message).includes('NOSCRIPT')) throw error;
+        return await this.redis.eval(script.source, script.keys, ...keys, ...args);
+      }
+    };
+    return this.withTimeout(operation, call());
+  }
+
+  private withTimeout<T>(operation: string, promise: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new LeaseStoreTimeoutError(operation, this.timeoutMs)), this.timeoutMs);
+    });
+    // The late reply, if any, must not become an unhandled rejection.
+    promise.catch(() => undefined);
+    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  }
+}

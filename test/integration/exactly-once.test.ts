@@ -1,0 +1,44 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { closeAll, startFleet, type RunningApp } from '../support/app.js';
+import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+
+const prisma = createPrisma();
+afterAll(() => prisma.$disconnect());
+
+describe('three instances in one process, a job every second', () => {
+  let apps: RunningApp[] = [];
+  afterAll(() => closeAll(apps));
+
+  it('runs every slot exactly once: one completed row and one side effect per slot, no slot missed', async () => {
+    const name = uniqueName('every-second');
+    const effects: Array<{ executionId: string; instance: string; scheduledAt: number }> = [];
+    apps = await startFleet(3, name, '* * * * * *', { name, lease: '5s' }, (ctx, instance) => {
+      effects.push({ executionId: ctx.executionId, instance, scheduledAt: ctx.scheduledAt.getTime() });
+    });
+
+    await waitFor(async () => (await prisma.distributedCronRun.count({ where: { jobName: name, status: 'completed' } })) >= 12, {
+      timeoutMs: 30_000,
+      message: '12 completed slots',
+    });
+    await closeAll(apps);
+    apps = [];
+
+    const rows = await prisma.distributedCronRun.findMany({ where: { jobName: name }, orderBy: { scheduledAt: 'asc' } });
+    // The first and last slots may straddle start-up and shutdown; the ones between must be perfect.
+    const inner = rows.slice(1, -1);
+    expect(inner.length).toBeGreaterThanOrEqual(10);
+    for (const row of inner) expect(row.status).toBe('completed');
+    for (let i = 1; i < inner.length; i++) {
+      expect(inner[i]!.scheduledAt.getTime() - inner[i - 1]!.scheduledAt.getTime()).toBe(1000);
+    }
+    const ids = effects.map((e) => e.executionId);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.sort()).toEqual(rows.filter((r) => r.status !== 'skipped_overlap').map((r) => r.executionId).sort());
+    // Each run's row names the instance whose handler ran it.
+    for (const effect of effects) {
+      expect(rows.find((r) => r.executionId === effect.executionId)!.instanceId).toBe(effect.instance);
+    }
+    // The default execution ID is derived from the slot, not the moment the timer fired.
+    for (const row of rows) expect(row.executionId).toBe(`${name}:${row.scheduledAt.toISOString().replace('.000Z', 'Z')}`);
+  });
+});

@@ -1,0 +1,129 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KeyBuilder, type ClaimRequest, type HeldLease } from '../../src/lease.store.js';
+import { RedisLeaseStore } from '../../src/redis-lease.store.js';
+import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
+
+let server: TestRedisServer;
+let redisA: Redis;
+let redisB: Redis;
+let admin: Redis;
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  redisA = new Redis(server.url);
+  redisB = new Redis(server.url);
+  admin = new Redis(server.url);
+  await Promise.all([redisA, redisB, admin].map((r) => waitFor(() => r.status === 'ready', { message: 'redis ready' })));
+});
+afterAll(async () => {
+  for (const r of [redisA, redisB, admin]) r.disconnect();
+  await server.stop();
+});
+
+function request(jobName: string, executionId: string, overlap: ClaimRequest['overlap'] = 'skip', leaseMs = 5_000): ClaimRequest {
+  return { jobName, executionId, overlap, leaseMs, slotMs: leaseMs + 5_000, queued: { executionId, scheduledAt: 0, businessDate: '2026-01-01' } };
+}
+
+/** Redis commands the server executed since the last reset, by name (from INFO commandstats). */
+async function commandCounts(): Promise<Record<string, number>> {
+  const info = await admin.info('commandstats');
+  const counts: Record<string, number> = {};
+  for (const match of info.matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g)) counts[match[1]!] = Number(match[2]);
+  return counts;
+}
+
+describe('RedisLeaseStore against a real Redis', () => {
+  it('lets exactly one of two instances claim a slot; the loser costs one round trip', async () => {
+    const job = uniqueName('claim');
+    const a = new RedisLeaseStore(redisA, 'dcron', 2_000);
+    const b = new RedisLeaseStore(redisB, 'dcron', 2_000);
+    // Load the scripts once so the measured claims are the steady state (EVALSHA hits).
+    await a.claim(request(job, 'warm-up', 'allow'));
+
+    await admin.config('RESETSTAT');
+    const first = await a.claim(request(job, `${job}:1`));
+    const afterWinner = await commandCounts();
+    const second = await b.claim(request(job, `${job}:1`));
+    const afterLoser = await commandCounts();
+
+    expect(first.kind).toBe('won');
+    expect(second.kind).toBe('taken');
+    // evalsha counts once per script call; INFO itself also shows up, so only count script calls.
+    expect(afterWinner.evalsha).toBe(1);
+    expect(afterLoser.evalsha).toBe(2);
+    expect(afterLoser.eval ?? 0).toBe(0);
+  });
+
+  it("never deletes another owner's lease: A's lease expires, B claims, A's release leaves B's token in place", async () => {
+    const job = uniqueName('expiry');
+    const keys = new KeyBuilder('dcron');
+    const a = new RedisLeaseStore(redisA, 'dcron', 2_000);
+    const b = new RedisLeaseStore(redisB, 'dcron', 2_000);
+
+    const claimA = await a.claim(request(job, `${job}:1`, 'skip', 1_000));
+    expect(claimA.kind).toBe('won');
+    const leaseA = (claimA as { lease: HeldLease }).lease;
+    await waitFor(async () => (await admin.exists(keys.lease(job))) === 0, { timeoutMs: 5_000, message: "A's lease expires" });
+
+    const claimB = await b.claim(request(job, `${job}:2`, 'skip', 10_000));
+    expect(claimB.kind).toBe('won');
+    const leaseB = (claimB as { lease: HeldLease }).lease;
+    expect(leaseB.fencingToken).toBeGreaterThan(leaseA.fencingToken);
+
+    expect(await a.renew(leaseA, 1_000)).toBe('lost');
+    expect(await a.release(leaseA, { leaseMs: 1_000, doneMs: 1_000 })).toEqual({ kind: 'not_owner' });
+    expect(await admin.get(keys.lease(job))).toBe(leaseB.token);
+    expect(await b.renew(leaseB, 10_000)).toBe('renewed');
+    expect(await b.release(leaseB, { leaseMs: 10_000, doneMs: 1_000 })).toEqual({ kind: 'released' });
+    expect(await admin.exists(keys.lease(job))).toBe(0);
+  });
+
+  it('keeps all keys of a job under one hash tag and separate from other jobs', () => {
+    const keys = new KeyBuilder('app');
+    const all = [keys.slot('a', 'a:1'), keys.lease('a'), keys.fence('a'), keys.queue('a'), keys.abort('a'), keys.paused('a')];
+    for (const key of all) expect(key).toMatch(/^app:\{a\}:/);
+    expect(keys.lease('b')).toBe('app:{b}:lease');
+  });
+
+  it('skips, queues, allows or asks the holder to stop, per overlap policy', async () => {
+    const store = new RedisLeaseStore(redisA, 'dcron', 2_000);
+    for (const [overlap, expected] of [['skip', 'overlap'], ['queue', 'queued'], ['allow', 'won'], ['replace', 'replacing']] as const) {
+      const job = uniqueName(`overlap-${overlap}`);
+      const held = await store.claim(request(job, `${job}:1`, overlap));
+      expect(held.kind).toBe('won');
+      const next = await store.claim(request(job, `${job}:2`, overlap));
+      expect(next.kind).toBe(expected);
+      if (overlap === 'replace') {
+        const lease = (held as { lease: HeldLease }).lease;
+        expect(await store.renew(lease, 5_000)).toBe('stop_requested');
+        expect((await store.acquireAfter(job, `${job}:2`, lease.token, 5_000)).kind).toBe('held');
+        await store.release(lease, { leaseMs: 5_000, doneMs: 1_000 });
+        const acquired = await store.acquireAfter(job, `${job}:2`, lease.token, 5_000);
+        expect(acquired.kind).toBe('acquired');
+      }
+    }
+  });
+
+  it('hands the lease straight to the newest queued slot on release', async () => {
+    const store = new RedisLeaseStore(redisA, 'dcron', 2_000);
+    const job = uniqueName('queue');
+    const held = await store.claim(request(job, `${job}:1`, 'queue'));
+    expect((await store.claim(request(job, `${job}:2`, 'queue'))).kind).toBe('queued');
+    const third = await store.claim(request(job, `${job}:3`, 'queue'));
+    expect(third).toMatchObject({ kind: 'queued', superseded: { executionId: `${job}:2` } });
+    const released = await store.release((held as { lease: HeldLease }).lease, { leaseMs: 5_000, doneMs: 1_000 });
+    expect(released).toMatchObject({ kind: 'handed_over', next: { executionId: `${job}:3` } });
+    // Nobody can slip in between: the lease is already held for slot 3.
+    expect((await store.claim(request(job, `${job}:4`, 'skip'))).kind).toBe('overlap');
+  });
+
+  it('reports a paused job without claiming the slot', async () => {
+    const store = new RedisLeaseStore(redisA, 'dcron', 2_000);
+    const job = uniqueName('paused');
+    await store.setPaused(job, true);
+    expect((await store.claim(request(job, `${job}:1`))).kind).toBe('paused');
+    await store.setPaused(job, false);
+    expect((await store.claim(request(job, `${job}:1`))).kind).toBe('won');
+  });
+});

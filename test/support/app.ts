@@ -1,0 +1,111 @@
+/**
+ * Starts real Nest application instances with DistributedCronModule against the shared Redis
+ * and PostgreSQL, each with its own clients, as several app instances of one service would.
+ */
+import 'reflect-metadata';
+import { Injectable, Module, type LoggerService, type Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
+import { Redis } from 'ioredis';
+import {
+  DistributedCron,
+  DistributedCronModule,
+  DistributedCronService,
+  type CronContext,
+  type DistributedCronModuleOptions,
+  type DistributedCronOptions,
+} from '../../src/index.js';
+import { createPrisma, redisUrl } from './services.js';
+
+/** Collects log lines of every app in this process (Nest's logger is process-wide). */
+export class CapturingLogger implements LoggerService {
+  readonly lines: Array<{ level: string; message: string }> = [];
+  private record(level: string, message: unknown): void {
+    this.lines.push({ level, message: String(message) });
+  }
+  log(message: unknown): void { this.record('log', message); }
+  error(message: unknown): void { this.record('error', message); }
+  warn(message: unknown): void { this.record('warn', message); }
+  debug(message: unknown): void { this.record('debug', message); }
+  verbose(message: unknown): void { this.record('verbose', message); }
+  fatal(message: unknown): void { this.record('fatal', message); }
+  matching(level: string, pattern: RegExp): string[] {
+    return this.lines.filter((l) => l.level === level && pattern.test(l.message)).map((l) => l.message);
+  }
+}
+
+export const logs = new CapturingLogger();
+
+export type Handler = (ctx: CronContext, instance: string) => unknown;
+
+/** A provider class with one @DistributedCron method calling `handler`. */
+export function jobProvider(expression: string, options: DistributedCronOptions, handler: Handler, instance: string): Type {
+  @Injectable()
+  class TestJob {
+    @DistributedCron(expression, options)
+    run(ctx: CronContext): unknown {
+      return handler(ctx, instance);
+    }
+  }
+  return TestJob;
+}
+
+export interface RunningApp {
+  readonly label: string;
+  readonly cron: DistributedCronService;
+  readonly redis: Redis;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  label: string;
+  providers: Type[];
+  module?: Partial<DistributedCronModuleOptions>;
+  redis?: Redis;
+}
+
+/** Starts one app instance; `close()` shuts it down like SIGTERM would and frees its clients. */
+export async function startApp({ label, providers, module, redis: givenRedis }: StartOptions): Promise<RunningApp> {
+  const redis = givenRedis ?? new Redis(redisUrl(), { maxRetriesPerRequest: 1, lazyConnect: false });
+  const prisma = createPrisma();
+  @Module({
+    imports: [
+      ScheduleModule.forRoot(),
+      DistributedCronModule.forRoot({ redis, prisma, timeZone: 'UTC', instanceId: label, ...module }),
+    ],
+    providers,
+  })
+  class AppModule {}
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: logs, abortOnError: false });
+  return {
+    label,
+    cron: app.get(DistributedCronService),
+    redis,
+    async close() {
+      await app.close();
+      redis.disconnect();
+      await prisma.$disconnect();
+    },
+  };
+}
+
+/** Starts `count` instances of the same job, labelled `${prefix}-0`, `${prefix}-1`, ... */
+export async function startFleet(
+  count: number,
+  prefix: string,
+  expression: string,
+  options: DistributedCronOptions,
+  handler: Handler,
+  module?: Partial<DistributedCronModuleOptions>,
+): Promise<RunningApp[]> {
+  return Promise.all(
+    Array.from({ length: count }, (_, i) => {
+      const label = `${prefix}-${i}`;
+      return startApp({ label, providers: [jobProvider(expression, options, handler, label)], module });
+    }),
+  );
+}
+
+export async function closeAll(apps: RunningApp[]): Promise<void> {
+  await Promise.all(apps.map((a) => a.close()));
+}
