@@ -3,6 +3,7 @@
 #   1. scripts/services.sh        Redis + PostgreSQL up, role/database present
 #   2. scripts/prisma-generate.sh Prisma client into test/generated/prisma
 #   3. scripts/migrate.mjs        prisma/migrations applied to DATABASE_URL
+#   3b. scripts/build-test.sh     type-check and compile src/, test/ and examples/ into build-check/
 #   4. vitest run                 extra arguments are passed through (file filters, -t ...)
 # and ends with one summary line taken from vitest's JSON report:
 #   N passed, N failed[, N skipped]
@@ -28,6 +29,9 @@ trap summary_on_exit EXIT
 bash scripts/services.sh
 bash scripts/prisma-generate.sh
 node scripts/migrate.mjs
+# Crash tests run app instances as child processes from compiled JavaScript (Nest needs the
+# decorator metadata that only tsc emits); a type error fails the run here.
+bash scripts/build-test.sh
 
 mkdir -p .tmp
 rm -f "$report"

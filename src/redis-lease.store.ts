@@ -175,7 +175,7 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   private async run(operation: string, script: LuaScript, keys: string[], args: Array<string | number>): Promise<unknown> {
-    if (this.redis.status !== 'ready') throw new LeaseStoreUnavailableError(this.redis.status);
+    if (this.redis.status !== 'ready') await this.untilReady();
     const call = async (): Promise<unknown> => {
       try {
         return await this.redis.evalsha(script.sha, script.keys, ...keys, ...args);
@@ -185,6 +185,23 @@ export class RedisLeaseStore implements LeaseStore {
       }
     };
     return this.withTimeout(operation, call());
+  }
+
+  /** Waits (bounded) for a connecting client; a client that is closed or stays down fails closed. */
+  private untilReady(): Promise<void> {
+    const { redis } = this;
+    if (redis.status === 'end' || redis.status === 'close') return Promise.reject(new LeaseStoreUnavailableError(redis.status));
+    return new Promise<void>((resolve, reject) => {
+      const onReady = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        redis.off('ready', onReady);
+        reject(new LeaseStoreUnavailableError(redis.status));
+      }, this.timeoutMs);
+      redis.once('ready', onReady);
+    });
   }
 
   private withTimeout<T>(operation: string, promise: Promise<T>): Promise<T> {

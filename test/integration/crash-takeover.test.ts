@@ -1,0 +1,66 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
+import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+
+const prisma = createPrisma();
+const instances: ChildInstance[] = [];
+afterAll(async () => {
+  await Promise.all(instances.map((i) => i.kill()));
+  await prisma.$disconnect();
+});
+
+const LEASE_MS = 3_000;
+const RENEW_MS = 1_000;
+const PERIOD_MS = 2_000;
+
+describe('crash of the instance running a job (three child processes, SIGKILL)', () => {
+  it('keeps the slot to its dead owner while the lease lives, then a survivor runs the next slot within lease + one period', async () => {
+    const name = uniqueName('crash');
+    const events: FixtureEvent[] = [];
+    for (let i = 0; i < 3; i++) {
+      instances.push(
+        await spawnInstance(
+          {
+            instanceId: `${name}-${i}`,
+            expression: '*/2 * * * * *',
+            job: { name, lease: LEASE_MS, renewEvery: RENEW_MS, overlap: 'skip' },
+            // Longer than the period, so the run is still going when it is killed.
+            workMs: 6_000,
+          },
+          events,
+        ),
+      );
+    }
+
+    const first = await waitFor(() => events.find((e) => e.event === 'start'), { timeoutMs: 15_000, message: 'a first run' });
+    // Let it renew at least once, so the kill hits a run that really holds a renewed lease.
+    await new Promise((resolve) => setTimeout(resolve, RENEW_MS + 300));
+    const victim = instances.find((i) => i.id === first.instanceId)!;
+    const killedAt = Date.now();
+    await victim.kill('SIGKILL');
+
+    const takeover = await waitFor(() => events.find((e) => e.event === 'start' && e.at > killedAt), {
+      timeoutMs: 15_000,
+      message: 'a survivor runs a later slot',
+    });
+
+    // Nobody else started the dead owner's execution ID.
+    expect(events.filter((e) => e.event === 'start' && e.executionId === first.executionId)).toHaveLength(1);
+    expect(takeover.instanceId).not.toBe(first.instanceId);
+    expect(takeover.executionId).not.toBe(first.executionId);
+    // While the dead owner's lease still lived (at least lease - renewEvery after the kill), nothing started.
+    expect(takeover.at - killedAt).toBeGreaterThanOrEqual(LEASE_MS - RENEW_MS - 100);
+    // Takeover is bounded by the lease plus one period, not by how long the job runs.
+    expect(takeover.at - killedAt).toBeLessThanOrEqual(LEASE_MS + PERIOD_MS + 500);
+    expect(takeover.fencingToken!).toBeGreaterThan(first.fencingToken!);
+
+    // Slots that fired while the dead owner held the lease are recorded, not silently dropped.
+    const skipped = await prisma.distributedCronRun.findMany({
+      where: { jobName: name, status: 'skipped_overlap', scheduledAt: { gt: new Date(first.scheduledAt!), lt: new Date(takeover.scheduledAt!) } },
+    });
+    expect(skipped.length).toBeGreaterThanOrEqual(1);
+    const dead = await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId! } });
+    expect(dead?.instanceId).toBe(first.instanceId);
+    expect(dead?.fencingToken).toBe(BigInt(first.fencingToken!));
+  });
+});
