@@ -15,6 +15,7 @@ import * as messages from './distributed-cron.messages.js';
 import { DistributedCronRuntime } from './distributed-cron.runtime.js';
 import { describeError } from './error.redact.js';
 import { DistributedCronConfigError } from './errors/distributed-cron-config.error.js';
+import { catchUpMissedSlots } from './catch-up.js';
 import { resolveJobConfig } from './job.config.js';
 import { JobExecutor } from './job.executor.js';
 import { JobTimer } from './job.timer.js';
@@ -79,7 +80,11 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
     if (runtime.auditPlainSchedules) this.auditPlainSchedules();
     for (const [name, { executor, timer }] of runtime.jobs) this.register(name, timer, executor);
     for (const { executor, timer } of runtime.jobs.values()) {
-      if (!executor.job.disabled) timer.start();
+      if (executor.job.disabled) continue;
+      timer.start();
+      if (executor.job.catchUp.policy !== 'none') {
+        void catchUpMissedSlots(executor, runtime.history, new Date(runtime.clock()), runtime.logger);
+      }
     }
     if (runtime.jobs.size > 0) {
       runtime.logger.log(`${runtime.jobs.size} distributed cron job(s) scheduled on instance ${runtime.instanceId}`);

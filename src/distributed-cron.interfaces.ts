@@ -1,5 +1,8 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Alerter } from './alert.interfaces.js';
+import type { DstPolicy } from './cron.schedule.js';
+
+export type { DstPolicy } from './cron.schedule.js';
 
 /** A duration: milliseconds, or text such as `'500ms'`, `'30s'`, `'5m'`, `'2h'`, `'1d'`. */
 export type Duration = number | string;
@@ -14,6 +17,23 @@ export type Duration = number | string;
  *   the old lease is released or has expired.
  */
 export type OverlapPolicy = 'skip' | 'queue' | 'allow' | 'replace';
+
+/**
+ * What happens on start-up to slots that fired while no instance was up (a deploy, an outage).
+ * - `none`: nothing; the next slot runs as usual.
+ * - `latest`: the most recent missed slot within the window runs once, as a catch-up.
+ * - `all`: every missed slot within the window runs once, oldest first, at most `max` of them.
+ */
+export type CatchUpPolicy = 'none' | 'latest' | 'all';
+
+/** Catch-up with its bounds. */
+export interface CatchUpOptions {
+  policy: CatchUpPolicy;
+  /** How far back a missed slot still counts. @default one period of the job, at most 24h */
+  window?: Duration;
+  /** At most this many missed slots run (`all`). @default 10 */
+  max?: number;
+}
 
 /** Status of a row in the run history. */
 export type RunStatus =
@@ -109,6 +129,17 @@ export interface DistributedCronOptions {
    * @default none
    */
   timeout?: Duration;
+  /**
+   * Daylight-saving rules for fixed-time jobs (minute and hour fields not starting with `*`).
+   * @default { gap: 'shift', repeated: 'once' }: a time skipped in spring runs once right after
+   * the change; a time repeated in autumn runs once, in its first pass
+   */
+  dst?: DstPolicy;
+  /**
+   * Missed slots (no instance was up) on start-up.
+   * @default 'none' for jobs that run more often than hourly; otherwise `latest` within one period (at most 24h)
+   */
+  catchUp?: CatchUpPolicy | CatchUpOptions;
   /** Does not schedule the job on this instance. @default false */
   disabled?: boolean;
 }

@@ -2,7 +2,10 @@ export { DistributedCron } from './distributed-cron.decorator.js';
 export { DistributedCronModule } from './distributed-cron.module.js';
 export { DistributedCronService, type JobDescription, type NextRun } from './distributed-cron.service.js';
 export type {
+  CatchUpOptions,
+  CatchUpPolicy,
   CronContext,
+  DstPolicy,
   DistributedCronModuleOptions,
   DistributedCronOptions,
   Duration,

@@ -1,11 +1,14 @@
 import { businessDate, isValidTimeZone, parseCronSchedule, type CronSchedule } from './cron.schedule.js';
 import type { DistributedCronMetadata } from './distributed-cron.decorator.js';
-import type { DistributedCronModuleOptions, OverlapPolicy, SlotInfo } from './distributed-cron.interfaces.js';
+import type { CatchUpPolicy, DistributedCronModuleOptions, OverlapPolicy, SlotInfo } from './distributed-cron.interfaces.js';
 import * as messages from './distributed-cron.messages.js';
 import { parseDuration } from './duration.parse.js';
 import { DistributedCronConfigError } from './errors/distributed-cron-config.error.js';
 
 const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['skip', 'queue', 'allow', 'replace'];
+const CATCH_UP_POLICIES: readonly CatchUpPolicy[] = ['none', 'latest', 'all'];
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
 const DEFAULT_LEASE_MS = 30_000;
 const DEFAULT_SKEW_MS = 2_000;
 const NAME_PATTERN = /^[^\s{}]{1,200}$/;
@@ -21,6 +24,7 @@ export interface JobConfig {
   readonly renewMs: number;
   readonly skewToleranceMs: number;
   readonly timeoutMs: number | undefined;
+  readonly catchUp: { readonly policy: CatchUpPolicy; readonly windowMs: number; readonly max: number };
   readonly disabled: boolean;
   /** Where the method lives, for messages: `ClassName.method`. */
   readonly source: string;
@@ -58,9 +62,9 @@ export function resolveJobConfig(
   if (typeof metadata.expression !== 'string') fail('expression', `must be a cron expression string, got ${typeof metadata.expression}`);
   let schedule!: CronSchedule;
   try {
-    schedule = parseCronSchedule(metadata.expression, timeZone!);
+    schedule = parseCronSchedule(metadata.expression, timeZone!, options.dst);
   } catch (error) {
-    fail('expression', (error as Error).message);
+    fail(error instanceof RangeError && /dst/i.test((error as Error).message) ? 'dst' : 'expression', (error as Error).message);
   }
 
   const duration = (option: string, value: unknown, fallback: number): number => {
@@ -90,6 +94,16 @@ export function resolveJobConfig(
   const timeoutMs = options.timeout === undefined ? undefined : duration('timeout', options.timeout, 0);
   if (timeoutMs !== undefined && timeoutMs <= 0) fail('timeout', `must be positive, got ${timeoutMs} ms`);
 
+  const catchUpOption = typeof options.catchUp === 'string' ? { policy: options.catchUp } : options.catchUp;
+  const defaultCatchUp: CatchUpPolicy = schedule.minPeriodMs < HOUR_MS ? 'none' : 'latest';
+  const catchUpPolicy = catchUpOption?.policy ?? defaultCatchUp;
+  if (!CATCH_UP_POLICIES.includes(catchUpPolicy)) {
+    fail('catchUp', `policy must be one of ${CATCH_UP_POLICIES.map((p) => `'${p}'`).join(', ')}, got ${JSON.stringify(catchUpPolicy)}`);
+  }
+  const catchUpWindowMs = duration('catchUp.window', catchUpOption?.window, Math.min(schedule.minPeriodMs, DAY_MS));
+  const catchUpMax = catchUpOption?.max ?? 10;
+  if (!Number.isInteger(catchUpMax) || catchUpMax < 1) fail('catchUp.max', `must be a positive integer, got ${String(catchUpMax)}`);
+
   if (options.executionId !== undefined && typeof options.executionId !== 'function') {
     fail('executionId', `must be a function of the slot, got ${typeof options.executionId}`);
   }
@@ -105,6 +119,7 @@ export function resolveJobConfig(
     renewMs,
     skewToleranceMs,
     timeoutMs,
+    catchUp: Object.freeze({ policy: catchUpPolicy, windowMs: catchUpWindowMs, max: catchUpMax }),
     disabled: options.disabled === true,
     source,
     slotInfo: (scheduledAt: Date): SlotInfo =>

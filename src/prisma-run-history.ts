@@ -185,6 +185,15 @@ export class PrismaRunHistory implements RunHistory {
     return rows[0] ? toRecord(rows[0]) : undefined;
   }
 
+  async existing(executionIds: string[]): Promise<Set<string>> {
+    if (executionIds.length === 0) return new Set();
+    const rows = await this.prisma.$queryRawUnsafe<Array<{ execution_id: string }>>(
+      `SELECT execution_id FROM ${TABLE} WHERE execution_id = ANY($1::text[])`,
+      executionIds,
+    );
+    return new Set(rows.map((r) => r.execution_id));
+  }
+
   async list(filter: HistoryFilter = {}): Promise<RunRecord[]> {
     const where: string[] = [];
     const values: unknown[] = [];

@@ -60,5 +60,7 @@ export interface RunHistory {
     slot: SlotIdentity & { instanceId: string; status: 'skipped_overlap' | 'failed'; error: string; now: Date },
   ): Promise<boolean>;
   get(executionId: string): Promise<RunRecord | undefined>;
+  /** Which of these execution IDs have a row. */
+  existing(executionIds: string[]): Promise<Set<string>>;
   list(filter?: HistoryFilter): Promise<RunRecord[]>;
 }
