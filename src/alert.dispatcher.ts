@@ -1,24 +1,60 @@
 import type { LoggerService } from '@nestjs/common';
 import type { AlertEvent, Alerter } from './alert.interfaces.js';
 import { describeError, redactSecrets } from './error.redact.js';
+import type { LeaseStore } from './lease.store.js';
+
+export interface AlertPolicy {
+  readonly dedupMs: number;
+  readonly escalateAfter: number;
+}
 
 /**
- * Hands events to the user's alerter. A failing or throwing alerter is logged and never changes
- * a job's outcome or skips a lease release.
+ * Turns run outcomes into alerts. Only the instance that owned an execution reports it, so each
+ * alert is sent by one instance; the failure streak, deduplication window and escalation
+ * threshold live in Redis so they hold fleet-wide. A failing or throwing alerter is logged and
+ * never changes a job's outcome or skips a lease release.
  */
 export class AlertDispatcher {
   constructor(
     private readonly alerter: Alerter | undefined,
+    private readonly leases: LeaseStore,
+    private readonly policy: AlertPolicy,
+    private readonly clock: () => number,
     private readonly logger: LoggerService,
   ) {}
 
+  /** Sends as is (notices that are already decided fleet-wide, e.g. by a `once` key). */
   async send(event: AlertEvent): Promise<void> {
-    const safe: AlertEvent = event.error === undefined ? event : { ...event, error: redactSecrets(event.error) };
     if (!this.alerter) return;
+    const safe: AlertEvent = event.error === undefined ? event : { ...event, error: redactSecrets(event.error) };
     try {
       await this.alerter.send(safe);
     } catch (error) {
       this.logger.warn(`alert for job '${event.jobName}' (${event.kind}) could not be delivered: ${describeError(error)}`);
     }
+  }
+
+  /** A failed, timed-out, dead or lost execution: counted in the job's streak, deduplicated, escalated. */
+  async failure(event: AlertEvent): Promise<void> {
+    let decision;
+    try {
+      decision = await this.leases.recordFailure(event.jobName, {
+        now: this.clock(),
+        dedupMs: this.policy.dedupMs,
+        escalateAfter: this.policy.escalateAfter,
+        force: event.kind === 'dead',
+      });
+    } catch (error) {
+      // Without Redis there is no fleet-wide dedup; a duplicate alert beats a silent failure.
+      this.logger.warn(`job '${event.jobName}': failure streak not recorded (${describeError(error)}); alerting anyway`);
+      decision = { failures: event.consecutiveFailures ?? 1, send: true, escalate: false };
+    }
+    if (decision.send) await this.send({ ...event, consecutiveFailures: decision.failures });
+    if (decision.escalate) await this.send({ ...event, kind: 'escalation', consecutiveFailures: decision.failures });
+  }
+
+  /** A success that ended a failure streak: one recovery message. */
+  async recovered(event: Omit<AlertEvent, 'kind'>, failures: number): Promise<void> {
+    await this.send({ ...event, kind: 'recovered', consecutiveFailures: failures });
   }
 }

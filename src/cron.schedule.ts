@@ -15,10 +15,11 @@
 export interface DstPolicy {
   /**
    * What a fixed-time job does when its wall time does not exist (spring gap).
-   * 'shift' = run once, at the wall time moved forward by the length of the gap, i.e. the instant
-   * the wall time would denote with the UTC offset in force before the change (Berlin 02:30 on
-   * 2026-03-29 runs at 03:30 CEST = 01:30Z; this is Temporal's/java.time's 'compatible' choice);
-   * 'skip' = do not run that day.
+   * 'shift' = run once, at the first real instant after the gap, i.e. the moment of the change
+   * (the cron-daemon rule: Berlin 02:30 on 2026-03-29 runs at 03:00 CEST = 01:00Z; New York 02:30
+   * on 2026-03-08 runs at 03:00 EDT = 07:00Z). Several slots inside one gap (02:00 and 02:30) make
+   * one run at that moment, and a slot that also matches the moment itself (03:00) is not doubled;
+   * 'skip' = do not run the slots that fall in the gap.
    * @default 'shift'
    */
   gap?: 'shift' | 'skip';
@@ -658,8 +659,9 @@ class ZonedCronSchedule implements CronSchedule {
    *
    * The timeline is walked one constant-offset interval at a time: inside an interval, wall time
    * and instants differ by a constant, so the smallest matching wall time gives the smallest slot.
-   * At the start of an interval that follows a change, fixed-time jobs get the DST policy: shifted
-   * gap slots are added, and second passes through a repeated hour are suppressed ('once').
+   * At the start of an interval that follows a change, fixed-time jobs get the DST policy: gap
+   * slots become one slot at the change ('shift'), and second passes through a repeated hour are
+   * suppressed ('once').
    */
   private nextMs(after: number): number {
     let t = Math.floor(after / SECOND_MS) * SECOND_MS + SECOND_MS;
@@ -671,11 +673,12 @@ class ZonedCronSchedule implements CronSchedule {
       let shifted = Number.POSITIVE_INFINITY;
       if (change !== undefined) {
         if (change.after > change.before) {
-          if (this.gapPolicy === 'shift') {
-            // Wall times in [at+before, at+after) never occur; each one runs at wall - before.
-            const gapEnd = change.at + change.after;
-            const wall = this.nextWall(Math.max(change.at + change.before, t + change.before), maxYear);
-            if (wall < gapEnd) shifted = wall - change.before;
+          // Wall times in [at+before, at+after) never occur; with 'shift', any of them matching
+          // means one run at the change itself. `change.at <= t` always, so only a search that
+          // starts exactly at the change (nothing at or after it was handed out yet) gets it.
+          if (this.gapPolicy === 'shift' && t === change.at) {
+            const wall = this.nextWall(change.at + change.before, maxYear);
+            if (wall < change.at + change.after) shifted = change.at;
           }
         } else if (this.repeatedPolicy === 'once') {
           // Wall times below at+before were already had in the first pass.

@@ -19,6 +19,7 @@ import { catchUpMissedSlots } from './catch-up.js';
 import { resolveJobConfig } from './job.config.js';
 import { JobExecutor } from './job.executor.js';
 import { JobTimer } from './job.timer.js';
+import { RunSweeper } from './run.sweeper.js';
 
 /** @nestjs/schedule's own metadata keys (its constants are not exported). */
 const SCHEDULER_TYPE = 'SCHEDULER_TYPE';
@@ -37,6 +38,8 @@ interface FoundMethod {
  */
 @Injectable()
 export class DistributedCronExplorer implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
+  private sweeper: RunSweeper | undefined;
+
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
@@ -86,6 +89,8 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         void catchUpMissedSlots(executor, runtime.history, new Date(runtime.clock()), runtime.logger);
       }
     }
+    this.sweeper = new RunSweeper(runtime, runtime.sweepEveryMs);
+    this.sweeper.start();
     if (runtime.jobs.size > 0) {
       runtime.logger.log(`${runtime.jobs.size} distributed cron job(s) scheduled on instance ${runtime.instanceId}`);
     }
@@ -94,6 +99,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
   async beforeApplicationShutdown(): Promise<void> {
     const { runtime } = this;
     for (const { timer } of runtime.jobs.values()) timer.stop();
+    await this.sweeper?.stop();
     await Promise.all([...runtime.jobs.values()].map(({ executor }) => executor.shutdown(runtime.shutdownTimeoutMs)));
   }
 

@@ -35,6 +35,26 @@ export interface CatchUpOptions {
   max?: number;
 }
 
+/** Exponential backoff between attempts: `initial * factor^(attempt - 1)`, capped, with jitter. */
+export interface BackoffOptions {
+  /** Delay before the first retry. @default '1s' */
+  initial?: Duration;
+  /** Growth per attempt. @default 2 */
+  factor?: number;
+  /** Longest delay. @default '1h' */
+  max?: Duration;
+  /** Random spread as a fraction of the delay (0.2 = ±20%), so a fleet does not retry in lockstep. @default 0.2 */
+  jitter?: number;
+}
+
+/** Retries of a failed execution, under the same execution ID. */
+export interface RetryOptions {
+  /** Total attempts, the first one included. @default 1 (no retry) */
+  attempts: number;
+  /** Delay between attempts; a duration means a fixed delay. @default { initial: '1s', factor: 2, max: '1h', jitter: 0.2 } */
+  backoff?: Duration | BackoffOptions;
+}
+
 /** Status of a row in the run history. */
 export type RunStatus =
   | 'running'
@@ -140,6 +160,23 @@ export interface DistributedCronOptions {
    * @default 'none' for jobs that run more often than hourly; otherwise `latest` within one period (at most 24h)
    */
   catchUp?: CatchUpPolicy | CatchUpOptions;
+  /**
+   * Retries a failed or timed-out execution with backoff. Retries are stored in the run history,
+   * so any live instance performs them. Throw `NonRetryableError` to skip them.
+   * @default { attempts: 1 } (no retry)
+   */
+  retry?: RetryOptions;
+  /**
+   * When the instance running an execution dies (its lease expires), a live instance re-runs it
+   * under the same execution ID, within the catch-up window. Otherwise it is closed as `lease_lost`.
+   * @default false
+   */
+  recover?: boolean;
+  /**
+   * Dead-man's switch: alert once per this window when no execution of the job completed anywhere
+   * in the fleet within it (e.g. '26h' for a daily job). @default none
+   */
+  expectSuccessWithin?: Duration;
   /** Does not schedule the job on this instance. @default false */
   disabled?: boolean;
 }
@@ -173,6 +210,15 @@ export interface DistributedCronModuleOptions {
   redisTimeout?: Duration;
   /** On shutdown, how long running executions may finish before their signal aborts. @default '10s' */
   shutdownTimeout?: Duration;
+  /** How failures become alerts. */
+  alerts?: {
+    /** At most one failure alert per job per window (dead letters are always sent). @default '1h' */
+    dedupWindow?: Duration;
+    /** Sends an escalation when a job fails this many times in a row (0: never). @default 3 */
+    escalateAfter?: number;
+  };
+  /** How often each instance looks for due retries, dead owners and silent jobs. @default '2s' */
+  sweepEvery?: Duration;
   /** Logs a warning for each plain `@Cron`/`@Interval`/`@Timeout` job, which runs on every instance. @default true */
   auditPlainSchedules?: boolean;
   /** Wall clock in epoch milliseconds; replaceable in tests. @default Date.now */
@@ -199,6 +245,8 @@ export interface RunRecord {
   error: string | null;
   /** How many later triggers of this execution ID found it already done and were skipped. */
   skippedTriggers: number;
+  /** When the next retry is due (status `failed` or `timed_out` with attempts left). */
+  nextAttemptAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -212,4 +260,6 @@ export type FireOutcome =
   | 'queued'
   | 'already_done'
   | 'unavailable'
-  | 'shutting_down';
+  | 'shutting_down'
+  /** replay(): the execution is not in a state that can be replayed. */
+  | 'not_replayable';

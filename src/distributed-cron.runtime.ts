@@ -37,6 +37,7 @@ export class DistributedCronRuntime {
   readonly history: RunHistory;
   readonly alerts: AlertDispatcher;
   readonly shutdownTimeoutMs: number;
+  readonly sweepEveryMs: number;
   readonly auditPlainSchedules: boolean;
   readonly jobs = new Map<string, MountedJob>();
 
@@ -77,7 +78,20 @@ export class DistributedCronRuntime {
     this.clock = options.clock ?? Date.now;
     this.leases = new RedisLeaseStore(redis, keyPrefix, duration('redisTimeout', options.redisTimeout, 2_000));
     this.history = new PrismaRunHistory(prisma);
-    this.alerts = new AlertDispatcher(options.alerter, this.logger);
+    const alerts = options.alerts ?? {};
+    const escalateAfter = alerts.escalateAfter ?? 3;
+    if (!Number.isInteger(escalateAfter) || escalateAfter < 0) {
+      fail('alerts.escalateAfter', `must be a non-negative integer (0: never), got ${String(escalateAfter)}`);
+    }
+    this.alerts = new AlertDispatcher(
+      options.alerter,
+      this.leases,
+      { dedupMs: duration('alerts.dedupWindow', alerts.dedupWindow, 3_600_000), escalateAfter },
+      this.clock,
+      this.logger,
+    );
+    this.sweepEveryMs = duration('sweepEvery', options.sweepEvery, 2_000);
+    if (this.sweepEveryMs < 100) fail('sweepEvery', `must be at least 100ms, got ${this.sweepEveryMs} ms`);
     this.shutdownTimeoutMs = duration('shutdownTimeout', options.shutdownTimeout, 10_000);
     this.auditPlainSchedules = options.auditPlainSchedules ?? true;
   }

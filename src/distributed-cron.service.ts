@@ -91,6 +91,22 @@ export class DistributedCronService {
     return executor.fire(slot, 'manual');
   }
 
+  /**
+   * Runs a dead or failed execution again as a new attempt, once fleet-wide: when several
+   * instances (or people) replay the same execution at the same moment, one runs it and the others
+   * get `'lost'`. Resolves when the replay has finished, with `'ran'`; `'lost'` also when another
+   * run of the job holds its lease right now; `'not_replayable'` when the execution is not dead,
+   * failed, timed out or lease_lost.
+   * @example for (const run of await cron.history({ status: 'dead' })) await cron.replay(run.executionId)
+   */
+  async replay(executionId: string): Promise<FireOutcome> {
+    const row = await this.runtime.history.get(executionId);
+    if (!row) throw new Error(`replay(): no execution '${executionId}' in the run history`);
+    const { executor } = this.job(row.jobName);
+    if (!['dead', 'failed', 'timed_out', 'lease_lost'].includes(row.status)) return 'not_replayable';
+    return executor.retry(row, 'replay');
+  }
+
   /** The job's next `count` slots after now (or after `from`). */
   nextRuns(jobName: string, count = 5, from?: Date): NextRun[] {
     const { job } = this.job(jobName).executor;

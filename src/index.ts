@@ -2,6 +2,7 @@ export { DistributedCron } from './distributed-cron.decorator.js';
 export { DistributedCronModule } from './distributed-cron.module.js';
 export { DistributedCronService, type JobDescription, type NextRun } from './distributed-cron.service.js';
 export type {
+  BackoffOptions,
   CatchUpOptions,
   CatchUpPolicy,
   CronContext,
@@ -12,6 +13,7 @@ export type {
   FireOutcome,
   OverlapPolicy,
   PrismaClientLike,
+  RetryOptions,
   RunRecord,
   RunReport,
   RunStatus,
@@ -21,5 +23,6 @@ export type {
 export type { HistoryFilter } from './run-history.js';
 export type { JobStats } from './job.executor.js';
 export { DistributedCronConfigError } from './errors/distributed-cron-config.error.js';
+export { NonRetryableError } from './errors/non-retryable.error.js';
 export type { Alerter, AlertEvent, AlertKind } from './alert.interfaces.js';
 export { SlackAlerter, type SlackAlerterOptions } from './slack.alerter.js';

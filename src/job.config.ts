@@ -3,6 +3,7 @@ import type { DistributedCronMetadata } from './distributed-cron.decorator.js';
 import type { CatchUpPolicy, DistributedCronModuleOptions, OverlapPolicy, SlotInfo } from './distributed-cron.interfaces.js';
 import * as messages from './distributed-cron.messages.js';
 import { parseDuration } from './duration.parse.js';
+import type { Backoff } from './backoff.js';
 import { DistributedCronConfigError } from './errors/distributed-cron-config.error.js';
 
 const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['skip', 'queue', 'allow', 'replace'];
@@ -25,6 +26,11 @@ export interface JobConfig {
   readonly skewToleranceMs: number;
   readonly timeoutMs: number | undefined;
   readonly catchUp: { readonly policy: CatchUpPolicy; readonly windowMs: number; readonly max: number };
+  /** Total attempts per execution ID (1 = no retry). */
+  readonly maxAttempts: number;
+  readonly backoff: Backoff;
+  readonly recover: boolean;
+  readonly expectSuccessWithinMs: number | undefined;
   readonly disabled: boolean;
   /** Where the method lives, for messages: `ClassName.method`. */
   readonly source: string;
@@ -104,6 +110,31 @@ export function resolveJobConfig(
   const catchUpMax = catchUpOption?.max ?? 10;
   if (!Number.isInteger(catchUpMax) || catchUpMax < 1) fail('catchUp.max', `must be a positive integer, got ${String(catchUpMax)}`);
 
+  const retry = options.retry;
+  if (retry !== undefined && (typeof retry !== 'object' || retry === null)) fail('retry', 'must be an object like { attempts: 3 }');
+  const maxAttempts = retry?.attempts ?? 1;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 100) {
+    fail('retry.attempts', `must be an integer from 1 to 100 (the first attempt included), got ${String(maxAttempts)}`);
+  }
+  const backoffOption = retry?.backoff;
+  const backoffObject = typeof backoffOption === 'object' && backoffOption !== null ? backoffOption : undefined;
+  const backoff: Backoff = Object.freeze({
+    initialMs: duration('retry.backoff', backoffObject ? backoffObject.initial : backoffOption, 1_000),
+    factor: backoffObject ? (backoffObject.factor ?? 2) : backoffOption === undefined ? 2 : 1,
+    maxMs: duration('retry.backoff.max', backoffObject?.max, 3_600_000),
+    jitter: backoffObject?.jitter ?? (backoffOption === undefined || backoffObject ? 0.2 : 0),
+  });
+  if (!Number.isFinite(backoff.factor) || backoff.factor < 1) fail('retry.backoff.factor', `must be a number >= 1, got ${String(backoff.factor)}`);
+  if (!Number.isFinite(backoff.jitter) || backoff.jitter < 0 || backoff.jitter > 1) {
+    fail('retry.backoff.jitter', `must be a fraction from 0 to 1, got ${String(backoff.jitter)}`);
+  }
+  if (options.recover !== undefined && typeof options.recover !== 'boolean') fail('recover', `must be true or false, got ${JSON.stringify(options.recover)}`);
+  const expectSuccessWithinMs =
+    options.expectSuccessWithin === undefined ? undefined : duration('expectSuccessWithin', options.expectSuccessWithin, 0);
+  if (expectSuccessWithinMs !== undefined && expectSuccessWithinMs < schedule.minPeriodMs) {
+    fail('expectSuccessWithin', `(${expectSuccessWithinMs} ms) must be at least the job's shortest period (${schedule.minPeriodMs} ms)`);
+  }
+
   if (options.executionId !== undefined && typeof options.executionId !== 'function') {
     fail('executionId', `must be a function of the slot, got ${typeof options.executionId}`);
   }
@@ -120,6 +151,10 @@ export function resolveJobConfig(
     skewToleranceMs,
     timeoutMs,
     catchUp: Object.freeze({ policy: catchUpPolicy, windowMs: catchUpWindowMs, max: catchUpMax }),
+    maxAttempts,
+    backoff,
+    recover: options.recover === true,
+    expectSuccessWithinMs,
     disabled: options.disabled === true,
     source,
     slotInfo: (scheduledAt: Date): SlotInfo =>

@@ -11,10 +11,13 @@ import type {
   SlotInfo,
 } from './distributed-cron.interfaces.js';
 import * as messages from './distributed-cron.messages.js';
+import { retryDelay } from './backoff.js';
 import { describeError } from './error.redact.js';
+import { isNonRetryable } from './errors/non-retryable.error.js';
 import { defaultExecutionId, type JobConfig } from './job.config.js';
 import type { HeldLease, LeaseStore, QueuedSlot } from './lease.store.js';
 import type { RunHistory } from './run-history.js';
+import type { RunRecord } from './distributed-cron.interfaces.js';
 
 export interface ExecutorDeps {
   readonly leases: LeaseStore;
@@ -35,6 +38,8 @@ export interface JobStats {
   queued: number;
   alreadyDone: number;
   unavailable: number;
+  retried: number;
+  recovered: number;
 }
 
 type AbortKind = 'LeaseLostError' | 'TimeoutError' | 'ReplacedError' | 'ShutdownError';
@@ -58,7 +63,7 @@ function assertCount(value: unknown, field: string, jobName: string): number {
  * release → alert. Every step's failure is caught here: `fire` never rejects.
  */
 export class JobExecutor {
-  readonly stats: JobStats = { fired: 0, ran: 0, lost: 0, paused: 0, skippedOverlap: 0, queued: 0, alreadyDone: 0, unavailable: 0 };
+  readonly stats: JobStats = { fired: 0, ran: 0, lost: 0, paused: 0, skippedOverlap: 0, queued: 0, alreadyDone: 0, unavailable: 0, retried: 0, recovered: 0 };
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly running = new Set<AbortController>();
   private readonly stopping = new AbortController();
@@ -167,9 +172,9 @@ export class JobExecutor {
         executionId,
         instanceId: this.deps.instanceId,
         fencingToken: lease.fencingToken,
-        maxAttempts: 1,
+        maxAttempts: this.job.maxAttempts,
         trigger,
-        recover: false,
+        recover: this.job.recover && this.withinRecoveryWindow(slot.scheduledAt),
         now: new Date(this.deps.clock()),
       });
     } catch (error) {
@@ -183,7 +188,7 @@ export class JobExecutor {
     if (begin.kind !== 'start') {
       this.stats.alreadyDone++;
       if (begin.kind === 'owner_lost') {
-        this.alert({
+        this.alertFailure({
           kind: 'lease_lost',
           executionId,
           scheduledAt: slot.scheduledAt,
@@ -290,28 +295,46 @@ export class JobExecutor {
     }
     const durationMs = performance.now() - started;
 
-    const status: Exclude<RunStatus, 'running' | 'skipped_overlap'> = leaseLost
-      ? 'lease_lost'
-      : timedOut
-        ? 'timed_out'
-        : failed
-          ? 'failed'
-          : counts.failed > 0
-            ? 'completed_with_errors'
-            : 'completed';
+    const replaced = (controller.signal.reason as Error | undefined)?.name === 'ReplacedError';
     const reason = controller.signal.aborted ? describeError(controller.signal.reason) : undefined;
     const error =
       failed || leaseLost || timedOut
         ? [reason, failed ? describeError(failure) : undefined].filter((part, i, all) => part && all.indexOf(part) === i).join(': ')
         : null;
 
-    await this.recordFinish(executionId, lease, status, durationMs, counts, error);
-    await this.releaseAndContinue(lease);
+    let status: Exclude<RunStatus, 'running' | 'skipped_overlap'>;
+    let nextAttemptAt: Date | null = null;
+    if (leaseLost) {
+      status = 'lease_lost';
+    } else if (failed || timedOut) {
+      const nonRetryable = failed && isNonRetryable(failure);
+      if (!nonRetryable && !replaced && attempt < job.maxAttempts) {
+        status = timedOut ? 'timed_out' : 'failed';
+        nextAttemptAt = new Date(deps.clock() + retryDelay(attempt, job.backoff));
+      } else if (nonRetryable || (job.maxAttempts > 1 && !replaced)) {
+        status = 'dead';
+      } else {
+        status = timedOut ? 'timed_out' : 'failed';
+      }
+    } else {
+      status = counts.failed > 0 ? 'completed_with_errors' : 'completed';
+    }
+    const succeeded = status === 'completed' || status === 'completed_with_errors';
 
-    const replaced = (controller.signal.reason as Error | undefined)?.name === 'ReplacedError';
-    if (status !== 'completed' && status !== 'completed_with_errors' && !replaced) {
-      const kind: AlertKind = status === 'timed_out' ? 'timed_out' : status === 'lease_lost' ? 'lease_lost' : 'failed';
-      this.alert({ kind, executionId, scheduledAt: slot.scheduledAt, attempt, maxAttempts: 1, status, durationMs, error: error ?? undefined });
+    await this.recordFinish(executionId, lease, status, durationMs, counts, error, nextAttemptAt);
+    const endedStreak = await this.releaseAndContinue(lease, succeeded);
+
+    const event = { executionId, scheduledAt: slot.scheduledAt, attempt, maxAttempts: job.maxAttempts, status, durationMs };
+    if (succeeded && endedStreak > 0) {
+      this.track(this.deps.alerts.recovered({ ...event, jobName: job.name, instanceId: deps.instanceId }, endedStreak));
+    } else if (!succeeded && !replaced) {
+      const kind: AlertKind = status === 'dead' ? 'dead' : status === 'timed_out' ? 'timed_out' : status === 'lease_lost' ? 'lease_lost' : 'failed';
+      this.alertFailure({
+        ...event,
+        kind,
+        error: error ?? undefined,
+        detail: nextAttemptAt ? `next attempt at ${nextAttemptAt.toISOString()}` : undefined,
+      });
     }
   }
 
@@ -322,6 +345,7 @@ export class JobExecutor {
     durationMs: number,
     counts: { processed: number; failed: number },
     error: string | null,
+    nextAttemptAt: Date | null,
   ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
@@ -334,6 +358,7 @@ export class JobExecutor {
           processedCount: counts.processed,
           failedCount: counts.failed,
           error,
+          nextAttemptAt,
         });
         if (!written) this.deps.logger.warn(messages.STALE_FINISH(this.job.name, executionId));
         return;
@@ -349,25 +374,123 @@ export class JobExecutor {
     }
   }
 
-  /** Releases the lease; under 'queue' the lease may come back for the waiting slot, which then runs here. */
-  private async releaseAndContinue(lease: HeldLease): Promise<void> {
+  /**
+   * Releases the lease; under 'queue' the lease may come back for the waiting slot, which then
+   * runs here. Returns the failure streak a successful run ended.
+   */
+  private async releaseAndContinue(lease: HeldLease, succeeded = false): Promise<number> {
     let result;
     try {
-      result = await this.deps.leases.release(lease, { leaseMs: this.job.leaseMs, doneMs: this.doneMs() });
+      result = await this.deps.leases.release(lease, { leaseMs: this.job.leaseMs, doneMs: this.doneMs(), succeeded });
     } catch (error) {
       this.deps.logger.warn(
         `job '${this.job.name}': releasing the lease of ${lease.executionId} failed (it expires within ${this.job.leaseMs} ms): ${describeError(error)}`,
       );
-      return;
+      return 0;
     }
-    if (result.kind !== 'handed_over') return;
+    if (result.kind !== 'handed_over') return result.endedStreak;
     const slot = this.job.slotInfo(new Date(result.next.scheduledAt));
     if (this.stopping.signal.aborted) {
       await this.notStarted(slot, result.next.executionId, 'the application shut down before the queued slot could start', 'skipped_overlap');
       await this.releaseAndContinue(result.lease);
-      return;
+    } else {
+      // Runs after this call returns, so the finished run's alerts are not held up by the next one.
+      this.track(this.startAndRun(slot, result.next.executionId, result.lease, 'schedule'));
     }
-    await this.startAndRun(slot, result.next.executionId, result.lease, 'schedule');
+    return result.endedStreak;
+  }
+
+  /**
+   * Runs a failed execution's next attempt, once fleet-wide (the run history row is the arbiter).
+   * Called by the sweeper for due retries and by replay().
+   */
+  retry(row: RunRecord, trigger: 'retry' | 'replay'): Promise<FireOutcome> {
+    const outcome = this.rerun(row, trigger, undefined).catch((error: unknown) => {
+      this.deps.logger.error(`job '${this.job.name}': ${trigger} of ${row.executionId} failed to start: ${describeError(error)}`);
+      return 'unavailable' as const;
+    });
+    this.track(outcome);
+    return outcome;
+  }
+
+  /**
+   * A `running` row whose owner may have died: if its lease is gone, re-run it (`recover`) or
+   * close it as `lease_lost` and alert. Called by the sweeper.
+   */
+  async checkOwner(row: RunRecord): Promise<void> {
+    if (this.stopping.signal.aborted || row.fencingToken === null) return;
+    const on = this.job.overlap === 'allow' ? 'slot' : 'lease';
+    const recoverable = this.job.recover && row.attempt < Math.max(row.maxAttempts, 2) && this.withinRecoveryWindow(row.scheduledAt);
+    try {
+      if (recoverable) {
+        const outcome = this.rerun(row, 'recover', row.fencingToken);
+        this.track(outcome);
+        await outcome;
+        return;
+      }
+      if (await this.deps.leases.isAlive(this.job.name, row.executionId, on, row.fencingToken)) return;
+      const error = `instance ${row.instanceId} stopped renewing its lease before finishing`;
+      if (await this.deps.history.markLeaseLost(row.executionId, row.fencingToken, new Date(this.deps.clock()), error)) {
+        this.deps.logger.warn(`job '${this.job.name}': ${row.executionId} ${error}; recorded as lease_lost`);
+        this.alertFailure({ kind: 'lease_lost', executionId: row.executionId, scheduledAt: row.scheduledAt, attempt: row.attempt, status: 'lease_lost', error });
+      }
+    } catch (error) {
+      this.deps.logger.warn(`job '${this.job.name}': checking the owner of ${row.executionId} failed: ${describeError(error)}`);
+    }
+  }
+
+  /** Dead-man's switch: one alert per window, fleet-wide, when nothing completed within it. */
+  async checkSuccess(watchingSince: number): Promise<void> {
+    const windowMs = this.job.expectSuccessWithinMs;
+    if (windowMs === undefined || this.stopping.signal.aborted) return;
+    try {
+      const last = await this.deps.history.lastSuccess(this.job.name);
+      const since = Math.max(last?.getTime() ?? 0, watchingSince);
+      const now = this.deps.clock();
+      if (now - since < windowMs) return;
+      if (!(await this.deps.leases.once(this.job.name, 'no_success', windowMs))) return;
+      const detail = last
+        ? `no execution completed since ${last.toISOString()} (expected within ${windowMs} ms)`
+        : `no execution completed within ${windowMs} ms`;
+      this.deps.logger.error(`job '${this.job.name}': ${detail}`);
+      this.alert({ kind: 'no_success', detail });
+    } catch (error) {
+      this.deps.logger.warn(`job '${this.job.name}': dead-man's switch check failed: ${describeError(error)}`);
+    }
+  }
+
+  private withinRecoveryWindow(scheduledAt: Date): boolean {
+    return this.deps.clock() - scheduledAt.getTime() <= Math.max(this.job.catchUp.windowMs, 3_600_000);
+  }
+
+  private async rerun(row: RunRecord, trigger: 'retry' | 'replay' | 'recover', deadFence: number | undefined): Promise<FireOutcome> {
+    if (this.stopping.signal.aborted) return 'shutting_down';
+    const on = this.job.overlap === 'allow' ? 'slot' : 'lease';
+    const taken = await this.deps.leases.take(this.job.name, row.executionId, on, this.job.leaseMs, deadFence);
+    if (taken.kind === 'paused') return 'paused';
+    if (taken.kind !== 'taken') return 'lost';
+    const restarted = await this.deps.history.restart({
+      executionId: row.executionId,
+      from: { status: row.status, attempt: row.attempt },
+      trigger,
+      fencingToken: taken.lease.fencingToken,
+      instanceId: this.deps.instanceId,
+      now: new Date(this.deps.clock()),
+      maxAttempts: trigger === 'replay' ? row.attempt + 1 : this.job.maxAttempts,
+    });
+    if (!restarted) {
+      await this.releaseAndContinue(taken.lease);
+      return 'lost';
+    }
+    if (trigger === 'recover') {
+      this.stats.recovered++;
+      this.deps.logger.warn(`job '${this.job.name}': re-running ${row.executionId}, whose owner ${row.instanceId} died (attempt ${row.attempt + 1})`);
+    } else {
+      this.stats.retried++;
+    }
+    this.stats.ran++;
+    await this.execute(this.job.slotInfo(row.scheduledAt), row.executionId, taken.lease, row.attempt + 1, trigger);
+    return 'ran';
   }
 
   private async replaceThenRun(slot: SlotInfo, executionId: string, holderToken: string, trigger: RunTrigger): Promise<FireOutcome> {
@@ -443,5 +566,9 @@ export class JobExecutor {
 
   private alert(event: Omit<AlertEvent, 'jobName' | 'instanceId'>): void {
     this.track(this.deps.alerts.send({ ...event, jobName: this.job.name, instanceId: this.deps.instanceId }));
+  }
+
+  private alertFailure(event: Omit<AlertEvent, 'jobName' | 'instanceId'>): void {
+    this.track(this.deps.alerts.failure({ ...event, jobName: this.job.name, instanceId: this.deps.instanceId }));
   }
 }

@@ -39,10 +39,26 @@ export type ClaimResult =
 
 export type RenewResult = 'renewed' | 'lost' | 'stop_requested';
 
-export type ReleaseResult =
+export type ReleaseResult = (
   | { kind: 'released' }
   | { kind: 'not_owner' }
-  | { kind: 'handed_over'; next: QueuedSlot; lease: HeldLease };
+  | { kind: 'handed_over'; next: QueuedSlot; lease: HeldLease }
+) & {
+  /** Consecutive failures of the job that this successful run ended (0 if none). */
+  endedStreak: number;
+};
+
+/** Outcome of taking a lease outside the slot's claim (retry, recovery, replay). */
+export type TakeResult = { kind: 'taken'; lease: HeldLease } | { kind: 'alive' } | { kind: 'busy' } | { kind: 'paused' };
+
+export interface FailureDecision {
+  /** Consecutive failures of the job, this one included. */
+  failures: number;
+  /** This failure is alerted (not within the job's deduplication window). */
+  send: boolean;
+  /** This failure reaches the escalation threshold. */
+  escalate: boolean;
+}
 
 export type AcquireResult = { kind: 'acquired'; lease: HeldLease } | { kind: 'held' } | { kind: 'superseded' };
 
@@ -53,7 +69,18 @@ export type AcquireResult = { kind: 'acquired'; lease: HeldLease } | { kind: 'he
 export interface LeaseStore {
   claim(request: ClaimRequest): Promise<ClaimResult>;
   renew(lease: HeldLease, leaseMs: number): Promise<RenewResult>;
-  release(lease: HeldLease, options: { leaseMs: number; doneMs: number }): Promise<ReleaseResult>;
+  release(lease: HeldLease, options: { leaseMs: number; doneMs: number; succeeded: boolean }): Promise<ReleaseResult>;
+  /**
+   * Takes the lease for an execution outside its slot. With `deadFence`, reports `alive` while
+   * the run holding that fencing token still renews its lease.
+   */
+  take(jobName: string, executionId: string, on: HeldLease['on'], leaseMs: number, deadFence?: number): Promise<TakeResult>;
+  /** Whether the run with this fencing token still holds its lease. */
+  isAlive(jobName: string, executionId: string, on: HeldLease['on'], fencingToken: number): Promise<boolean>;
+  /** Counts a failure in the job's streak; decides dedup and escalation fleet-wide. */
+  recordFailure(jobName: string, options: { now: number; dedupMs: number; escalateAfter: number; force: boolean }): Promise<FailureDecision>;
+  /** True for exactly one caller per job and `name` within `ttlMs` (one instance sends a notice). */
+  once(jobName: string, name: string, ttlMs: number): Promise<boolean>;
   /** For `replace`: takes the job lease once `holderToken` has let go of it. */
   acquireAfter(jobName: string, executionId: string, holderToken: string, leaseMs: number): Promise<AcquireResult>;
   setPaused(jobName: string, paused: boolean): Promise<void>;
@@ -87,5 +114,11 @@ export class KeyBuilder {
   }
   paused(jobName: string): string {
     return `${this.base(jobName)}:paused`;
+  }
+  alerts(jobName: string): string {
+    return `${this.base(jobName)}:alerts`;
+  }
+  once(jobName: string, name: string): string {
+    return `${this.base(jobName)}:once:${name}`;
   }
 }

@@ -1,12 +1,20 @@
 import type { PrismaClientLike, RunRecord, RunStatus } from './distributed-cron.interfaces.js';
-import type { BeginOutcome, BeginRequest, FinishRequest, HistoryFilter, RunHistory, SlotIdentity } from './run-history.js';
+import type {
+  BeginOutcome,
+  BeginRequest,
+  FinishRequest,
+  HistoryFilter,
+  RestartRequest,
+  RunHistory,
+  SlotIdentity,
+} from './run-history.js';
 
 /** Table of the `DistributedCronRun` model (see prisma/schema/distributed-cron.prisma). */
 const TABLE = 'distributed_cron_runs';
 
 const COLUMNS = `job_name, execution_id, status, trigger, scheduled_at, business_date, started_at, finished_at,
   duration_ms, instance_id, attempt, max_attempts, fencing_token, processed_count, failed_count, error,
-  skipped_triggers, created_at, updated_at`;
+  skipped_triggers, next_attempt_at, created_at, updated_at`;
 
 interface Row {
   job_name: string;
@@ -26,6 +34,7 @@ interface Row {
   failed_count: number;
   error: string | null;
   skipped_triggers: number;
+  next_attempt_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -49,13 +58,12 @@ function toRecord(row: Row): RunRecord {
     failedCount: row.failed_count,
     error: row.error,
     skippedTriggers: row.skipped_triggers,
+    nextAttemptAt: row.next_attempt_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
 }
 
-/** Terminal statuses: a later trigger of the same execution ID is a duplicate and is skipped. */
-const DONE: ReadonlySet<string> = new Set(['completed', 'completed_with_errors', 'dead', 'timed_out', 'lease_lost', 'skipped_overlap']);
 
 /**
  * Run history in the user's database through their PrismaClient, with raw SQL so that one
@@ -88,62 +96,123 @@ export class PrismaRunHistory implements RunHistory {
     if (existing.status === 'running') {
       // This instance holds the lease now, so the previous owner's lease is gone: it died or
       // lost its lease. Take the row over (recover) or close it as lease_lost, fenced by its token.
-      if (request.recover) {
-        const taken = await this.restart(request, existing, 'recover');
-        if (taken) return taken;
-      } else {
-        const closed = await this.prisma.$executeRawUnsafe(
-          `UPDATE ${TABLE} SET status = 'lease_lost', finished_at = $3, updated_at = $3,
-             error = COALESCE(error, $4)
-           WHERE execution_id = $1 AND status = 'running' AND fencing_token IS NOT DISTINCT FROM $2`,
+      if (request.recover && existing.attempt < Math.max(existing.maxAttempts, 2)) {
+        if (await this.restart(this.restartOf(request, existing, 'recover'))) {
+          return { kind: 'start', attempt: existing.attempt + 1, trigger: 'recover' };
+        }
+      } else if (
+        await this.markLeaseLost(
           request.executionId,
-          existing.fencingToken,
+          existing.fencingToken ?? -1,
           request.now,
           `instance ${existing.instanceId} stopped renewing its lease before finishing`,
-        );
-        if (closed === 1) return { kind: 'owner_lost', previousInstanceId: existing.instanceId, attempt: existing.attempt };
+        )
+      ) {
+        return { kind: 'owner_lost', previousInstanceId: existing.instanceId, attempt: existing.attempt };
       }
       return { kind: 'done', status: 'running' };
     }
-    if (existing.status === 'failed' && existing.attempt < Math.max(existing.maxAttempts, request.maxAttempts)) {
-      // attempt 0 marks a slot that never started (store outage): its first real attempt is not a retry.
-      const taken = await this.restart(request, existing, existing.attempt === 0 ? request.trigger : 'retry');
-      if (taken) return taken;
+    // attempt 0 marks a slot that never started (store outage): its first real attempt is not a retry.
+    const retryDue =
+      (existing.status === 'failed' || existing.status === 'timed_out') &&
+      existing.attempt < existing.maxAttempts &&
+      existing.nextAttemptAt !== null &&
+      existing.nextAttemptAt.getTime() <= request.now.getTime();
+    if ((existing.status === 'failed' && existing.attempt === 0) || retryDue) {
+      const trigger = existing.attempt === 0 ? request.trigger : 'retry';
+      if (await this.restart(this.restartOf(request, existing, trigger))) {
+        return { kind: 'start', attempt: existing.attempt + 1, trigger };
+      }
     }
-    if (DONE.has(existing.status) || existing.status === 'failed') {
-      await this.prisma.$executeRawUnsafe(
-        `UPDATE ${TABLE} SET skipped_triggers = skipped_triggers + 1 WHERE execution_id = $1`,
-        request.executionId,
-      );
-    }
+    await this.prisma.$executeRawUnsafe(
+      `UPDATE ${TABLE} SET skipped_triggers = skipped_triggers + 1 WHERE execution_id = $1`,
+      request.executionId,
+    );
     return { kind: 'done', status: existing.status };
   }
 
-  /** Moves an existing row to a new attempt, only if nobody else did it first. */
-  private async restart(request: BeginRequest, existing: RunRecord, trigger: BeginRequest['trigger']): Promise<BeginOutcome | undefined> {
-    const attempt = existing.attempt + 1;
-    const updated = await this.prisma.$executeRawUnsafe(
-      `UPDATE ${TABLE} SET status = 'running', trigger = $3, attempt = $4, max_attempts = GREATEST(max_attempts, $5),
-         fencing_token = $6, instance_id = $7, started_at = $8, finished_at = NULL, duration_ms = NULL,
-         processed_count = 0, failed_count = 0, error = NULL, next_attempt_at = NULL, updated_at = $8
-       WHERE execution_id = $1 AND status = $2 AND attempt = $9`,
-      request.executionId,
-      existing.status,
+  private restartOf(request: BeginRequest, existing: RunRecord, trigger: BeginRequest['trigger']): RestartRequest {
+    return {
+      executionId: request.executionId,
+      from: { status: existing.status, attempt: existing.attempt },
       trigger,
-      attempt,
-      request.maxAttempts,
+      fencingToken: request.fencingToken,
+      instanceId: request.instanceId,
+      now: request.now,
+      maxAttempts: request.maxAttempts,
+    };
+  }
+
+  async restart(request: RestartRequest): Promise<boolean> {
+    const updated = await this.prisma.$executeRawUnsafe(
+      `UPDATE ${TABLE} SET status = 'running', trigger = $3, attempt = attempt + 1,
+         max_attempts = GREATEST(max_attempts, $4), fencing_token = $5, instance_id = $6, started_at = $7,
+         finished_at = NULL, duration_ms = NULL, processed_count = 0, failed_count = 0, error = NULL,
+         next_attempt_at = NULL, updated_at = $7
+       WHERE execution_id = $1 AND status = $2 AND attempt = $8`,
+      request.executionId,
+      request.from.status,
+      request.trigger,
+      request.maxAttempts ?? 1,
       request.fencingToken,
       request.instanceId,
       request.now,
-      existing.attempt,
+      request.from.attempt,
     );
-    return updated === 1 ? { kind: 'start', attempt, trigger } : undefined;
+    return updated === 1;
+  }
+
+  async markLeaseLost(executionId: string, fencingToken: number, now: Date, error: string): Promise<boolean> {
+    const updated = await this.prisma.$executeRawUnsafe(
+      `UPDATE ${TABLE} SET status = 'lease_lost', finished_at = $3, updated_at = $3, error = COALESCE(error, $4)
+       WHERE execution_id = $1 AND status = 'running' AND fencing_token = $2`,
+      executionId,
+      fencingToken,
+      now,
+      error,
+    );
+    return updated === 1;
+  }
+
+  async dueRetries(jobNames: string[], now: Date, limit: number): Promise<RunRecord[]> {
+    if (jobNames.length === 0) return [];
+    const rows = await this.prisma.$queryRawUnsafe<Row[]>(
+      `SELECT ${COLUMNS} FROM ${TABLE}
+       WHERE status IN ('failed', 'timed_out') AND next_attempt_at <= $2 AND attempt < max_attempts
+         AND job_name = ANY($1::text[])
+       ORDER BY next_attempt_at LIMIT $3`,
+      jobNames,
+      now,
+      limit,
+    );
+    return rows.map(toRecord);
+  }
+
+  async running(jobNames: string[], startedBefore: Date, limit: number): Promise<RunRecord[]> {
+    if (jobNames.length === 0) return [];
+    const rows = await this.prisma.$queryRawUnsafe<Row[]>(
+      `SELECT ${COLUMNS} FROM ${TABLE}
+       WHERE status = 'running' AND started_at < $2 AND job_name = ANY($1::text[])
+       ORDER BY started_at LIMIT $3`,
+      jobNames,
+      startedBefore,
+      limit,
+    );
+    return rows.map(toRecord);
+  }
+
+  async lastSuccess(jobName: string): Promise<Date | undefined> {
+    const rows = await this.prisma.$queryRawUnsafe<Array<{ at: Date | null }>>(
+      `SELECT max(finished_at) AS at FROM ${TABLE} WHERE job_name = $1 AND status IN ('completed', 'completed_with_errors')`,
+      jobName,
+    );
+    return rows[0]?.at ?? undefined;
   }
 
   async finish(request: FinishRequest): Promise<boolean> {
     const updated = await this.prisma.$executeRawUnsafe(
       `UPDATE ${TABLE} SET status = $3, finished_at = $4, duration_ms = $5, processed_count = $6,
-         failed_count = $7, error = $8, updated_at = $4
+         failed_count = $7, error = $8, next_attempt_at = $9, updated_at = $4
        WHERE execution_id = $1 AND fencing_token = $2 AND status = 'running'`,
       request.executionId,
       request.fencingToken,
@@ -153,6 +222,7 @@ export class PrismaRunHistory implements RunHistory {
       request.processedCount,
       request.failedCount,
       request.error,
+      request.nextAttemptAt,
     );
     return updated === 1;
   }

@@ -6,11 +6,13 @@ import {
   type AcquireResult,
   type ClaimRequest,
   type ClaimResult,
+  type FailureDecision,
   type HeldLease,
   type LeaseStore,
   type QueuedSlot,
   type ReleaseResult,
   type RenewResult,
+  type TakeResult,
 } from './lease.store.js';
 
 interface LuaScript {
@@ -29,9 +31,14 @@ function loadScript(file: string): LuaScript {
 const SCRIPTS = {
   claim: loadScript('claim-6.lua'),
   renew: loadScript('renew-3.lua'),
-  release: loadScript('release-5.lua'),
+  release: loadScript('release-6.lua'),
   acquire: loadScript('acquire-3.lua'),
+  take: loadScript('take-3.lua'),
+  failure: loadScript('failure-1.lua'),
 };
+
+/** Failure streaks are forgotten after a week without failures. */
+const ALERT_STATE_TTL_MS = 7 * 24 * 3_600_000;
 
 /** Thrown when Redis does not answer within the configured time. */
 export class LeaseStoreTimeoutError extends Error {
@@ -79,7 +86,7 @@ export class RedisLeaseStore implements LeaseStore {
 
   async claim(request: ClaimRequest): Promise<ClaimResult> {
     const { jobName, executionId } = request;
-    const token = newToken();
+    const random = newToken();
     const reply = (await this.run('claim', SCRIPTS.claim, [
       this.keys.slot(jobName, executionId),
       this.keys.lease(jobName),
@@ -88,7 +95,7 @@ export class RedisLeaseStore implements LeaseStore {
       this.keys.abort(jobName),
       this.keys.paused(jobName),
     ], [
-      token,
+      random,
       request.slotMs,
       request.leaseMs,
       request.overlap,
@@ -103,7 +110,7 @@ export class RedisLeaseStore implements LeaseStore {
           lease: {
             jobName,
             executionId,
-            token,
+            token: `${reply[1]}:${random}`,
             fencingToken: Number(reply[1]),
             on: request.overlap === 'allow' ? 'slot' : 'lease',
           },
@@ -133,34 +140,86 @@ export class RedisLeaseStore implements LeaseStore {
     return reply === 2 ? 'stop_requested' : reply === 1 ? 'renewed' : 'lost';
   }
 
-  async release(lease: HeldLease, options: { leaseMs: number; doneMs: number }): Promise<ReleaseResult> {
-    const nextToken = newToken();
+  async release(lease: HeldLease, options: { leaseMs: number; doneMs: number; succeeded: boolean }): Promise<ReleaseResult> {
+    const nextRandom = newToken();
     const reply = (await this.run('release', SCRIPTS.release, [
       this.keys.slot(lease.jobName, lease.executionId),
       this.keys.lease(lease.jobName),
       this.keys.fence(lease.jobName),
       this.keys.queue(lease.jobName),
       this.keys.abort(lease.jobName),
-    ], [lease.token, options.doneMs, lease.on, nextToken, options.leaseMs])) as [number, number?, string?];
-    if (reply[0] === 0) return { kind: 'not_owner' };
+      this.keys.alerts(lease.jobName),
+    ], [lease.token, options.doneMs, lease.on, nextRandom, options.leaseMs, options.succeeded ? '1' : '0'])) as [number, number, string, number];
+    const endedStreak = Number(reply[3] ?? 0);
+    if (reply[0] === 0) return { kind: 'not_owner', endedStreak };
     const next = reply[0] === 2 ? parseQueued(reply[2]) : undefined;
-    if (!next) return { kind: 'released' };
+    if (!next) return { kind: 'released', endedStreak };
+    const fencingToken = Number(reply[1]);
     return {
       kind: 'handed_over',
       next,
-      lease: { jobName: lease.jobName, executionId: next.executionId, token: nextToken, fencingToken: Number(reply[1]), on: 'lease' },
+      lease: { jobName: lease.jobName, executionId: next.executionId, token: `${fencingToken}:${nextRandom}`, fencingToken, on: 'lease' },
+      endedStreak,
     };
   }
 
+  async take(jobName: string, executionId: string, on: HeldLease['on'], leaseMs: number, deadFence?: number): Promise<TakeResult> {
+    const random = newToken();
+    const reply = (await this.run('take', SCRIPTS.take, [
+      on === 'slot' ? this.keys.slot(jobName, executionId) : this.keys.lease(jobName),
+      this.keys.fence(jobName),
+      this.keys.paused(jobName),
+    ], [random, leaseMs, deadFence === undefined ? '' : String(deadFence)])) as [number, number?];
+    switch (reply[0]) {
+      case 1: {
+        const fencingToken = Number(reply[1]);
+        return { kind: 'taken', lease: { jobName, executionId, token: `${fencingToken}:${random}`, fencingToken, on } };
+      }
+      case 0:
+        return { kind: 'alive' };
+      case -2:
+        return { kind: 'paused' };
+      default:
+        return { kind: 'busy' };
+    }
+  }
+
+  async isAlive(jobName: string, executionId: string, on: HeldLease['on'], fencingToken: number): Promise<boolean> {
+    if (this.redis.status !== 'ready') await this.untilReady();
+    const key = on === 'slot' ? this.keys.slot(jobName, executionId) : this.keys.lease(jobName);
+    const holder = await this.withTimeout('isAlive', this.redis.get(key));
+    return holder !== null && holder.startsWith(`${fencingToken}:`);
+  }
+
+  async recordFailure(
+    jobName: string,
+    options: { now: number; dedupMs: number; escalateAfter: number; force: boolean },
+  ): Promise<FailureDecision> {
+    const reply = (await this.run('failure', SCRIPTS.failure, [this.keys.alerts(jobName)], [
+      options.now,
+      options.dedupMs,
+      options.escalateAfter,
+      options.force ? '1' : '0',
+      ALERT_STATE_TTL_MS,
+    ])) as [number, number, number];
+    return { failures: Number(reply[0]), send: reply[1] === 1, escalate: reply[2] === 1 };
+  }
+
+  async once(jobName: string, name: string, ttlMs: number): Promise<boolean> {
+    if (this.redis.status !== 'ready') await this.untilReady();
+    return (await this.withTimeout('once', this.redis.set(this.keys.once(jobName, name), '1', 'PX', ttlMs, 'NX'))) === 'OK';
+  }
+
   async acquireAfter(jobName: string, executionId: string, holderToken: string, leaseMs: number): Promise<AcquireResult> {
-    const token = newToken();
+    const random = newToken();
     const reply = (await this.run('acquire', SCRIPTS.acquire, [
       this.keys.lease(jobName),
       this.keys.fence(jobName),
       this.keys.abort(jobName),
-    ], [token, leaseMs, holderToken])) as [number, number?];
+    ], [random, leaseMs, holderToken])) as [number, number?];
     if (reply[0] === 1) {
-      return { kind: 'acquired', lease: { jobName, executionId, token, fencingToken: Number(reply[1]), on: 'lease' } };
+      const fencingToken = Number(reply[1]);
+      return { kind: 'acquired', lease: { jobName, executionId, token: `${fencingToken}:${random}`, fencingToken, on: 'lease' } };
     }
     return reply[0] === 0 ? { kind: 'held' } : { kind: 'superseded' };
   }

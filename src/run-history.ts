@@ -34,6 +34,20 @@ export interface FinishRequest {
   processedCount: number;
   failedCount: number;
   error: string | null;
+  /** Set when a retry is due later (failed or timed out with attempts left). */
+  nextAttemptAt: Date | null;
+}
+
+/** Moves an existing row to a new attempt, only if it is still as the caller saw it. */
+export interface RestartRequest {
+  executionId: string;
+  from: { status: RunStatus; attempt: number };
+  trigger: RunTrigger;
+  fencingToken: number;
+  instanceId: string;
+  now: Date;
+  /** Raise max_attempts to at least this (a replay gets one more attempt). */
+  maxAttempts?: number;
 }
 
 export interface HistoryFilter {
@@ -62,5 +76,14 @@ export interface RunHistory {
   get(executionId: string): Promise<RunRecord | undefined>;
   /** Which of these execution IDs have a row. */
   existing(executionIds: string[]): Promise<Set<string>>;
+  restart(request: RestartRequest): Promise<boolean>;
+  /** Failed or timed-out rows of these jobs whose next attempt is due. */
+  dueRetries(jobNames: string[], now: Date, limit: number): Promise<RunRecord[]>;
+  /** `running` rows of these jobs that started before `startedBefore`. */
+  running(jobNames: string[], startedBefore: Date, limit: number): Promise<RunRecord[]>;
+  /** Closes a `running` row whose owner died, if it still has this fencing token. */
+  markLeaseLost(executionId: string, fencingToken: number, now: Date, error: string): Promise<boolean>;
+  /** When an execution of the job last completed, anywhere in the fleet. */
+  lastSuccess(jobName: string): Promise<Date | undefined>;
   list(filter?: HistoryFilter): Promise<RunRecord[]>;
 }

@@ -5,11 +5,11 @@
   KEYS[2] fence key
   KEYS[3] abort key
 
-  ARGV[1] token
+  ARGV[1] random part of the token
   ARGV[2] lease TTL, ms
   ARGV[3] token of the run being replaced
 
-  Output: { 1, fence } acquired
+  Output: { 1, fence } acquired with token '<fence>:<random>'
           { 0 }        still held by the run being replaced: try again shortly
           { -1 }       held by a newer run: this slot was superseded
 ]]
@@ -23,5 +23,6 @@ end
 if redis.call('GET', KEYS[3]) == ARGV[3] then
   redis.call('DEL', KEYS[3])
 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return { 1, redis.call('INCR', KEYS[2]) }
+local fence = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], fence .. ':' .. ARGV[1], 'PX', ARGV[2])
+return { 1, fence }

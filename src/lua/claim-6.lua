@@ -8,15 +8,17 @@
   KEYS[5] abort key   <prefix>:{job}:abort     (token of a run asked to stop under 'replace')
   KEYS[6] paused key  <prefix>:{job}:paused
 
-  ARGV[1] random token of this claim
-  ARGV[2] slot key TTL, ms
+  ARGV[1] random part of this claim's token; the value stored is '<fence>:<random>', so anyone can
+          tell from a lease key which fencing token (and so which run-history row) holds it
+  ARGV[2] slot key TTL, ms (the slot key only marks the slot as claimed, except under 'allow')
   ARGV[3] lease TTL, ms
   ARGV[4] overlap policy: skip | queue | allow | replace
   ARGV[5] queue payload (JSON of the slot), used by 'queue'
   ARGV[6] queue entry TTL, ms
 
   Output, a table whose first element is the code:
-   { 1, fence, superseded }  won: run it. superseded = queue payload this claim made obsolete, or ''
+   { 1, fence, superseded }  won: run it with token '<fence>:<random>'. superseded = queue payload this
+                             claim made obsolete, or ''
    { 0 }                     taken: another instance claimed this slot
    { -1 }                    paused fleet-wide
    { -2 }                    overlap: another run holds the lease ('skip')
@@ -26,12 +28,18 @@
 if redis.call('EXISTS', KEYS[6]) == 1 then
   return { -1 }
 end
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return { 0 }
-end
 local mode = ARGV[4]
 if mode == 'allow' then
-  return { 1, redis.call('INCR', KEYS[3]), '' }
+  -- The slot key is this execution's lease.
+  if redis.call('EXISTS', KEYS[1]) == 1 then
+    return { 0 }
+  end
+  local fence = redis.call('INCR', KEYS[3])
+  redis.call('SET', KEYS[1], fence .. ':' .. ARGV[1], 'PX', ARGV[3])
+  return { 1, fence, '' }
+end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return { 0 }
 end
 local holder = redis.call('GET', KEYS[2])
 if holder then
@@ -45,10 +53,11 @@ if holder then
   end
   return { -2 }
 end
-redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
+local fence = redis.call('INCR', KEYS[3])
+redis.call('SET', KEYS[2], fence .. ':' .. ARGV[1], 'PX', ARGV[3])
 -- A queued slot left behind by a holder that died is older than this one: newest wins.
 local superseded = redis.call('GET', KEYS[4])
 if superseded then
   redis.call('DEL', KEYS[4])
 end
-return { 1, redis.call('INCR', KEYS[3]), superseded or '' }
+return { 1, fence, superseded or '' }

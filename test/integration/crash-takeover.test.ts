@@ -59,8 +59,16 @@ describe('crash of the instance running a job (three child processes, SIGKILL)',
       where: { jobName: name, status: 'skipped_overlap', scheduledAt: { gt: new Date(first.scheduledAt!), lt: new Date(takeover.scheduledAt!) } },
     });
     expect(skipped.length).toBeGreaterThanOrEqual(1);
-    const dead = await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId! } });
-    expect(dead?.instanceId).toBe(first.instanceId);
-    expect(dead?.fencingToken).toBe(BigInt(first.fencingToken!));
+    // A survivor notices the dead owner and closes its row: nothing stays 'running' forever.
+    const dead = await waitFor(
+      async () => {
+        const row = await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId! } });
+        return row?.status === 'lease_lost' ? row : undefined;
+      },
+      { timeoutMs: 10_000, message: "the killed run's row is closed as lease_lost" },
+    );
+    expect(dead.instanceId).toBe(first.instanceId);
+    expect(dead.fencingToken).toBe(BigInt(first.fencingToken!));
+    expect(dead.error).toMatch(new RegExp(`instance ${first.instanceId} stopped renewing its lease`));
   });
 });

@@ -72,10 +72,10 @@ describe('RedisLeaseStore against a real Redis', () => {
     expect(leaseB.fencingToken).toBeGreaterThan(leaseA.fencingToken);
 
     expect(await a.renew(leaseA, 1_000)).toBe('lost');
-    expect(await a.release(leaseA, { leaseMs: 1_000, doneMs: 1_000 })).toEqual({ kind: 'not_owner' });
+    expect(await a.release(leaseA, { leaseMs: 1_000, doneMs: 1_000, succeeded: true })).toEqual({ kind: 'not_owner', endedStreak: 0 });
     expect(await admin.get(keys.lease(job))).toBe(leaseB.token);
     expect(await b.renew(leaseB, 10_000)).toBe('renewed');
-    expect(await b.release(leaseB, { leaseMs: 10_000, doneMs: 1_000 })).toEqual({ kind: 'released' });
+    expect(await b.release(leaseB, { leaseMs: 10_000, doneMs: 1_000, succeeded: true })).toEqual({ kind: 'released', endedStreak: 0 });
     expect(await admin.exists(keys.lease(job))).toBe(0);
   });
 
@@ -98,7 +98,7 @@ describe('RedisLeaseStore against a real Redis', () => {
         const lease = (held as { lease: HeldLease }).lease;
         expect(await store.renew(lease, 5_000)).toBe('stop_requested');
         expect((await store.acquireAfter(job, `${job}:2`, lease.token, 5_000)).kind).toBe('held');
-        await store.release(lease, { leaseMs: 5_000, doneMs: 1_000 });
+        await store.release(lease, { leaseMs: 5_000, doneMs: 1_000, succeeded: true });
         const acquired = await store.acquireAfter(job, `${job}:2`, lease.token, 5_000);
         expect(acquired.kind).toBe('acquired');
       }
@@ -112,7 +112,7 @@ describe('RedisLeaseStore against a real Redis', () => {
     expect((await store.claim(request(job, `${job}:2`, 'queue'))).kind).toBe('queued');
     const third = await store.claim(request(job, `${job}:3`, 'queue'));
     expect(third).toMatchObject({ kind: 'queued', superseded: { executionId: `${job}:2` } });
-    const released = await store.release((held as { lease: HeldLease }).lease, { leaseMs: 5_000, doneMs: 1_000 });
+    const released = await store.release((held as { lease: HeldLease }).lease, { leaseMs: 5_000, doneMs: 1_000, succeeded: true });
     expect(released).toMatchObject({ kind: 'handed_over', next: { executionId: `${job}:3` } });
     // Nobody can slip in between: the lease is already held for slot 3.
     expect((await store.claim(request(job, `${job}:4`, 'skip'))).kind).toBe('overlap');

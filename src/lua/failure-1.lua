@@ -1,0 +1,28 @@
+--[[
+  Counts a job's failure streak and decides, fleet-wide, whether this failure is alerted
+  (deduplicated per job) and whether it reaches the escalation threshold.
+
+  KEYS[1] alert state key (hash: failures, lastSent)
+
+  ARGV[1] now, epoch ms
+  ARGV[2] deduplication window, ms: at most one failure alert per job per window
+  ARGV[3] escalate when the streak reaches this many consecutive failures (0: never)
+  ARGV[4] '1' to alert regardless of the window (dead letters)
+  ARGV[5] TTL of the state, ms
+
+  Output: { failures, send (0/1), escalate (0/1) }
+]]
+local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
+local now = tonumber(ARGV[1])
+local last = tonumber(redis.call('HGET', KEYS[1], 'lastSent') or '-1')
+local send = 0
+if ARGV[4] == '1' or last < 0 or now - last >= tonumber(ARGV[2]) then
+  send = 1
+  redis.call('HSET', KEYS[1], 'lastSent', ARGV[1])
+end
+local escalate = 0
+if tonumber(ARGV[3]) > 0 and failures == tonumber(ARGV[3]) then
+  escalate = 1
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return { failures, send, escalate }
