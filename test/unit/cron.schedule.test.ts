@@ -147,14 +147,71 @@ describe('cron field matching', () => {
   });
 });
 
+describe('the 2026 change nights slot by slot (wall time with offset = an exact instant)', () => {
+  // Each expected entry is a wall time with its UTC offset, so it names one instant; the slots must
+  // be exactly those instants and print as exactly that wall time in the job's zone.
+  it.each<[string, string, string, DstPolicy | undefined, string, string[]]>([
+    // Europe/Berlin, Sunday 2026-03-29: 02:00 CET becomes 03:00 CEST at 01:00Z.
+    ['Berlin spring, 02:30 daily, default: once at the change', 'Europe/Berlin', '30 2 * * *', undefined, '2026-03-28T12:00:00Z', ['2026-03-29T03:00:00+02:00', '2026-03-30T02:30:00+02:00']],
+    ['Berlin spring, 02:30 daily, gap: skip', 'Europe/Berlin', '30 2 * * *', { gap: 'skip' }, '2026-03-28T12:00:00Z', ['2026-03-30T02:30:00+02:00']],
+    ['Berlin spring, hourly: no 02:00', 'Europe/Berlin', '0 * * * *', undefined, '2026-03-28T23:30:00Z', ['2026-03-29T01:00:00+01:00', '2026-03-29T03:00:00+02:00', '2026-03-29T04:00:00+02:00']],
+    ['Berlin spring, */15: no 02:xx', 'Europe/Berlin', '*/15 * * * *', undefined, '2026-03-29T00:40:00Z', ['2026-03-29T01:45:00+01:00', '2026-03-29T03:00:00+02:00', '2026-03-29T03:15:00+02:00']],
+    // Europe/Berlin, Sunday 2026-10-25: 03:00 CEST becomes 02:00 CET at 01:00Z.
+    ['Berlin autumn, 02:30 daily, default: first pass only', 'Europe/Berlin', '30 2 * * *', undefined, '2026-10-24T12:00:00Z', ['2026-10-25T02:30:00+02:00', '2026-10-26T02:30:00+01:00']],
+    ['Berlin autumn, 02:30 daily, repeated: both', 'Europe/Berlin', '30 2 * * *', { repeated: 'both' }, '2026-10-24T12:00:00Z', ['2026-10-25T02:30:00+02:00', '2026-10-25T02:30:00+01:00', '2026-10-26T02:30:00+01:00']],
+    ['Berlin autumn, hourly: 02:00 twice', 'Europe/Berlin', '0 * * * *', undefined, '2026-10-24T23:30:00Z', ['2026-10-25T02:00:00+02:00', '2026-10-25T02:00:00+01:00', '2026-10-25T03:00:00+01:00']],
+    [
+      'Berlin autumn, */15: 02:xx twice',
+      'Europe/Berlin',
+      '*/15 * * * *',
+      undefined,
+      '2026-10-25T00:40:00Z',
+      ['2026-10-25T02:45:00+02:00', '2026-10-25T02:00:00+01:00', '2026-10-25T02:15:00+01:00', '2026-10-25T02:30:00+01:00', '2026-10-25T02:45:00+01:00', '2026-10-25T03:00:00+01:00'],
+    ],
+    // America/New_York, Sunday 2026-03-08: 02:00 EST becomes 03:00 EDT at 07:00Z.
+    ['New York spring, 02:30 daily, default: once at the change', 'America/New_York', '30 2 * * *', undefined, '2026-03-07T12:00:00Z', ['2026-03-08T03:00:00-04:00', '2026-03-09T02:30:00-04:00']],
+    ['New York spring, 02:30 daily, gap: skip', 'America/New_York', '30 2 * * *', { gap: 'skip' }, '2026-03-07T12:00:00Z', ['2026-03-09T02:30:00-04:00']],
+    ['New York spring, hourly: no 02:00', 'America/New_York', '0 * * * *', undefined, '2026-03-08T05:30:00Z', ['2026-03-08T01:00:00-05:00', '2026-03-08T03:00:00-04:00', '2026-03-08T04:00:00-04:00']],
+    ['New York spring, */15: no 02:xx', 'America/New_York', '*/15 * * * *', undefined, '2026-03-08T06:40:00Z', ['2026-03-08T01:45:00-05:00', '2026-03-08T03:00:00-04:00', '2026-03-08T03:15:00-04:00']],
+    // America/New_York, Sunday 2026-11-01: 02:00 EDT becomes 01:00 EST at 06:00Z.
+    ['New York autumn, 02:30 daily, default: once (02:30 is not repeated)', 'America/New_York', '30 2 * * *', undefined, '2026-10-31T12:00:00Z', ['2026-11-01T02:30:00-05:00', '2026-11-02T02:30:00-05:00']],
+    ['New York autumn, 01:30 daily, default: first pass only', 'America/New_York', '30 1 * * *', undefined, '2026-10-31T12:00:00Z', ['2026-11-01T01:30:00-04:00', '2026-11-02T01:30:00-05:00']],
+    ['New York autumn, 01:30 daily, repeated: both', 'America/New_York', '30 1 * * *', { repeated: 'both' }, '2026-10-31T12:00:00Z', ['2026-11-01T01:30:00-04:00', '2026-11-01T01:30:00-05:00', '2026-11-02T01:30:00-05:00']],
+    ['New York autumn, hourly: 01:00 twice', 'America/New_York', '0 * * * *', undefined, '2026-11-01T04:30:00Z', ['2026-11-01T01:00:00-04:00', '2026-11-01T01:00:00-05:00', '2026-11-01T02:00:00-05:00']],
+    [
+      'New York autumn, */15: 01:xx twice',
+      'America/New_York',
+      '*/15 * * * *',
+      undefined,
+      '2026-11-01T05:40:00Z',
+      ['2026-11-01T01:45:00-04:00', '2026-11-01T01:00:00-05:00', '2026-11-01T01:15:00-05:00', '2026-11-01T01:30:00-05:00', '2026-11-01T01:45:00-05:00', '2026-11-01T02:00:00-05:00'],
+    ],
+    // Asia/Shanghai has no DST: the same nights are ordinary there.
+    ['Shanghai on the Berlin spring night, 02:30 daily', 'Asia/Shanghai', '30 2 * * *', undefined, '2026-03-28T12:00:00Z', ['2026-03-29T02:30:00+08:00', '2026-03-30T02:30:00+08:00']],
+    ['Shanghai on the New York autumn night, hourly', 'Asia/Shanghai', '0 * * * *', undefined, '2026-11-01T05:30:00Z', ['2026-11-01T14:00:00+08:00', '2026-11-01T15:00:00+08:00']],
+    // Australia/Lord_Howe moves by 30 minutes: 02:00 +10:30 becomes 02:30 +11:00 on 2026-10-04,
+    // 02:00 +11:00 becomes 01:30 +10:30 on 2026-04-05.
+    ['Lord Howe spring, 02:15 daily, default: once at the change', 'Australia/Lord_Howe', '15 2 * * *', undefined, '2026-10-03T00:00:00Z', ['2026-10-04T02:30:00+11:00', '2026-10-05T02:15:00+11:00']],
+    ['Lord Howe spring, 02:15 daily, gap: skip', 'Australia/Lord_Howe', '15 2 * * *', { gap: 'skip' }, '2026-10-03T00:00:00Z', ['2026-10-05T02:15:00+11:00']],
+    ['Lord Howe spring, */15: no 02:00-02:29', 'Australia/Lord_Howe', '*/15 * * * *', undefined, '2026-10-03T15:10:00Z', ['2026-10-04T01:45:00+10:30', '2026-10-04T02:30:00+11:00', '2026-10-04T02:45:00+11:00']],
+    ['Lord Howe autumn, 01:45 daily, default: first pass only', 'Australia/Lord_Howe', '45 1 * * *', undefined, '2026-04-04T00:00:00Z', ['2026-04-05T01:45:00+11:00', '2026-04-06T01:45:00+10:30']],
+    ['Lord Howe autumn, 01:45 daily, repeated: both', 'Australia/Lord_Howe', '45 1 * * *', { repeated: 'both' }, '2026-04-04T00:00:00Z', ['2026-04-05T01:45:00+11:00', '2026-04-05T01:45:00+10:30', '2026-04-06T01:45:00+10:30']],
+    ['Lord Howe autumn, */15: 01:30-01:59 twice', 'Australia/Lord_Howe', '*/15 * * * *', undefined, '2026-04-04T14:40:00Z', ['2026-04-05T01:45:00+11:00', '2026-04-05T01:30:00+10:30', '2026-04-05T01:45:00+10:30', '2026-04-05T02:00:00+10:30']],
+  ])('%s', (_name, zone, expression, dst, after, expected) => {
+    const slots = parseCronSchedule(expression, zone, dst).nextN(at(after), expected.length);
+    expect(slots.map((s) => s.getTime())).toEqual(expected.map((text) => Date.parse(text)));
+    expect(slots.map((s) => formatInZone(s, zone))).toEqual(expected);
+  });
+});
+
 describe('daylight-saving rules for a fixed-time 02:30 daily job', () => {
   it.each<[string, string, DstPolicy | undefined, string, string[]]>([
     [
-      'runs a 02:30 Berlin daily job once at 01:30Z (03:30 CEST) on the spring-forward night',
+      'runs a 02:30 Berlin daily job once at 01:00Z (03:00 CEST, the change) on the spring-forward night',
       'Europe/Berlin',
       undefined,
       '2026-03-27T12:00:00Z',
-      ['2026-03-28T01:30:00.000Z', '2026-03-29T01:30:00.000Z', '2026-03-30T00:30:00.000Z'],
+      ['2026-03-28T01:30:00.000Z', '2026-03-29T01:00:00.000Z', '2026-03-30T00:30:00.000Z'],
     ],
     [
       'does not run a 02:30 Berlin daily job on the spring-forward night with gap: skip',
@@ -168,7 +225,14 @@ describe('daylight-saving rules for a fixed-time 02:30 daily job', () => {
       'Europe/Berlin',
       { repeated: 'both' },
       '2026-03-27T12:00:00Z',
-      ['2026-03-28T01:30:00.000Z', '2026-03-29T01:30:00.000Z', '2026-03-30T00:30:00.000Z'],
+      ['2026-03-28T01:30:00.000Z', '2026-03-29T01:00:00.000Z', '2026-03-30T00:30:00.000Z'],
+    ],
+    [
+      'runs a 02:30 Berlin daily job at the change with the explicit default policy',
+      'Europe/Berlin',
+      { gap: 'shift', repeated: 'once' },
+      '2026-03-27T12:00:00Z',
+      ['2026-03-28T01:30:00.000Z', '2026-03-29T01:00:00.000Z', '2026-03-30T00:30:00.000Z'],
     ],
     [
       'runs a 02:30 Berlin daily job only in the first pass (00:30Z) on the fall-back night',
@@ -192,11 +256,18 @@ describe('daylight-saving rules for a fixed-time 02:30 daily job', () => {
       ['2026-10-24T00:30:00.000Z', '2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z'],
     ],
     [
-      'runs a 02:30 New York daily job once at 07:30Z (03:30 EDT) on the spring-forward night',
+      'runs a 02:30 New York daily job once at 07:00Z (03:00 EDT, the change) on the spring-forward night',
       'America/New_York',
       undefined,
       '2026-03-06T12:00:00Z',
-      ['2026-03-07T07:30:00.000Z', '2026-03-08T07:30:00.000Z', '2026-03-09T06:30:00.000Z'],
+      ['2026-03-07T07:30:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-09T06:30:00.000Z'],
+    ],
+    [
+      'runs a 02:30 New York daily job at the change with repeated: both too',
+      'America/New_York',
+      { repeated: 'both' },
+      '2026-03-06T12:00:00Z',
+      ['2026-03-07T07:30:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-09T06:30:00.000Z'],
     ],
     [
       'does not run a 02:30 New York daily job on the spring-forward night with gap: skip',
@@ -208,7 +279,21 @@ describe('daylight-saving rules for a fixed-time 02:30 daily job', () => {
     [
       'runs a 02:30 New York daily job once at 07:30Z on the fall-back night (02:30 is not repeated there)',
       'America/New_York',
+      undefined,
+      '2026-10-30T12:00:00Z',
+      ['2026-10-31T06:30:00.000Z', '2026-11-01T07:30:00.000Z', '2026-11-02T07:30:00.000Z'],
+    ],
+    [
+      'runs a 02:30 New York daily job once at 07:30Z on the fall-back night with repeated: both',
+      'America/New_York',
       { repeated: 'both' },
+      '2026-10-30T12:00:00Z',
+      ['2026-10-31T06:30:00.000Z', '2026-11-01T07:30:00.000Z', '2026-11-02T07:30:00.000Z'],
+    ],
+    [
+      'runs a 02:30 New York daily job once at 07:30Z on the fall-back night with gap: skip',
+      'America/New_York',
+      { gap: 'skip' },
       '2026-10-30T12:00:00Z',
       ['2026-10-31T06:30:00.000Z', '2026-11-01T07:30:00.000Z', '2026-11-02T07:30:00.000Z'],
     ],
@@ -231,26 +316,72 @@ describe('daylight-saving rules for a fixed-time 02:30 daily job', () => {
     expect(nextSlots('30 1 * * *', 'America/New_York', '2026-10-30T12:00:00Z', expected.length, dst)).toEqual(expected);
   });
 
-  it('runs 02:30 and 03:30 Berlin jobs once at 01:30Z when the shifted 02:30 lands on 03:30', () => {
-    expect(nextSlots('30 2,3 * * *', 'Europe/Berlin', '2026-03-29T00:00:00Z', 3)).toEqual([
-      '2026-03-29T01:30:00.000Z',
-      '2026-03-30T00:30:00.000Z',
-      '2026-03-30T01:30:00.000Z',
-    ]);
+  it.each<[string, string, string, DstPolicy | undefined, string, string[]]>([
+    [
+      'runs 02:00 and 02:30 Berlin slots as one run at the change',
+      '0,30 2 * * *',
+      'Europe/Berlin',
+      undefined,
+      '2026-03-28T12:00:00Z',
+      ['2026-03-29T01:00:00.000Z', '2026-03-30T00:00:00.000Z', '2026-03-30T00:30:00.000Z'],
+    ],
+    [
+      'runs 02:00 and 02:30 New York slots as one run at the change',
+      '0,30 2 * * *',
+      'America/New_York',
+      undefined,
+      '2026-03-07T12:00:00Z',
+      ['2026-03-08T07:00:00.000Z', '2026-03-09T06:00:00.000Z', '2026-03-09T06:30:00.000Z'],
+    ],
+    [
+      'runs neither 02:00 nor 02:30 New York slot with gap: skip',
+      '0,30 2 * * *',
+      'America/New_York',
+      { gap: 'skip' },
+      '2026-03-07T12:00:00Z',
+      ['2026-03-09T06:00:00.000Z', '2026-03-09T06:30:00.000Z'],
+    ],
+    [
+      'runs a 02:00 and 03:00 Berlin job once at 01:00Z, where the gap slot and the 03:00 slot meet',
+      '0 2,3 * * *',
+      'Europe/Berlin',
+      undefined,
+      '2026-03-28T12:00:00Z',
+      ['2026-03-29T01:00:00.000Z', '2026-03-30T00:00:00.000Z', '2026-03-30T01:00:00.000Z'],
+    ],
+    [
+      'runs a 02:30 and 03:30 Berlin job at the change and at 03:30 CEST',
+      '30 2,3 * * *',
+      'Europe/Berlin',
+      undefined,
+      '2026-03-29T00:00:00Z',
+      ['2026-03-29T01:00:00.000Z', '2026-03-29T01:30:00.000Z', '2026-03-30T00:30:00.000Z'],
+    ],
+    [
+      'runs a 01:30 and 02:30 New York job at 01:30 EST and at the change, 30 minutes apart',
+      '30 1,2 * * *',
+      'America/New_York',
+      undefined,
+      '2026-03-07T12:00:00Z',
+      ['2026-03-08T06:30:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-09T05:30:00.000Z'],
+    ],
+    [
+      'runs every second of a six-field job inside the Berlin gap as one run at the change',
+      '*/20 30 2 * * *',
+      'Europe/Berlin',
+      undefined,
+      '2026-03-29T00:00:00Z',
+      ['2026-03-29T01:00:00.000Z', '2026-03-30T00:30:00.000Z', '2026-03-30T00:30:20.000Z'],
+    ],
+  ])('%s', (_name, expression, zone, dst, after, expected) => {
+    expect(nextSlots(expression, zone, after, expected.length, dst)).toEqual(expected);
   });
 
-  it('shifts every second of a six-field fixed-time job that falls in the Berlin gap by the gap length', () => {
-    expect(nextSlots('*/20 30 2 * * *', 'Europe/Berlin', '2026-03-29T00:00:00Z', 4)).toEqual([
-      '2026-03-29T01:30:00.000Z',
-      '2026-03-29T01:30:20.000Z',
-      '2026-03-29T01:30:40.000Z',
-      '2026-03-30T00:30:00.000Z',
-    ]);
-  });
-
-  it('runs the shifted slot when asked from inside the gap hour', () => {
+  it('hands out the change slot to a search starting less than a second before it, and not again after it', () => {
     const schedule = parseCronSchedule('30 2 * * *', 'Europe/Berlin');
-    expect(schedule.next(at('2026-03-29T01:10:00Z')).toISOString()).toBe('2026-03-29T01:30:00.000Z');
+    expect(schedule.next(at('2026-03-29T00:59:59.999Z')).toISOString()).toBe('2026-03-29T01:00:00.000Z');
+    expect(schedule.next(at('2026-03-29T01:00:00Z')).toISOString()).toBe('2026-03-30T00:30:00.000Z');
+    expect(schedule.next(at('2026-03-29T01:10:00Z')).toISOString()).toBe('2026-03-30T00:30:00.000Z');
   });
 
   it('does not rerun the first pass when asked from inside the repeated hour', () => {
@@ -339,11 +470,11 @@ describe('zones without DST and with half-hour DST', () => {
 
   it.each<[string, string, DstPolicy | undefined, string, string[]]>([
     [
-      'runs a 02:15 Lord Howe job at 02:45 +11:00 (15:45Z) when the clocks skip 02:00-02:30',
+      'runs a 02:15 Lord Howe job at 02:30 +11:00 (15:30Z, the change) when the clocks skip 02:00-02:30',
       '15 2 * * *',
       undefined,
       '2026-10-02T12:00:00Z',
-      ['2026-10-02T15:45:00.000Z', '2026-10-03T15:45:00.000Z', '2026-10-04T15:15:00.000Z'],
+      ['2026-10-02T15:45:00.000Z', '2026-10-03T15:30:00.000Z', '2026-10-04T15:15:00.000Z'],
     ],
     [
       'does not run a 02:15 Lord Howe job on the half-hour spring-forward day with gap: skip',
@@ -385,14 +516,23 @@ describe('zones without DST and with half-hour DST', () => {
 });
 
 describe('independence from the process time zone', () => {
-  it('runs a 09:00 Asia/Tokyo job at 00:00Z whatever process.env.TZ says', () => {
+  it('runs a 09:00 Asia/Tokyo job at 00:00Z and Berlin/New York change-night slots at the same instants whatever process.env.TZ says', () => {
     const original = process.env.TZ;
     const results: string[][] = [];
+    const dstResults: string[][] = [];
     try {
       for (const tz of ['Pacific/Chatham', 'America/Los_Angeles', 'UTC']) {
         process.env.TZ = tz;
         results.push(nextSlots('0 9 * * *', 'Asia/Tokyo', '2026-03-28T12:00:00Z', 2));
         results.push([businessDate(at('2026-03-28T15:30:00Z'), 'Asia/Tokyo'), formatInZone(at('2026-03-28T15:30:00Z'), 'Asia/Tokyo')]);
+      }
+      for (const tz of ['Pacific/Chatham', 'America/Los_Angeles', 'UTC']) {
+        process.env.TZ = tz;
+        dstResults.push([
+          ...nextSlots('30 2 * * *', 'Europe/Berlin', '2026-03-28T12:00:00Z', 1),
+          ...nextSlots('30 1 * * *', 'America/New_York', '2026-10-31T12:00:00Z', 2, { repeated: 'both' }),
+          ...nextSlots('0 * * * *', 'America/New_York', '2026-11-01T05:30:00Z', 1),
+        ]);
       }
     } finally {
       if (original === undefined) delete process.env.TZ;
@@ -401,6 +541,9 @@ describe('independence from the process time zone', () => {
     for (let i = 0; i < results.length; i += 2) {
       expect(results[i]).toEqual(['2026-03-29T00:00:00.000Z', '2026-03-30T00:00:00.000Z']);
       expect(results[i + 1]).toEqual(['2026-03-29', '2026-03-29T00:30:00+09:00']);
+    }
+    for (const row of dstResults) {
+      expect(row).toEqual(['2026-03-29T01:00:00.000Z', '2026-11-01T05:30:00.000Z', '2026-11-01T06:30:00.000Z', '2026-11-01T06:00:00.000Z']);
     }
   });
 });
@@ -439,7 +582,8 @@ describe('previous', () => {
     ['returns the day before 1 ms earlier', '0 9 * * *', 'UTC', '2026-01-02T08:59:59.999Z', undefined, '2026-01-01T09:00:00.000Z'],
     ['finds the last leap day', '0 0 29 2 *', 'UTC', '2026-06-01T00:00:00Z', undefined, '2024-02-29T00:00:00.000Z'],
     ['gives undefined when the last slot is more than 5 years back', '0 0 29 2 *', 'UTC', '2104-02-28T00:00:00Z', undefined, undefined],
-    ['returns the shifted Berlin spring slot', '30 2 * * *', 'Europe/Berlin', '2026-03-29T12:00:00Z', undefined, '2026-03-29T01:30:00.000Z'],
+    ['returns the Berlin spring slot moved to the change', '30 2 * * *', 'Europe/Berlin', '2026-03-29T12:00:00Z', undefined, '2026-03-29T01:00:00.000Z'],
+    ['returns the previous day just before the Berlin change', '30 2 * * *', 'Europe/Berlin', '2026-03-29T00:59:59.999Z', undefined, '2026-03-28T01:30:00.000Z'],
     ['skips the Berlin spring day with gap: skip', '30 2 * * *', 'Europe/Berlin', '2026-03-29T12:00:00Z', { gap: 'skip' }, '2026-03-28T01:30:00.000Z'],
     ['returns the first Berlin fall-back pass by default', '30 2 * * *', 'Europe/Berlin', '2026-10-25T01:45:00Z', undefined, '2026-10-25T00:30:00.000Z'],
     ['returns the second Berlin fall-back pass with repeated: both', '30 2 * * *', 'Europe/Berlin', '2026-10-25T01:45:00Z', { repeated: 'both' }, '2026-10-25T01:30:00.000Z'],
@@ -532,6 +676,7 @@ describe('minPeriodMs', () => {
     ['a UTC day', '0 0 * * *', 'UTC', 86_400_000],
     ['the 23-hour Berlin spring-forward day for a midnight job', '0 0 * * *', 'Europe/Berlin', 82_800_000],
     ['1 h for 01:00 and 03:00 New York runs on the spring-forward night', '0 1,3 * * *', 'America/New_York', 3_600_000],
+    ['30 min for 01:30 and 02:30 New York runs, the second moved to the 03:00 EDT change', '30 1,2 * * *', 'America/New_York', 1_800_000],
     ['February for a monthly job', '0 0 1 * *', 'UTC', 28 * 86_400_000],
     ['four years for a leap-day job', '0 0 29 2 *', 'UTC', 1_461 * 86_400_000],
     ['a day for weekdays-and-15th', '0 12 15 * 1-5', 'UTC', 86_400_000],
