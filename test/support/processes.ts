@@ -15,6 +15,8 @@ export interface FixtureEvent {
   attempt?: number;
   fencingToken?: number;
   aborted?: boolean;
+  failed?: boolean;
+  trigger?: string;
 }
 
 export interface ChildInstance {

@@ -1,0 +1,95 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
+import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { startFakeSlack, type FakeSlack } from '../support/slack.js';
+import type { FixtureConfig } from '../fixtures/instance.js';
+
+const prisma = createPrisma();
+let slack: FakeSlack;
+let instances: ChildInstance[] = [];
+beforeAll(async () => {
+  slack = await startFakeSlack();
+});
+afterEach(async () => {
+  await Promise.all(instances.map((i) => i.kill()));
+  instances = [];
+});
+afterAll(async () => {
+  await slack.close();
+  await prisma.$disconnect();
+});
+
+/** A cron expression (6 fields, UTC) that fires once, `inMs` from now, rounded up to a second. */
+function oneShot(inMs: number): { expression: string; at: Date } {
+  const at = new Date(Math.ceil((Date.now() + inMs) / 1000) * 1000);
+  const expression = `${at.getUTCSeconds()} ${at.getUTCMinutes()} ${at.getUTCHours()} ${at.getUTCDate()} ${at.getUTCMonth() + 1} *`;
+  return { expression, at };
+}
+
+async function fleet(name: string, expression: string, overrides: Partial<FixtureConfig>, events: FixtureEvent[]): Promise<void> {
+  instances = await Promise.all(
+    [0, 1, 2].map((i) =>
+      spawnInstance(
+        { instanceId: `${name}-${i}`, expression, job: { name }, workMs: 100, slackUrl: slack.url, sweepEvery: '300ms', ...overrides },
+        events,
+      ),
+    ),
+  );
+}
+
+const row = (executionId: string) => prisma.distributedCronRun.findUnique({ where: { executionId } });
+
+describe('crash recovery across child processes', () => {
+  it('re-runs the execution of a killed holder once, on a survivor, with recover: true', async () => {
+    const name = uniqueName('recover');
+    const events: FixtureEvent[] = [];
+    const { expression } = oneShot(4_000);
+    await fleet(name, expression, { job: { name, lease: '2s', renewEvery: '500ms', recover: true }, workMs: 30_000, laterAttemptsWorkMs: 200 }, events);
+
+    const first = await waitFor(() => events.find((e) => e.event === 'start'), { timeoutMs: 10_000, message: 'the run starts' });
+    await instances.find((i) => i.id === first.instanceId)!.kill('SIGKILL');
+    const rerun = await waitFor(() => events.find((e) => e.event === 'start' && e.attempt === 2), {
+      timeoutMs: 10_000,
+      message: 'a survivor re-runs it',
+    });
+    expect(rerun.executionId).toBe(first.executionId);
+    expect(rerun.instanceId).not.toBe(first.instanceId);
+    expect(rerun.trigger).toBe('recover');
+    expect(rerun.fencingToken!).toBeGreaterThan(first.fencingToken!);
+    await waitFor(async () => (await row(first.executionId!))?.status === 'completed', { message: 'the re-run completes' });
+    expect(await row(first.executionId!)).toMatchObject({ attempt: 2, trigger: 'recover', instanceId: rerun.instanceId });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(events.filter((e) => e.event === 'start')).toHaveLength(2);
+  });
+
+  it('closes the execution of a killed holder as lease_lost, with one alert, with recover: false', async () => {
+    const name = uniqueName('no-recover');
+    const events: FixtureEvent[] = [];
+    const { expression } = oneShot(4_000);
+    await fleet(name, expression, { job: { name, lease: '2s', renewEvery: '500ms' }, workMs: 30_000 }, events);
+
+    const first = await waitFor(() => events.find((e) => e.event === 'start'), { timeoutMs: 10_000, message: 'the run starts' });
+    await instances.find((i) => i.id === first.instanceId)!.kill('SIGKILL');
+    await waitFor(async () => (await row(first.executionId!))?.status === 'lease_lost', { timeoutMs: 10_000, message: 'lease_lost' });
+    await waitFor(() => slack.of('lease_lost', name).length >= 1, { message: 'a lease_lost alert' });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(slack.of('lease_lost', name)).toHaveLength(1);
+    expect(events.filter((e) => e.event === 'start')).toHaveLength(1);
+  });
+
+  it('performs a retry on another instance when the instance that failed is killed before the retry is due', async () => {
+    const name = uniqueName('retry-elsewhere');
+    const events: FixtureEvent[] = [];
+    const { expression } = oneShot(4_000);
+    await fleet(name, expression, { job: { name, retry: { attempts: 2, backoff: '2s' } }, workMs: 100, failAttempts: 1 }, events);
+
+    const failed = await waitFor(() => events.find((e) => e.event === 'end' && e.failed), { timeoutMs: 10_000, message: 'attempt 1 fails' });
+    await waitFor(async () => (await row(failed.executionId!))?.status === 'failed', { message: 'the failure is recorded' });
+    await instances.find((i) => i.id === failed.instanceId)!.kill('SIGKILL');
+    const retry = await waitFor(() => events.find((e) => e.event === 'start' && e.attempt === 2), { timeoutMs: 10_000, message: 'the retry runs' });
+    expect(retry.instanceId).not.toBe(failed.instanceId);
+    expect(retry.executionId).toBe(failed.executionId);
+    await waitFor(async () => (await row(failed.executionId!))?.status === 'completed', { message: 'the retry completes' });
+    expect(await row(failed.executionId!)).toMatchObject({ attempt: 2, trigger: 'retry' });
+  });
+});
