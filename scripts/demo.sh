@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm run demo`: three instances of the example app in examples/demo share one job that fires
 # every 2 seconds; one is killed half-way; the run history shows each slot ran exactly once.
+#   0. scripts/deps.sh            npm ci when node_modules is missing or stale
 #   1. scripts/services.sh        Redis + PostgreSQL up, role/database present
 #   2. scripts/prisma-generate.sh Prisma client into test/generated/prisma (the example uses it)
 #   3. scripts/migrate.mjs        the distributed_cron_runs table
@@ -11,6 +12,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
+bash scripts/deps.sh
 bash scripts/services.sh
 bash scripts/prisma-generate.sh
 node scripts/migrate.mjs

@@ -26,6 +26,7 @@ summary_on_exit() {
 }
 trap summary_on_exit EXIT
 
+bash scripts/deps.sh
 bash scripts/services.sh
 bash scripts/prisma-generate.sh
 node scripts/migrate.mjs
