@@ -101,8 +101,11 @@ export class JobExecutor {
   }
 
   private track(promise: Promise<unknown>): void {
-    this.inFlight.add(promise);
-    void promise.finally(() => this.inFlight.delete(promise));
+    const settled = promise.catch((error: unknown) => {
+      this.deps.logger.error(`job '${this.job.name}': unexpected error: ${describeError(error)}`);
+    });
+    this.inFlight.add(settled);
+    void settled.finally(() => this.inFlight.delete(settled));
   }
 
   private async fireSlot(scheduledAt: Date, trigger: RunTrigger): Promise<FireOutcome> {
@@ -181,7 +184,8 @@ export class JobExecutor {
       const text = describeError(error);
       this.deps.logger.error(messages.HISTORY_UNAVAILABLE(this.job.name, executionId, text));
       await this.releaseAndContinue(lease);
-      this.alert({ kind: 'unavailable', executionId, scheduledAt: slot.scheduledAt, error: `run history unreachable: ${text}` });
+      // Redis works here, so the alert goes through the fleet-wide dedup: one per window, not one per slot.
+      this.alertFailure({ kind: 'unavailable', executionId, scheduledAt: slot.scheduledAt, error: `run history unreachable: ${text}` });
       this.stats.unavailable++;
       return 'unavailable';
     }
@@ -366,7 +370,7 @@ export class JobExecutor {
         if (attempt >= 3) {
           const text = describeError(failure);
           this.deps.logger.error(messages.FINISH_NOT_RECORDED(this.job.name, executionId, text));
-          this.alert({ kind: 'unavailable', executionId, status, error: `could not record the result (${status}): ${text}` });
+          this.alertFailure({ kind: 'unavailable', executionId, status, error: `could not record the result (${status}): ${text}` });
           return;
         }
         await sleep(200 * attempt);
@@ -539,15 +543,22 @@ export class JobExecutor {
     this.deps.logger.error(messages.STORE_UNAVAILABLE(this.job.name, executionId, text));
     const firstOfOutage = !this.storeDown;
     this.storeDown = true;
-    const inserted = await this.notStarted(slot, executionId, `not started: Redis unreachable: ${text}`, 'failed');
-    if (inserted && firstOfOutage) {
+    const recorded = await this.notStarted(slot, executionId, `not started: Redis unreachable: ${text}`, 'failed');
+    // Without Redis there is no fleet-wide dedup: the instance that recorded the slot alerts, once
+    // per outage; if the database is down too, every instance alerts once rather than none.
+    if (firstOfOutage && recorded !== 'exists') {
       this.alert({ kind: 'unavailable', executionId, scheduledAt: slot.scheduledAt, error: `Redis unreachable: ${text}` });
     }
     return 'unavailable';
   }
 
   /** Writes a row for a slot that did not start. Best effort: the database may be down too. */
-  private async notStarted(slot: SlotInfo, executionId: string, why: string, status: 'skipped_overlap' | 'failed'): Promise<boolean> {
+  private async notStarted(
+    slot: SlotInfo,
+    executionId: string,
+    why: string,
+    status: 'skipped_overlap' | 'failed',
+  ): Promise<'inserted' | 'exists' | 'error'> {
     try {
       const inserted = await this.deps.history.recordNotStarted({
         ...slot,
@@ -557,10 +568,10 @@ export class JobExecutor {
         error: why,
         now: new Date(this.deps.clock()),
       });
-      return inserted;
+      return inserted ? 'inserted' : 'exists';
     } catch (error) {
       this.deps.logger.error(`job '${this.job.name}': could not record that ${executionId} did not start (${why}): ${describeError(error)}`);
-      return false;
+      return 'error';
     }
   }
 

@@ -57,3 +57,26 @@ describe('Redis goes away mid-run and comes back', () => {
     expect(logs.matching('log', new RegExp(`job '${name}': Redis reachable again`)).length).toBeGreaterThanOrEqual(1);
   });
 });
+
+describe('the database is unreachable', () => {
+  it('does not run the slot (fail closed), releases the lease at once and logs the error', async () => {
+    const name = uniqueName('db-down');
+    const runs: string[] = [];
+    const unreachable = createPrisma('postgresql://cron:cron@127.0.0.1:9/nowhere');
+    try {
+      const app = await startApp({
+        label: `${name}-0`,
+        providers: [jobProvider('0 0 1 1 *', { name, lease: '30s' }, (ctx) => void runs.push(ctx.executionId), `${name}-0`)],
+        module: { prisma: unreachable },
+      });
+      apps.push(app);
+      expect(await app.cron.trigger(name, new Date('2026-01-01T00:00:00Z'))).toBe('unavailable');
+      expect(runs).toEqual([]);
+      expect(logs.matching('error', new RegExp(`job '${name}'.*the run history could not be written`))).toHaveLength(1);
+      // The lease was released, not left to expire: another slot can run right away.
+      expect(await app.redis.exists(`dcron:{${name}}:lease`)).toBe(0);
+    } finally {
+      await unreachable.$disconnect();
+    }
+  });
+});
