@@ -1,0 +1,75 @@
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { PrismaClientLike } from '../../src/index.js';
+import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
+import { createPrisma, startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
+
+const prisma = createPrisma();
+let apps: RunningApp[] = [];
+let server: TestRedisServer | undefined;
+afterAll(async () => {
+  await closeAll(apps);
+  await server?.stop();
+  await prisma.$disconnect();
+});
+
+/** The app's PrismaClient, counting the statements the library sends through it. */
+function counting(): PrismaClientLike & { statements: string[] } {
+  const statements: string[] = [];
+  return {
+    statements,
+    $queryRawUnsafe: (query: string, ...values: unknown[]) => {
+      statements.push(query.trim().split(/\s+/)[0]!);
+      return prisma.$queryRawUnsafe(query, ...values);
+    },
+    $executeRawUnsafe: (query: string, ...values: unknown[]) => {
+      statements.push(query.trim().split(/\s+/)[0]!);
+      return prisma.$executeRawUnsafe(query, ...values);
+    },
+  };
+}
+
+describe('cost of one slot, counted on a private Redis and at the Prisma client', () => {
+  it('costs a losing instance one Redis round trip and no database statement; the winner two of each', async () => {
+    server = await startRedisServer();
+    const admin = new Redis(server.url);
+    const name = uniqueName('cost');
+    const clients = [counting(), counting(), counting()];
+    for (let i = 0; i < 3; i++) {
+      const label = `${name}-${i}`;
+      apps.push(
+        await startApp({
+          label,
+          redis: new Redis(server.url),
+          providers: [jobProvider('0 0 1 1 *', { name }, () => undefined, label)],
+          module: { prisma: clients[i]!, sweepEvery: '1h' },
+        }),
+      );
+    }
+    await Promise.all(apps.map((app) => waitFor(() => app.redis.status === 'ready', { message: 'redis ready' })));
+    // Load the scripts on the server first (an EVAL on first use is a one-off, not a per-slot cost).
+    await apps[0]!.cron.trigger(name, new Date('2020-01-01T00:00:00Z'));
+    for (const c of clients) c.statements.length = 0;
+    // MONITOR shows every command a client sent; commands run inside a script come from 'lua'.
+    const monitor = await admin.monitor();
+    const sent: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source !== 'lua') sent.push(String(args[0]).toLowerCase());
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
+    const outcomes = await Promise.all(apps.map((app) => app.cron.trigger(name, new Date('2026-01-01T00:00:00Z'))));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    monitor.disconnect();
+
+    expect(outcomes.filter((o) => o === 'ran')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === 'lost')).toHaveLength(2);
+    const winner = outcomes.indexOf('ran');
+    // Winner: claim + release. Losers: one claim each. Nothing else reached Redis.
+    expect(sent).toEqual(['evalsha', 'evalsha', 'evalsha', 'evalsha']);
+    // Database: the winner inserts its row and writes the result; losers send nothing.
+    expect(clients[winner]!.statements).toEqual(['INSERT', 'UPDATE']);
+    clients.forEach((c, i) => i !== winner && expect(c.statements).toEqual([]));
+    admin.disconnect();
+  });
+});
