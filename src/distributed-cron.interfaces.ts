@@ -21,8 +21,10 @@ export type OverlapPolicy = 'skip' | 'queue' | 'allow' | 'replace';
 /**
  * What happens on start-up to slots that fired while no instance was up (a deploy, an outage).
  * - `none`: nothing; the next slot runs as usual.
- * - `latest`: the most recent missed slot within the window runs once, as a catch-up.
+ * - `latest`: the newest slot within the window runs once, as a catch-up, if its execution ID has
+ *   no row yet.
  * - `all`: every missed slot within the window runs once, oldest first, at most `max` of them.
+ * Only slots after the newest slot that has a row count as missed.
  */
 export type CatchUpPolicy = 'none' | 'latest' | 'all';
 

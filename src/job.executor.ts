@@ -117,7 +117,7 @@ export class JobExecutor {
     } catch (error) {
       const why = `executionId() failed: ${describeError(error)}`;
       this.deps.logger.error(`job '${this.job.name}': slot ${slot.scheduledAt.toISOString()} not run: ${why}`);
-      await this.notStarted(slot, defaultExecutionId(slot), why, 'failed');
+      await this.notStarted(slot, defaultExecutionId(slot), why, 'failed', trigger);
       this.alert({ kind: 'failed', scheduledAt: slot.scheduledAt, error: why });
       this.stats.unavailable++;
       return 'unavailable';
@@ -134,7 +134,7 @@ export class JobExecutor {
         queued: { executionId, scheduledAt: scheduledAt.getTime(), businessDate: slot.businessDate },
       });
     } catch (error) {
-      return this.storeUnavailable(slot, executionId, error);
+      return this.storeUnavailable(slot, executionId, error, trigger);
     }
     if (this.storeDown) {
       this.storeDown = false;
@@ -149,7 +149,7 @@ export class JobExecutor {
         this.stats.paused++;
         return 'paused';
       case 'overlap':
-        return this.skippedOverlap(slot, executionId, 'the previous run of this job was still going (overlap: skip)');
+        return this.skippedOverlap(slot, executionId, 'the previous run of this job was still going (overlap: skip)', trigger);
       case 'queued':
         this.stats.queued++;
         await this.recordSuperseded(claim.superseded);
@@ -395,7 +395,7 @@ export class JobExecutor {
     if (result.kind !== 'handed_over') return result.endedStreak;
     const slot = this.job.slotInfo(new Date(result.next.scheduledAt));
     if (this.stopping.signal.aborted) {
-      await this.notStarted(slot, result.next.executionId, 'the application shut down before the queued slot could start', 'skipped_overlap');
+      await this.notStarted(slot, result.next.executionId, 'the application shut down before the queued slot could start', 'skipped_overlap', 'schedule');
       await this.releaseAndContinue(result.lease);
     } else {
       // Runs after this call returns, so the finished run's alerts are not held up by the next one.
@@ -507,20 +507,20 @@ export class JobExecutor {
       try {
         await sleep(pollMs, undefined, { signal: this.stopping.signal });
       } catch {
-        return this.skippedOverlap(slot, executionId, 'the application shut down while waiting to replace the previous run');
+        return this.skippedOverlap(slot, executionId, 'the application shut down while waiting to replace the previous run', trigger);
       }
       let result;
       try {
         result = await this.deps.leases.acquireAfter(job.name, executionId, holderToken, job.leaseMs);
       } catch (error) {
-        return this.storeUnavailable(slot, executionId, error);
+        return this.storeUnavailable(slot, executionId, error, trigger);
       }
       if (result.kind === 'acquired') return this.startAndRun(slot, executionId, result.lease, trigger);
       if (result.kind === 'superseded') {
-        return this.skippedOverlap(slot, executionId, 'a newer slot took the lease first (overlap: replace)');
+        return this.skippedOverlap(slot, executionId, 'a newer slot took the lease first (overlap: replace)', trigger);
       }
       if (performance.now() > deadline) {
-        return this.skippedOverlap(slot, executionId, 'the run being replaced did not let go of its lease in time');
+        return this.skippedOverlap(slot, executionId, 'the run being replaced did not let go of its lease in time', trigger);
       }
     }
   }
@@ -528,22 +528,22 @@ export class JobExecutor {
   private async recordSuperseded(superseded: QueuedSlot | undefined): Promise<void> {
     if (!superseded) return;
     const slot = this.job.slotInfo(new Date(superseded.scheduledAt));
-    await this.skippedOverlap(slot, superseded.executionId, 'superseded by a newer slot while waiting in the queue (overlap: queue)');
+    await this.skippedOverlap(slot, superseded.executionId, 'superseded by a newer slot while waiting in the queue (overlap: queue)', 'schedule');
   }
 
-  private async skippedOverlap(slot: SlotInfo, executionId: string, why: string): Promise<FireOutcome> {
+  private async skippedOverlap(slot: SlotInfo, executionId: string, why: string, trigger: RunTrigger): Promise<FireOutcome> {
     this.stats.skippedOverlap++;
-    await this.notStarted(slot, executionId, why, 'skipped_overlap');
+    await this.notStarted(slot, executionId, why, 'skipped_overlap', trigger);
     return 'skipped_overlap';
   }
 
-  private async storeUnavailable(slot: SlotInfo, executionId: string, error: unknown): Promise<FireOutcome> {
+  private async storeUnavailable(slot: SlotInfo, executionId: string, error: unknown, trigger: RunTrigger): Promise<FireOutcome> {
     this.stats.unavailable++;
     const text = describeError(error);
     this.deps.logger.error(messages.STORE_UNAVAILABLE(this.job.name, executionId, text));
     const firstOfOutage = !this.storeDown;
     this.storeDown = true;
-    const recorded = await this.notStarted(slot, executionId, `not started: Redis unreachable: ${text}`, 'failed');
+    const recorded = await this.notStarted(slot, executionId, `not started: Redis unreachable: ${text}`, 'failed', trigger);
     // Without Redis there is no fleet-wide dedup: the instance that recorded the slot alerts, once
     // per outage; if the database is down too, every instance alerts once rather than none.
     if (firstOfOutage && recorded !== 'exists') {
@@ -558,6 +558,7 @@ export class JobExecutor {
     executionId: string,
     why: string,
     status: 'skipped_overlap' | 'failed',
+    trigger: RunTrigger,
   ): Promise<'inserted' | 'exists' | 'error'> {
     try {
       const inserted = await this.deps.history.recordNotStarted({
@@ -566,6 +567,7 @@ export class JobExecutor {
         instanceId: this.deps.instanceId,
         status,
         error: why,
+        trigger,
         now: new Date(this.deps.clock()),
       });
       return inserted ? 'inserted' : 'exists';

@@ -19,6 +19,8 @@ export class JobTimer {
     private readonly clock: () => number,
     private readonly onSlot: (slot: Date) => void,
     private readonly onOverdue: (skipped: number) => void,
+    /** A slot this recent is still fired on start (the fleet may have started just after it). */
+    private readonly graceMs = 0,
   ) {}
 
   get active(): boolean {
@@ -38,7 +40,9 @@ export class JobTimer {
   start(): void {
     if (this.timer) return;
     const now = new Date(this.clock());
-    this.nextSlot = this.lastSlot && this.lastSlot.getTime() < now.getTime() ? this.schedule.next(now) : this.schedule.next(this.lastSlot ?? now);
+    // Restarted after stop(): continue from now. First start: a slot that passed within the
+    // grace is still due (catch-up leaves those to the timer); the claim keeps it once.
+    this.nextSlot = this.lastSlot ? this.schedule.next(now) : this.schedule.next(new Date(now.getTime() - this.graceMs));
     this.arm();
   }
 

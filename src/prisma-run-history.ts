@@ -1,4 +1,4 @@
-import type { PrismaClientLike, RunRecord, RunStatus } from './distributed-cron.interfaces.js';
+import type { PrismaClientLike, RunRecord, RunStatus, RunTrigger } from './distributed-cron.interfaces.js';
 import type {
   BeginOutcome,
   BeginRequest,
@@ -228,12 +228,12 @@ export class PrismaRunHistory implements RunHistory {
   }
 
   async recordNotStarted(
-    slot: SlotIdentity & { instanceId: string; status: 'skipped_overlap' | 'failed'; error: string; now: Date },
+    slot: SlotIdentity & { instanceId: string; status: 'skipped_overlap' | 'failed'; error: string; now: Date; trigger: RunTrigger },
   ): Promise<boolean> {
     const inserted = await this.prisma.$executeRawUnsafe(
       `INSERT INTO ${TABLE} (job_name, execution_id, status, trigger, scheduled_at, business_date, instance_id,
          attempt, error, finished_at, created_at, updated_at)
-       VALUES ($1, $2, $3, 'schedule', $4, $5, $6, 0, $7, $8, $8, $8)
+       VALUES ($1, $2, $3, $9, $4, $5, $6, 0, $7, $8, $8, $8)
        ON CONFLICT (execution_id) DO NOTHING`,
       slot.jobName,
       slot.executionId,
@@ -243,6 +243,7 @@ export class PrismaRunHistory implements RunHistory {
       slot.instanceId,
       slot.error,
       slot.now,
+      slot.trigger,
     );
     return inserted === 1;
   }

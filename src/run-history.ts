@@ -71,7 +71,7 @@ export interface RunHistory {
   finish(request: FinishRequest): Promise<boolean>;
   /** Records a slot that did not start (overlap, or a store outage); keeps an existing row. True if inserted. */
   recordNotStarted(
-    slot: SlotIdentity & { instanceId: string; status: 'skipped_overlap' | 'failed'; error: string; now: Date },
+    slot: SlotIdentity & { instanceId: string; status: 'skipped_overlap' | 'failed'; error: string; now: Date; trigger: RunTrigger },
   ): Promise<boolean>;
   get(executionId: string): Promise<RunRecord | undefined>;
   /** Which of these execution IDs have a row. */
