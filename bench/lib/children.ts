@@ -1,0 +1,123 @@
+/** Child processes of the bench (fleet instances, BullMQ workers) talking JSON lines on stdout. */
+import { spawn, type ChildProcess } from 'node:child_process';
+
+export interface ChildEvent {
+  event: string;
+  instanceId: string;
+  at: number;
+  [key: string]: unknown;
+}
+
+export interface Child {
+  readonly id: string;
+  readonly pid: number;
+  readonly process: ChildProcess;
+  readonly ready: Promise<void>;
+  /** Writes one command line to its stdin. */
+  send(command: string): void;
+  /** Sends 'stop' and resolves with the summary line. */
+  stop(timeoutMs?: number): Promise<ChildEvent>;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  readonly exited: Promise<void>;
+}
+
+const live = new Set<ChildProcess>();
+let cleanup = false;
+
+function registerCleanup(): void {
+  if (cleanup) return;
+  cleanup = true;
+  process.on('exit', () => {
+    for (const child of live) child.kill('SIGKILL');
+  });
+}
+
+/** Kills every child still running (used when a scenario fails half-way). */
+export async function killAllChildren(): Promise<void> {
+  await Promise.all(
+    [...live].map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          child.once('exit', () => resolve());
+          child.kill('SIGKILL');
+        }),
+    ),
+  );
+}
+
+export function spawnChild(
+  script: string,
+  id: string,
+  env: Record<string, string>,
+  onEvent: (event: ChildEvent) => void = () => undefined,
+  nodeArgs: string[] = [],
+): Child {
+  registerCleanup();
+  const child = spawn(process.execPath, [...nodeArgs, script], {
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  live.add(child);
+  let stderr = '';
+  let buffered = '';
+  let summary: ((event: ChildEvent) => void) | undefined;
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => {
+      live.delete(child);
+      resolve();
+    });
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-8_000);
+  });
+  const ready = new Promise<void>((resolve, reject) => {
+    child.once('exit', (code, signal) => reject(new Error(`${id} exited (${code ?? signal}) before ready: ${stderr}`)));
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      let newline: number;
+      while ((newline = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        if (!line.startsWith('{')) continue;
+        const event = JSON.parse(line) as ChildEvent;
+        if (event.event === 'ready') resolve();
+        else if (event.event === 'summary') summary?.(event);
+        else onEvent(event);
+      }
+    });
+  });
+  ready.catch(() => undefined);
+  return {
+    id,
+    pid: child.pid!,
+    process: child,
+    ready,
+    exited,
+    send: (command) => {
+      if (child.stdin!.writable) child.stdin!.write(`${command}\n`);
+    },
+    stop(timeoutMs = 30_000) {
+      return new Promise<ChildEvent>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`${id} did not report within ${timeoutMs} ms: ${stderr}`)), timeoutMs);
+        summary = (event) => {
+          clearTimeout(timer);
+          resolve(event);
+        };
+        child.once('exit', (code, signal) => {
+          setTimeout(() => reject(new Error(`${id} exited (${code ?? signal}) without a summary: ${stderr}`)), 100);
+        });
+        child.stdin!.write('stop\n');
+      });
+    },
+    kill: (signal = 'SIGKILL') =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill(signal);
+      }),
+    get stderr() {
+      return stderr;
+    },
+  } as Child;
+}

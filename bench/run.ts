@@ -1,0 +1,248 @@
+/**
+ * `npm run bench` (scripts/bench.sh): runs every scenario, writes bench/results/<name>.json and
+ * regenerates BENCHMARKS.md with bench/results/overhead.svg.
+ *
+ *   npm run bench                      full run (several minutes)
+ *   npm run bench -- --quick           smoke run, under 2 minutes; writes bench/results/quick-*.json
+ *                                      and bench/results/quick-BENCHMARKS.md, never the full results
+ *   npm run bench -- --only overhead,takeover     some scenarios only (overhead, fleet, bullmq, takeover)
+ *   npm run bench -- --fleet-jobs 200,500         other fleet sizes
+ *   npm run bench -- --profile         V8 CPU profile of one fleet instance per size, into
+ *                                      .tmp/bench-profiles/ (summarised by bench/profile-summary.ts)
+ *
+ * Nothing here asserts a timing: the exit code is 0 whenever the scenarios ran.
+ */
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import { runFleetStep, type FleetStepResult } from './fleet.js';
+import { runOverhead, type OverheadResult } from './overhead.js';
+import { renderMarkdown, renderOverheadSvg, type BenchResults, type RunMeta } from './report.js';
+import { adminDb, closeAdminDb } from './lib/services.js';
+import { killAllChildren } from './lib/children.js';
+import { runTakeover, type TakeoverResult } from './takeover.js';
+import { clockDrift, loadAverage, log, round2 } from './lib/util.js';
+
+const SCENARIOS = ['overhead', 'fleet', 'bullmq', 'takeover'] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+interface Settings {
+  quick: boolean;
+  only: Set<Scenario>;
+  overhead: { rounds: number; secondsPerRound: number; instanceCounts: number[]; warmupSeconds: number };
+  fleet: { jobs: number[]; seconds: number; instances: number; probe: boolean; probeSeconds: number; warmup: number; grace: number };
+  takeover: { leasesMs: number[]; workMs: number; killAfterMs: number; waitNaive: boolean };
+  profileDir: string | undefined;
+}
+
+function parseArgs(argv: string[]): Settings {
+  const quick = argv.includes('--quick');
+  const value = (flag: string): string | undefined => {
+    const i = argv.indexOf(flag);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const only = new Set<Scenario>();
+  for (const name of (value('--only') ?? SCENARIOS.join(',')).split(',')) {
+    if (!SCENARIOS.includes(name as Scenario)) throw new Error(`--only: unknown scenario '${name}' (one of ${SCENARIOS.join(', ')})`);
+    only.add(name as Scenario);
+  }
+  const fleetJobs = value('--fleet-jobs')?.split(',').map(Number);
+  return {
+    quick,
+    profileDir: argv.includes('--profile') ? `${repoRoot}.tmp/bench-profiles` : undefined,
+    only,
+    overhead: quick
+      ? { rounds: 1, secondsPerRound: 8, instanceCounts: [1, 3, 10], warmupSeconds: 1 }
+      : { rounds: 3, secondsPerRound: 10, instanceCounts: [1, 3, 10], warmupSeconds: 2 },
+    fleet: quick
+      ? { jobs: fleetJobs ?? [50], seconds: 10, instances: 5, probe: false, probeSeconds: 0, warmup: 2, grace: 2 }
+      : { jobs: fleetJobs ?? [200, 1000], seconds: 60, instances: 5, probe: fleetJobs === undefined, probeSeconds: 30, warmup: 3, grace: 4 },
+    takeover: quick
+      ? { leasesMs: [5_000], workMs: 30_000, killAfterMs: 2_500, waitNaive: false }
+      : { leasesMs: [5_000, 15_000, 30_000], workMs: 30_000, killAfterMs: 2_500, waitNaive: true },
+  };
+}
+
+// build-check/bench/run.js → the repository root (BENCH_ROOT overrides, for a build elsewhere).
+const repoRoot = process.env.BENCH_ROOT ? `${process.env.BENCH_ROOT.replace(/\/$/, '')}/` : fileURLToPath(new URL('../../', import.meta.url));
+const buildRoot = fileURLToPath(new URL('../', import.meta.url));
+const resultsDir = `${repoRoot}bench/results`;
+
+/**
+ * The children run from a private copy of the compiled code: scripts/build-test.sh (run by
+ * `npm test` on the same machine) deletes and rebuilds build-check/ at any time.
+ */
+function snapshotBuild(): string {
+  const dir = `${repoRoot}.tmp/bench-build-${process.pid}`;
+  rmSync(dir, { recursive: true, force: true });
+  for (const part of ['src', 'bench', 'test/generated']) cpSync(`${buildRoot}${part}`, `${dir}/${part}`, { recursive: true });
+  writeFileSync(`${dir}/package.json`, '{"type":"module"}\n');
+  return dir;
+}
+
+function git(args: string[]): string {
+  try {
+    return execFileSync('git', args, { cwd: repoRoot, encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+async function versions(): Promise<{ redis: string; postgres: string }> {
+  let redis = 'unknown';
+  try {
+    redis = /v=(\S+)/.exec(execFileSync('redis-server', ['--version'], { encoding: 'utf8' }))?.[1] ?? redis;
+  } catch {
+    // not found
+  }
+  const { rows } = await adminDb().query<{ server_version: string }>('SHOW server_version');
+  return { redis, postgres: rows[0]?.server_version ?? 'unknown' };
+}
+
+function readJson<T>(file: string): T | undefined {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+async function main(): Promise<void> {
+  const settings = parseArgs(process.argv.slice(2));
+  const prefix = settings.quick ? 'quick-' : '';
+  const runId = randomBytes(3).toString('hex');
+  const started = Date.now();
+  const meta: RunMeta = {
+    quick: settings.quick,
+    startedAt: new Date(started).toISOString(),
+    finishedAt: '',
+    durationS: 0,
+    commit: git(['rev-parse', '--short', 'HEAD']),
+    uncommittedSrcChanges: git(['status', '--porcelain', '--', 'src']).split('\n').filter(Boolean).length,
+    node: process.version,
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    cores: os.availableParallelism(),
+    memoryGiB: round2(os.totalmem() / 2 ** 30),
+    ...(await versions()),
+    loadAverageStart: loadAverage(),
+    loadAverageEnd: [],
+    clockDriftMs: [round2(clockDrift())],
+    scenarios: [...settings.only],
+  };
+  log(`run ${runId}: ${settings.quick ? 'quick' : 'full'}, scenarios ${[...settings.only].join(', ')}, load ${meta.loadAverageStart.join(' ')}`);
+  const buildDir = snapshotBuild();
+  mkdirSync(resultsDir, { recursive: true });
+  const results: BenchResults = { meta };
+  const save = (name: string, data: unknown): void => {
+    writeFileSync(`${resultsDir}/${prefix}${name}.json`, `${JSON.stringify({ meta, ...(data as object) }, null, 2)}\n`);
+  };
+
+  try {
+    if (settings.only.has('overhead')) {
+      const overhead: OverheadResult = await runOverhead({ runId, ...settings.overhead });
+      results.overhead = { variants: overhead.variants, rounds: overhead.rounds, secondsPerRound: overhead.secondsPerRound };
+      results.roundTrips = { roundTrips: overhead.roundTrips };
+      save('overhead', results.overhead);
+      save('round-trips', results.roundTrips);
+    }
+    if (settings.only.has('fleet')) {
+      const f = settings.fleet;
+      const steps: FleetStepResult[] = [];
+      const step = (jobs: number, seconds: number): Promise<FleetStepResult> =>
+        runFleetStep({
+          system: 'dcron',
+          runId,
+          jobs,
+          instances: f.instances,
+          seconds,
+          buildDir,
+          warmupSeconds: f.warmup,
+          graceSeconds: f.grace,
+          profileDir: settings.profileDir,
+        });
+      for (const jobs of f.jobs) steps.push(await step(jobs, f.seconds));
+      const probes: FleetStepResult[] = [];
+      if (f.probe) {
+        // Narrow down where it stops keeping up, between the largest size that kept up and the
+        // smallest that did not (or below the smallest, when none kept up).
+        let ok = Math.max(0, ...steps.filter((s) => s.keepingUp).map((s) => s.jobs));
+        let bad = Math.min(Number.POSITIVE_INFINITY, ...steps.filter((s) => !s.keepingUp).map((s) => s.jobs));
+        for (let i = 0; i < 2 && Number.isFinite(bad) && bad - ok > 100; i++) {
+          const jobs = Math.round((ok + bad) / 2 / 50) * 50 || 50;
+          const probe = await step(jobs, f.probeSeconds);
+          probes.push(probe);
+          if (probe.keepingUp) ok = Math.max(ok, jobs);
+          else bad = Math.min(bad, jobs);
+        }
+      }
+      results.fleet = { instances: f.instances, steps, probes };
+      save('fleet', results.fleet);
+    }
+    if (settings.only.has('bullmq')) {
+      const f = settings.fleet;
+      const steps: FleetStepResult[] = [];
+      for (const jobs of f.jobs) {
+        steps.push(await runFleetStep({ system: 'bullmq', runId, jobs, instances: f.instances, seconds: f.seconds, buildDir, warmupSeconds: f.warmup, graceSeconds: f.grace }));
+      }
+      results.bullmq = { instances: f.instances, steps };
+      save('bullmq', results.bullmq);
+    }
+    if (settings.only.has('takeover')) {
+      const takeover: TakeoverResult = await runTakeover({ runId, buildDir, ...settings.takeover });
+      results.takeover = takeover;
+      save('takeover', takeover);
+    }
+  } finally {
+    await killAllChildren();
+    rmSync(buildDir, { recursive: true, force: true });
+  }
+
+  meta.finishedAt = new Date().toISOString();
+  meta.durationS = Math.round((Date.now() - started) / 1000);
+  meta.loadAverageEnd = loadAverage();
+  meta.clockDriftMs.push(round2(clockDrift()));
+  // Every file of this run carries the final meta.
+  for (const [name, key] of [
+    ['overhead', 'overhead'],
+    ['round-trips', 'roundTrips'],
+    ['fleet', 'fleet'],
+    ['bullmq', 'bullmq'],
+    ['takeover', 'takeover'],
+  ] as const) {
+    if (results[key]) save(name, results[key]);
+  }
+
+  // The report covers the latest results of every scenario (of this run, or of an earlier one
+  // when this run skipped it).
+  const load = <K extends keyof BenchResults>(name: string, key: K, pick: (file: Record<string, unknown>) => BenchResults[K]): void => {
+    if (results[key]) return;
+    const file = readJson<Record<string, unknown>>(`${resultsDir}/${prefix}${name}.json`);
+    if (file) results[key] = pick(file);
+  };
+  load('overhead', 'overhead', (f) => f as unknown as BenchResults['overhead']);
+  load('round-trips', 'roundTrips', (f) => f as unknown as BenchResults['roundTrips']);
+  load('fleet', 'fleet', (f) => f as unknown as BenchResults['fleet']);
+  load('bullmq', 'bullmq', (f) => f as unknown as BenchResults['bullmq']);
+  load('takeover', 'takeover', (f) => f as unknown as BenchResults['takeover']);
+
+  const svgName = `${prefix}overhead.svg`;
+  if (results.overhead) writeFileSync(`${resultsDir}/${svgName}`, renderOverheadSvg(results.overhead));
+  const markdown = renderMarkdown(results, `bench/results/${svgName}`);
+  const mdPath = settings.quick ? `${resultsDir}/quick-BENCHMARKS.md` : `${repoRoot}BENCHMARKS.md`;
+  writeFileSync(mdPath, settings.quick ? markdown.replaceAll('(bench/results/', '(') : markdown);
+  log(`done in ${meta.durationS} s: ${mdPath}`);
+}
+
+try {
+  await main();
+} catch (error) {
+  log(`failed: ${(error as Error)?.stack ?? String(error)}`);
+  await killAllChildren();
+  process.exitCode = 1;
+} finally {
+  await closeAdminDb().catch(() => undefined);
+}
+// Leftover handles (ioredis reconnect timers of closed apps) must not keep the run alive.
+setTimeout(() => process.exit(), 2_000).unref();
