@@ -5,7 +5,7 @@
 import 'reflect-metadata';
 import { Injectable, Module, type LoggerService, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { ScheduleModule } from '@nestjs/schedule';
+import { ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
 import { Redis } from 'ioredis';
 import {
   DistributedCron,
@@ -53,6 +53,7 @@ export function jobProvider(expression: string, options: DistributedCronOptions,
 export interface RunningApp {
   readonly label: string;
   readonly cron: DistributedCronService;
+  readonly registry: SchedulerRegistry;
   readonly redis: Redis;
   close(): Promise<void>;
 }
@@ -80,6 +81,7 @@ export async function startApp({ label, providers, module, redis: givenRedis }: 
   return {
     label,
     cron: app.get(DistributedCronService),
+    registry: app.get(SchedulerRegistry),
     redis,
     async close() {
       await app.close();

@@ -1,0 +1,58 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { closeAll, startFleet, type RunningApp } from '../support/app.js';
+import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+
+const prisma = createPrisma();
+let apps: RunningApp[] = [];
+afterAll(async () => {
+  await closeAll(apps);
+  await prisma.$disconnect();
+});
+
+describe('DistributedCronService', () => {
+  it("lists a job's next runs in its zone and in UTC", async () => {
+    const name = uniqueName('next-runs');
+    apps = await startFleet(1, name, '0 8 * * *', { name, timeZone: 'Asia/Shanghai' }, () => undefined);
+    const runs = apps[0]!.cron.nextRuns(name, 3, new Date('2026-08-14T12:00:00Z'));
+    expect(runs.map((r) => r.at.toISOString())).toEqual(['2026-08-15T00:00:00.000Z', '2026-08-16T00:00:00.000Z', '2026-08-17T00:00:00.000Z']);
+    expect(runs.map((r) => r.local)).toEqual(['2026-08-15T08:00:00+08:00', '2026-08-16T08:00:00+08:00', '2026-08-17T08:00:00+08:00']);
+    expect(() => apps[0]!.cron.nextRuns('no-such-job')).toThrow(/no @DistributedCron job named 'no-such-job'/);
+    await closeAll(apps);
+    apps = [];
+  });
+
+  it('pauses a job on every instance and resumes it', async () => {
+    const name = uniqueName('pause');
+    const runs: number[] = [];
+    apps = await startFleet(3, name, '* * * * * *', { name }, (ctx) => void runs.push(ctx.scheduledAt.getTime()));
+    await waitFor(() => runs.length >= 1, { timeoutMs: 5_000, message: 'a first run' });
+    await apps[0]!.cron.pause(name);
+    expect(await apps[2]!.cron.isPaused(name)).toBe(true);
+    const pausedAt = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    // A slot claimed just before the pause may still start; none after it.
+    expect(runs.filter((t) => t > pausedAt + 500)).toEqual([]);
+    expect(apps.reduce((n, app) => n + app.cron.jobs()[0]!.stats.paused, 0)).toBeGreaterThanOrEqual(3);
+    await apps[1]!.cron.resume(name);
+    const resumedAt = Date.now();
+    await waitFor(() => runs.some((t) => t > resumedAt), { timeoutMs: 5_000, message: 'runs again after resume' });
+    await closeAll(apps);
+    apps = [];
+  });
+
+  it("shows each job in SchedulerRegistry, where stop() and start() control this instance's timer", async () => {
+    const name = uniqueName('registry');
+    const runs: string[] = [];
+    apps = await startFleet(1, name, '* * * * * *', { name }, (ctx) => void runs.push(ctx.executionId));
+    const job = apps[0]!.registry.getCronJob(name);
+    expect(job.isActive).toBe(true);
+    job.stop();
+    expect(job.isActive).toBe(false);
+    expect(apps[0]!.cron.jobs()[0]!.active).toBe(false);
+    const stoppedAt = runs.length;
+    await new Promise((resolve) => setTimeout(resolve, 2_200));
+    expect(runs.length - stoppedAt).toBeLessThanOrEqual(1);
+    job.start();
+    await waitFor(() => runs.length >= stoppedAt + 2, { timeoutMs: 5_000, message: 'runs again after start()' });
+  });
+});
