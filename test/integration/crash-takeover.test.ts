@@ -49,9 +49,10 @@ describe('crash of the instance running a job (three child processes, SIGKILL)',
     expect(takeover.instanceId).not.toBe(first.instanceId);
     expect(takeover.executionId).not.toBe(first.executionId);
     // While the dead owner's lease still lived (at least lease - renewEvery after the kill), nothing started.
-    expect(takeover.at - killedAt).toBeGreaterThanOrEqual(LEASE_MS - RENEW_MS - 100);
+    // (a renewal delayed by a loaded machine can make the last renewal a little older than renewEvery)
+    expect(takeover.at - killedAt).toBeGreaterThanOrEqual(LEASE_MS - RENEW_MS - 500);
     // Takeover is bounded by the lease plus one period, not by how long the job runs.
-    expect(takeover.at - killedAt).toBeLessThanOrEqual(LEASE_MS + PERIOD_MS + 500);
+    expect(takeover.at - killedAt).toBeLessThanOrEqual(LEASE_MS + PERIOD_MS + 800);
     expect(takeover.fencingToken!).toBeGreaterThan(first.fencingToken!);
 
     // Slots that fired while the dead owner held the lease are recorded, not silently dropped.
