@@ -167,6 +167,27 @@ describe('alert delivery never changes the outcome', () => {
   });
 });
 
+describe('alert policy, fleet-wide', () => {
+  it('sends one failure alert per window, one escalation at the threshold and one recovery message, whichever instance ran', async () => {
+    const name = uniqueName('streak');
+    let healthy = false;
+    await fleet({ name }, () => {
+      if (!healthy) throw new Error('partner API down');
+    }, { alerts: { dedupWindow: '1h', escalateAfter: 3 } });
+    for (let year = 2021; year <= 2025; year++) {
+      expect(await apps[year % 3]!.cron.trigger(name, new Date(Date.UTC(year, 0, 1)))).toBe('ran');
+    }
+    healthy = true;
+    expect(await apps[0]!.cron.trigger(name, new Date(Date.UTC(2026, 0, 1)))).toBe('ran');
+    await waitFor(() => slack.of('recovered', name).length === 1, { message: 'the recovery message' });
+    await sleep(200);
+    expect(slack.of('failed', name)).toHaveLength(1);
+    expect(slack.of('escalation', name)).toHaveLength(1);
+    expect(slack.of('escalation', name)[0]!.raw).toMatch(/has failed 3 times in a row/);
+    expect(slack.of('recovered', name)[0]!.raw).toMatch(/after 5 consecutive failures/);
+  });
+});
+
 describe("dead-man's switch", () => {
   it('stays quiet while the job succeeds, then alerts once, from one instance, when it stops succeeding', async () => {
     const name = uniqueName('deadman');
