@@ -104,9 +104,8 @@ export function spawnChild(
           clearTimeout(timer);
           resolve(event);
         };
-        child.once('exit', (code, signal) => {
-          setTimeout(() => reject(new Error(`${id} exited (${code ?? signal}) without a summary: ${stderr}`)), 100);
-        });
+        // 'close' comes after the last of its output has been read ('exit' may come before).
+        child.once('close', (code, signal) => reject(new Error(`${id} exited (${code ?? signal}) without a summary: ${stderr}`)));
         child.stdin!.write('stop\n');
       });
     },
