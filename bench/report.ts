@@ -283,7 +283,7 @@ function fleetSection(results: BenchResults): string[] {
     out.push('What the library logged at warn/error level (all instances, whole process lifetime, one example per kind):');
     out.push('');
     for (const s of logged) {
-      out.push(`- ${s.jobs} jobs: ${s.logged.map((l) => `${l.count.toLocaleString('en-US')} × “${l.example.replace(/\|/g, '/').slice(0, 160)}”`).join('; ')}`);
+      out.push(`- ${s.jobs} jobs: ${s.logged.map((l) => `${l.count.toLocaleString('en-US')} × “${l.example.replace(/\|/g, '/').slice(0, 240)}”`).join('; ')}`);
     }
     out.push('');
   }
@@ -483,10 +483,11 @@ function findingsSection(results: BenchResults): string[] {
     if (one?.vsBaseline && one.redisCallMs && one.sqlCallMs) {
       out.push(
         `- **Overhead.** With one instance the handler starts ${fmt(one.vsBaseline.addedDelayMs.p50)} ms later than a plain \`@Cron\` at the median ` +
-          `(${x(one.vsBaseline.delayRatio.p50)}), ${fmt(one.vsBaseline.addedDelayMs.p99)} ms at p99. Before the handler the winner makes one Redis call ` +
+          `(${x(one.vsBaseline.delayRatio.p50)}), ${fmt(one.vsBaseline.addedDelayMs.p99)} ms at p99 (${x(one.vsBaseline.delayRatio.p99)}). Before the handler the winner makes one Redis call ` +
           `(median ${fmt(one.redisCallMs.p50)} ms) and one INSERT into the run history (median ${fmt(one.sqlCallMs.p50)} ms); that accounts for most of it. ` +
           (many?.vsBaseline
-            ? `With ${many.instances} instances: ${signed(many.vsBaseline.addedDelayMs.p50)} ms at the median, CPU ${x(many.vsBaseline.cpuRatio)} the baseline per slot for the whole fleet.`
+            ? `With ${many.instances} instances: ${signed(many.vsBaseline.addedDelayMs.p50)} ms at the median, ${signed(many.vsBaseline.addedDelayMs.p99)} ms at p99; ` +
+              `CPU per slot for the whole fleet ${fmt(many.cpuMsPerSlot)} ms (${x(many.vsBaseline.cpuRatio)} the baseline), which includes each instance’s periodic run-history sweep.`
             : ''),
       );
     }
@@ -521,15 +522,16 @@ function findingsSection(results: BenchResults): string[] {
       );
     }
   }
-  for (const step of f ? [...f.steps, ...f.probes].sort((a, b) => a.jobs - b.jobs) : []) {
-    const lost = step.logged?.filter((l) => l.example.includes('stopped renewing its lease')).reduce((a, l) => a + l.count, 0) ?? 0;
-    if (lost === 0) continue;
+  const lostRuns = (f ? [...f.steps, ...f.probes].sort((a, b) => a.jobs - b.jobs) : [])
+    .map((step) => ({ jobs: step.jobs, lost: step.historyByStatus?.lease_lost ?? 0 }))
+    .filter((s) => s.lost > 0);
+  if (lostRuns.length > 0) {
     out.push(
-      `- **Completed runs recorded as \`lease_lost\` under overload** (${step.jobs} jobs: ${lost}). The lease is renewed only while the handler runs; ` +
+      `- **Completed runs recorded as \`lease_lost\` under overload** (${lostRuns.map((s) => `${s.jobs} jobs: ${s.lost} in the window`).join(', ')}). The lease is renewed only while the handler runs; ` +
         'the run-history UPDATE and the release that follow it (and the INSERT before it) are not covered. When a statement waits in the pool for longer than what is left ' +
-        'of the lease, another instance’s sweep finds the lease gone and marks the run `lease_lost` (with an alert), and the owner’s own finish is then refused by the fence.',
+        'of the lease, another instance’s sweep finds the lease gone and marks the run `lease_lost` (with an alert), and the owner’s own finish is then refused by the fence ' +
+        '(see the logged messages above).',
     );
-    break;
   }
   const q = results.bullmq;
   if (q && f) {
@@ -578,9 +580,9 @@ const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;'
 /** Grouped bars: delay p50/p95/p99 per variant (left), CPU per slot (right). */
 export function renderOverheadSvg(o: { variants: VariantResult[] }): string {
   const W = 860;
-  const H = 360;
+  const H = 380;
   const top = 50;
-  const bottom = 300;
+  const bottom = 290;
   const colors = ['#4C78A8', '#F58518', '#E45756'];
   const parts: string[] = [];
   parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif" font-size="12">`);
@@ -601,11 +603,16 @@ export function renderOverheadSvg(o: { variants: VariantResult[] }): string {
       parts.push(`<rect x="${(gx + k * bar).toFixed(1)}" y="${(bottom - h).toFixed(1)}" width="${(bar - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${colors[k]}"/>`);
       parts.push(`<text x="${(gx + k * bar + bar / 2 - 1).toFixed(1)}" y="${(bottom - h - 3).toFixed(1)}" text-anchor="middle" font-size="9">${esc(fmt(value, 1))}</text>`);
     });
-    parts.push(`<text x="${(lx + i * group + group / 2).toFixed(1)}" y="${bottom + 16}" text-anchor="middle">${esc(v.name)}</text>`);
+    const cx = (lx + i * group + group / 2).toFixed(1);
+    parts.push(`<text x="${cx}" y="${bottom + 15}" text-anchor="middle">${v.kind === 'plain' ? 'plain @Cron' : '@DistributedCron'}</text>`);
+    parts.push(`<text x="${cx}" y="${bottom + 29}" text-anchor="middle">${v.kind === 'plain' ? '(baseline)' : `${v.instances} instance${v.instances === 1 ? '' : 's'}`}</text>`);
     if (v.vsBaseline) {
-      parts.push(`<text x="${(lx + i * group + group / 2).toFixed(1)}" y="${bottom + 30}" text-anchor="middle" fill="#555" font-size="10">p50 ${esc(x(v.vsBaseline.delayRatio.p50))}, ${esc(signed(v.vsBaseline.addedDelayMs.p50))} ms</text>`);
-    } else {
-      parts.push(`<text x="${(lx + i * group + group / 2).toFixed(1)}" y="${bottom + 30}" text-anchor="middle" fill="#555" font-size="10">baseline</text>`);
+      parts.push(
+        `<text x="${cx}" y="${bottom + 43}" text-anchor="middle" fill="#555" font-size="10">p50 ${esc(x(v.vsBaseline.delayRatio.p50))} (${esc(signed(v.vsBaseline.addedDelayMs.p50))} ms)</text>`,
+      );
+      parts.push(
+        `<text x="${cx}" y="${bottom + 56}" text-anchor="middle" fill="#555" font-size="10">p99 ${esc(x(v.vsBaseline.delayRatio.p99))} (${esc(signed(v.vsBaseline.addedDelayMs.p99))} ms)</text>`,
+      );
     }
   });
   ['p50', 'p95', 'p99'].forEach((label, k) => {
@@ -624,9 +631,12 @@ export function renderOverheadSvg(o: { variants: VariantResult[] }): string {
     const bx = rx + i * rgroup + rgroup * 0.2;
     parts.push(`<rect x="${bx.toFixed(1)}" y="${(bottom - h).toFixed(1)}" width="${(rgroup * 0.6).toFixed(1)}" height="${h.toFixed(1)}" fill="#54A24B"/>`);
     parts.push(`<text x="${(bx + rgroup * 0.3).toFixed(1)}" y="${(bottom - h - 3).toFixed(1)}" text-anchor="middle" font-size="9">${esc(fmt(v.cpuMsPerSlot, 2))}</text>`);
-    parts.push(`<text x="${(bx + rgroup * 0.3).toFixed(1)}" y="${bottom + 16}" text-anchor="middle" font-size="10">${esc(v.kind === 'plain' ? '@Cron' : `×${v.instances}`)}</text>`);
+    parts.push(`<text x="${(bx + rgroup * 0.3).toFixed(1)}" y="${bottom + 15}" text-anchor="middle" font-size="10">${esc(v.kind === 'plain' ? '@Cron' : `×${v.instances}`)}</text>`);
+    if (v.vsBaseline) {
+      parts.push(`<text x="${(bx + rgroup * 0.3).toFixed(1)}" y="${bottom + 29}" text-anchor="middle" fill="#555" font-size="10">${esc(x(v.vsBaseline.cpuRatio))}</text>`);
+    }
   });
-  parts.push(`<text x="${rx}" y="${top - 5}">CPU per slot (whole process)</text>`);
+  parts.push(`<text x="${rx}" y="${top - 5}">CPU per slot, all instances</text>`);
   parts.push(`<text x="20" y="${H - 10}" fill="#555" font-size="10">Generated by npm run bench; numbers in BENCHMARKS.md and bench/results/overhead.json.</text>`);
   parts.push('</svg>');
   return `${parts.join('\n')}\n`;

@@ -7,6 +7,7 @@
  *                                      and bench/results/quick-BENCHMARKS.md, never the full results
  *   npm run bench -- --only overhead,takeover     some scenarios only (overhead, fleet, bullmq, takeover)
  *   npm run bench -- --fleet-jobs 200,500         other fleet sizes
+ *   npm run bench -- --report-only     re-render BENCHMARKS.md and the chart from bench/results/*.json
  *   npm run bench -- --profile         V8 CPU profile of one fleet instance per size, into
  *                                      .tmp/bench-profiles/ (summarised by bench/profile-summary.ts)
  *
@@ -30,6 +31,8 @@ type Scenario = (typeof SCENARIOS)[number];
 
 interface Settings {
   quick: boolean;
+  /** Only re-render BENCHMARKS.md and the chart from the saved results. */
+  reportOnly: boolean;
   only: Set<Scenario>;
   overhead: { rounds: number; secondsPerRound: number; instanceCounts: number[]; warmupSeconds: number };
   fleet: { jobs: number[]; seconds: number; instances: number; probe: boolean; probeSeconds: number; warmup: number; grace: number };
@@ -51,13 +54,14 @@ function parseArgs(argv: string[]): Settings {
   const fleetJobs = value('--fleet-jobs')?.split(',').map(Number);
   return {
     quick,
+    reportOnly: argv.includes('--report-only'),
     profileDir: argv.includes('--profile') ? `${repoRoot}.tmp/bench-profiles` : undefined,
     only,
     overhead: quick
       ? { rounds: 1, secondsPerRound: 8, instanceCounts: [1, 3, 10], warmupSeconds: 1 }
       : { rounds: 3, secondsPerRound: 10, instanceCounts: [1, 3, 10], warmupSeconds: 2 },
     fleet: quick
-      ? { jobs: fleetJobs ?? [50], seconds: 10, instances: 5, probe: false, probeSeconds: 0, warmup: 2, grace: 2 }
+      ? { jobs: fleetJobs ?? [50], seconds: 10, instances: 5, probe: false, probeSeconds: 0, warmup: 1, grace: 1 }
       : { jobs: fleetJobs ?? [200, 1000], seconds: 60, instances: 5, probe: fleetJobs === undefined, probeSeconds: 30, warmup: 3, grace: 4 },
     takeover: quick
       ? { leasesMs: [5_000], workMs: 30_000, killAfterMs: 2_500, waitNaive: false }
@@ -112,6 +116,12 @@ function readJson<T>(file: string): T | undefined {
 async function main(): Promise<void> {
   const settings = parseArgs(process.argv.slice(2));
   const prefix = settings.quick ? 'quick-' : '';
+  if (settings.reportOnly) {
+    const saved = readJson<{ meta: RunMeta }>(`${resultsDir}/${prefix}overhead.json`) ?? readJson<{ meta: RunMeta }>(`${resultsDir}/${prefix}fleet.json`);
+    if (!saved) throw new Error(`no saved results in ${resultsDir}`);
+    writeReport({ meta: saved.meta }, settings, prefix);
+    return;
+  }
   const runId = randomBytes(3).toString('hex');
   const started = Date.now();
   const meta: RunMeta = {
@@ -214,6 +224,12 @@ async function main(): Promise<void> {
     if (results[key]) save(name, results[key]);
   }
 
+  const mdPath = writeReport(results, settings, prefix);
+  log(`done in ${meta.durationS} s: ${mdPath}`);
+}
+
+/** Writes BENCHMARKS.md (quick: bench/results/quick-BENCHMARKS.md) and the chart; returns the Markdown path. */
+function writeReport(results: BenchResults, settings: Settings, prefix: string): string {
   // The report covers the latest results of every scenario (of this run, or of an earlier one
   // when this run skipped it).
   const load = <K extends keyof BenchResults>(name: string, key: K, pick: (file: Record<string, unknown>) => BenchResults[K]): void => {
@@ -232,7 +248,7 @@ async function main(): Promise<void> {
   const markdown = renderMarkdown(results, `bench/results/${svgName}`);
   const mdPath = settings.quick ? `${resultsDir}/quick-BENCHMARKS.md` : `${repoRoot}BENCHMARKS.md`;
   writeFileSync(mdPath, settings.quick ? markdown.replaceAll('(bench/results/', '(') : markdown);
-  log(`done in ${meta.durationS} s: ${mdPath}`);
+  return mdPath;
 }
 
 try {
