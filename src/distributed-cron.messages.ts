@@ -27,7 +27,7 @@ export const HISTORY_UNAVAILABLE = (jobName: string, executionId: string, error:
 export const STORE_BACK = (jobName: string) => `job '${jobName}': Redis reachable again, slots run again`;
 
 export const FINISH_NOT_RECORDED = (jobName: string, executionId: string, error: string) =>
-  `job '${jobName}': could not record the end of ${executionId}; the row stays 'running' until its lease expires and another instance closes it: ${error}`;
+  `job '${jobName}': could not record the end of ${executionId}; the row stays 'running' until its lease has expired and an instance's sweep closes it: ${error}`;
 
 export const STALE_FINISH = (jobName: string, executionId: string) =>
-  `job '${jobName}': ${executionId} was taken over by another owner (higher fencing token); this instance's result was not written`;
+  `job '${jobName}': the row of ${executionId} no longer belonged to this run (its lease had expired and another instance closed or took it over); this instance's result was not written`;

@@ -15,6 +15,7 @@ import { retryDelay } from './backoff.js';
 import { describeError } from './error.redact.js';
 import { isNonRetryable } from './errors/non-retryable.error.js';
 import { defaultExecutionId, type JobConfig } from './job.config.js';
+import { LeaseKeeper } from './lease.keeper.js';
 import type { HeldLease, LeaseStore, QueuedSlot } from './lease.store.js';
 import type { RunHistory } from './run-history.js';
 import type { RunRecord } from './distributed-cron.interfaces.js';
@@ -168,6 +169,7 @@ export class JobExecutor {
   }
 
   private async startAndRun(slot: SlotInfo, executionId: string, lease: HeldLease, trigger: RunTrigger): Promise<FireOutcome> {
+    const keeper = this.keep(lease);
     let begin;
     try {
       begin = await this.deps.history.begin({
@@ -183,6 +185,7 @@ export class JobExecutor {
     } catch (error) {
       const text = describeError(error);
       this.deps.logger.error(messages.HISTORY_UNAVAILABLE(this.job.name, executionId, text));
+      keeper.stop();
       await this.releaseAndContinue(lease);
       // Redis works here, so the alert goes through the fleet-wide dedup: one per window, not one per slot.
       this.alertFailure({ kind: 'unavailable', executionId, scheduledAt: slot.scheduledAt, error: `run history unreachable: ${text}` });
@@ -190,6 +193,7 @@ export class JobExecutor {
       return 'unavailable';
     }
     if (begin.kind !== 'start') {
+      keeper.stop();
       this.stats.alreadyDone++;
       if (begin.kind === 'owner_lost') {
         this.alertFailure({
@@ -205,23 +209,24 @@ export class JobExecutor {
       return 'already_done';
     }
     this.stats.ran++;
-    await this.execute(slot, executionId, lease, begin.attempt, begin.trigger);
+    await this.execute(slot, executionId, keeper, begin.attempt, begin.trigger);
     return 'ran';
   }
 
-  private async execute(slot: SlotInfo, executionId: string, lease: HeldLease, attempt: number, trigger: RunTrigger): Promise<void> {
+  private async execute(slot: SlotInfo, executionId: string, keeper: LeaseKeeper, attempt: number, trigger: RunTrigger): Promise<void> {
     const { job, deps } = this;
+    const { lease } = keeper;
     const controller = new AbortController();
     this.running.add(controller);
     const counts = { processed: 0, failed: 0 };
-    let leaseLost = false;
     let timedOut = false;
-    let abortedAt: number | undefined;
     const abort = (reason: Error): void => {
       if (controller.signal.aborted) return;
-      abortedAt = performance.now();
+      keeper.startGrace();
       controller.abort(reason);
     };
+    keeper.onLost = abort;
+    keeper.onStopRequested = () => abort(abortReason('ReplacedError', `replaced by a newer slot of job '${job.name}' (overlap: replace)`));
 
     const ctx: CronContext = Object.freeze({
       ...slot,
@@ -237,45 +242,6 @@ export class JobExecutor {
       },
     });
 
-    let lastRenewed = performance.now();
-    let renewing = false;
-    const renewTimer = setInterval(() => {
-      if (renewing) return;
-      // A handler that ignores its abort signal keeps the lease for one more lease period at most,
-      // then lets it expire so the fleet is not blocked forever.
-      if (abortedAt !== undefined && performance.now() - abortedAt > job.leaseMs) {
-        clearInterval(renewTimer);
-        deps.logger.warn(`job '${job.name}': ${executionId} ignored its abort signal for ${job.leaseMs} ms; its lease is left to expire`);
-        return;
-      }
-      renewing = true;
-      deps.leases
-        .renew(lease, job.leaseMs)
-        .then((result) => {
-          if (result === 'lost') {
-            leaseLost = true;
-            clearInterval(renewTimer);
-            abort(abortReason('LeaseLostError', `the lease of ${executionId} was lost`));
-          } else {
-            lastRenewed = performance.now();
-            if (result === 'stop_requested') {
-              abort(abortReason('ReplacedError', `replaced by a newer slot of job '${job.name}' (overlap: replace)`));
-            }
-          }
-        })
-        .catch((error: unknown) => {
-          deps.logger.warn(`job '${job.name}': renewing the lease of ${executionId} failed: ${describeError(error)}`);
-          if (performance.now() - lastRenewed >= job.leaseMs) {
-            leaseLost = true;
-            clearInterval(renewTimer);
-            abort(abortReason('LeaseLostError', `the lease of ${executionId} could not be renewed for ${job.leaseMs} ms`));
-          }
-        })
-        .finally(() => {
-          renewing = false;
-        });
-    }, job.renewMs);
-
     const timeoutTimer =
       job.timeoutMs === undefined
         ? undefined
@@ -288,16 +254,18 @@ export class JobExecutor {
     let failure: unknown;
     let failed = false;
     try {
+      // The lease may already be gone (a very slow run-history write): then the handler must not start.
+      if (keeper.lost) throw controller.signal.reason;
       await this.invoke(ctx);
     } catch (error) {
       failed = true;
       failure = error;
     } finally {
-      clearInterval(renewTimer);
       clearTimeout(timeoutTimer);
       this.running.delete(controller);
     }
     const durationMs = performance.now() - started;
+    const leaseLost = keeper.lost;
 
     const replaced = (controller.signal.reason as Error | undefined)?.name === 'ReplacedError';
     const reason = controller.signal.aborted ? describeError(controller.signal.reason) : undefined;
@@ -326,6 +294,7 @@ export class JobExecutor {
     const succeeded = status === 'completed' || status === 'completed_with_errors';
 
     await this.recordFinish(executionId, lease, status, durationMs, counts, error, nextAttemptAt);
+    keeper.stop();
     const endedStreak = await this.releaseAndContinue(lease, succeeded);
 
     const event = { executionId, scheduledAt: slot.scheduledAt, attempt, maxAttempts: job.maxAttempts, status, durationMs };
@@ -473,6 +442,7 @@ export class JobExecutor {
     const taken = await this.deps.leases.take(this.job.name, row.executionId, on, this.job.leaseMs, deadFence);
     if (taken.kind === 'paused') return 'paused';
     if (taken.kind !== 'taken') return 'lost';
+    const keeper = this.keep(taken.lease);
     const restarted = await this.deps.history.restart({
       executionId: row.executionId,
       from: { status: row.status, attempt: row.attempt },
@@ -483,6 +453,7 @@ export class JobExecutor {
       maxAttempts: trigger === 'replay' ? row.attempt + 1 : this.job.maxAttempts,
     });
     if (!restarted) {
+      keeper.stop();
       await this.releaseAndContinue(taken.lease);
       return 'lost';
     }
@@ -493,7 +464,7 @@ export class JobExecutor {
       this.stats.retried++;
     }
     this.stats.ran++;
-    await this.execute(this.job.slotInfo(row.scheduledAt), row.executionId, taken.lease, row.attempt + 1, trigger);
+    await this.execute(this.job.slotInfo(row.scheduledAt), row.executionId, keeper, row.attempt + 1, trigger);
     return 'ran';
   }
 
@@ -575,6 +546,10 @@ export class JobExecutor {
       this.deps.logger.error(`job '${this.job.name}': could not record that ${executionId} did not start (${why}): ${describeError(error)}`);
       return 'error';
     }
+  }
+
+  private keep(lease: HeldLease): LeaseKeeper {
+    return new LeaseKeeper(this.deps.leases, lease, this.job.leaseMs, this.job.renewMs, this.deps.logger, this.job.name);
   }
 
   private alert(event: Omit<AlertEvent, 'jobName' | 'instanceId'>): void {
