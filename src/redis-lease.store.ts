@@ -40,6 +40,14 @@ const SCRIPTS = {
 /** Failure streaks are forgotten after a week without failures. */
 const ALERT_STATE_TTL_MS = 7 * 24 * 3_600_000;
 
+interface PendingCall {
+  script: LuaScript;
+  keys: string[];
+  args: Array<string | number>;
+  resolve(reply: unknown): void;
+  reject(error: unknown): void;
+}
+
 /** Thrown when Redis does not answer within the configured time. */
 export class LeaseStoreTimeoutError extends Error {
   constructor(operation: string, timeoutMs: number) {
@@ -75,6 +83,7 @@ function parseQueued(payload: unknown): QueuedSlot | undefined {
  */
 export class RedisLeaseStore implements LeaseStore {
   private readonly keys: KeyBuilder;
+  private pending: PendingCall[] = [];
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -235,15 +244,53 @@ export class RedisLeaseStore implements LeaseStore {
 
   private async run(operation: string, script: LuaScript, keys: string[], args: Array<string | number>): Promise<unknown> {
     if (this.redis.status !== 'ready') await this.untilReady();
-    const call = async (): Promise<unknown> => {
+    const call = new Promise<unknown>((resolve, reject) => {
+      this.pending.push({ script, keys, args, resolve, reject });
+      if (this.pending.length === 1) setImmediate(() => this.flush());
+    });
+    return this.withTimeout(operation, call);
+  }
+
+  /**
+   * Sends the script calls made in one turn of the event loop together. Slots of many jobs fire
+   * in the same timer phase; one pipelined write instead of one write per call keeps the cost per
+   * slot flat as jobs grow. Each call is still its own EVALSHA, answered on its own.
+   */
+  private flush(): void {
+    const batch = this.pending;
+    this.pending = [];
+    // A Cluster pipeline must stay within one slot; jobs have their own hash tags.
+    if (batch.length === 1 || this.redis.isCluster) {
+      for (const call of batch) void this.send(call);
+      return;
+    }
+    const pipeline = this.redis.pipeline();
+    for (const { script, keys, args } of batch) pipeline.evalsha(script.sha, script.keys, ...keys, ...args);
+    pipeline.exec().then(
+      (results) => {
+        batch.forEach((call, i) => {
+          const [error, reply] = results?.[i] ?? [new Error('no reply in the pipeline')];
+          if (!error) call.resolve(reply);
+          else if (String(error.message).includes('NOSCRIPT')) void this.send(call);
+          else call.reject(error);
+        });
+      },
+      (error: unknown) => batch.forEach((call) => call.reject(error)),
+    );
+  }
+
+  private async send(call: PendingCall): Promise<void> {
+    const { script, keys, args } = call;
+    try {
       try {
-        return await this.redis.evalsha(script.sha, script.keys, ...keys, ...args);
+        call.resolve(await this.redis.evalsha(script.sha, script.keys, ...keys, ...args));
       } catch (error) {
         if (!String((error as Error)?.message).includes('NOSCRIPT')) throw error;
-        return await this.redis.eval(script.source, script.keys, ...keys, ...args);
+        call.resolve(await this.redis.eval(script.source, script.keys, ...keys, ...args));
       }
-    };
-    return this.withTimeout(operation, call());
+    } catch (error) {
+      call.reject(error);
+    }
   }
 
   /** Waits (bounded) for a connecting client; a client that is closed or stays down fails closed. */
