@@ -9,6 +9,8 @@ import type {
   SlotIdentity,
 } from './run-history.js';
 
+import { MicroBatcher } from './micro.batcher.js';
+
 /** Table of the `DistributedCronRun` model (see prisma/schema/distributed-cron.prisma). */
 const TABLE = 'distributed_cron_runs';
 
@@ -70,25 +72,15 @@ function toRecord(row: Row): RunRecord {
  * statement can insert-or-detect (`ON CONFLICT DO NOTHING`) and fence updates by token.
  */
 export class PrismaRunHistory implements RunHistory {
+  /** Rows of runs starting in the same event-loop turn go in one INSERT. */
+  private readonly inserts = new MicroBatcher((requests: BeginRequest[]) => this.insertMany(requests), 500);
+  /** Results of runs ending in the same turn go in one UPDATE. */
+  private readonly finishes = new MicroBatcher((requests: FinishRequest[]) => this.finishMany(requests), 500);
+
   constructor(private readonly prisma: PrismaClientLike) {}
 
   async begin(request: BeginRequest): Promise<BeginOutcome> {
-    const inserted = await this.prisma.$executeRawUnsafe(
-      `INSERT INTO ${TABLE} (job_name, execution_id, status, trigger, scheduled_at, business_date, started_at,
-         instance_id, attempt, max_attempts, fencing_token, created_at, updated_at)
-       VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, 1, $8, $9, $6, $6)
-       ON CONFLICT (execution_id) DO NOTHING`,
-      request.jobName,
-      request.executionId,
-      request.trigger,
-      request.scheduledAt,
-      request.businessDate,
-      request.now,
-      request.instanceId,
-      request.maxAttempts,
-      request.fencingToken,
-    );
-    if (inserted === 1) return { kind: 'start', attempt: 1, trigger: request.trigger };
+    if (await this.inserts.add(request)) return { kind: 'start', attempt: 1, trigger: request.trigger };
 
     const existing = await this.get(request.executionId);
     if (!existing) throw new Error(`execution ${request.executionId} conflicted on insert but has no row`);
@@ -209,22 +201,58 @@ export class PrismaRunHistory implements RunHistory {
     return rows[0]?.at ?? undefined;
   }
 
-  async finish(request: FinishRequest): Promise<boolean> {
-    const updated = await this.prisma.$executeRawUnsafe(
-      `UPDATE ${TABLE} SET status = $3, finished_at = $4, duration_ms = $5, processed_count = $6,
-         failed_count = $7, error = $8, next_attempt_at = $9, updated_at = $4
-       WHERE execution_id = $1 AND fencing_token = $2 AND status = 'running'`,
-      request.executionId,
-      request.fencingToken,
-      request.status,
-      request.finishedAt,
-      Math.round(request.durationMs),
-      request.processedCount,
-      request.failedCount,
-      request.error,
-      request.nextAttemptAt,
+  finish(request: FinishRequest): Promise<boolean> {
+    return this.finishes.add(request);
+  }
+
+  /** One INSERT for many new rows; true for each row this call created. */
+  private async insertMany(requests: BeginRequest[]): Promise<boolean[]> {
+    const values: unknown[] = [];
+    const tuples = requests.map((r) => {
+      const p = (value: unknown): string => {
+        values.push(value);
+        return `$${values.length}`;
+      };
+      const now = p(r.now);
+      return `(${p(r.jobName)}, ${p(r.executionId)}, 'running', ${p(r.trigger)}, ${p(r.scheduledAt)}, ${p(r.businessDate)}, ${now},
+        ${p(r.instanceId)}, 1, ${p(r.maxAttempts)}, ${p(r.fencingToken)}, ${now}, ${now})`;
+    });
+    const rows = await this.prisma.$queryRawUnsafe<Array<{ execution_id: string }>>(
+      `INSERT INTO ${TABLE} (job_name, execution_id, status, trigger, scheduled_at, business_date, started_at,
+         instance_id, attempt, max_attempts, fencing_token, created_at, updated_at)
+       VALUES ${tuples.join(', ')}
+       ON CONFLICT (execution_id) DO NOTHING RETURNING execution_id`,
+      ...values,
     );
-    return updated === 1;
+    const created = new Set(rows.map((row) => row.execution_id));
+    // The same execution ID twice in one batch: only its first request created the row.
+    return requests.map((r, i) => created.has(r.executionId) && requests.findIndex((o) => o.executionId === r.executionId) === i);
+  }
+
+  /** One UPDATE for many results, each fenced by its token; true for each row it wrote. */
+  private async finishMany(requests: FinishRequest[]): Promise<boolean[]> {
+    const values: unknown[] = [];
+    const tuples = requests.map((r) => {
+      const p = (value: unknown, type: string): string => {
+        values.push(value);
+        return `$${values.length}::${type}`;
+      };
+      return `(${p(r.executionId, 'text')}, ${p(r.fencingToken, 'bigint')}, ${p(r.status, 'text')}, ${p(r.finishedAt, 'timestamptz')},
+        ${p(Math.round(r.durationMs), 'integer')}, ${p(r.processedCount, 'integer')}, ${p(r.failedCount, 'integer')},
+        ${p(r.error, 'text')}, ${p(r.nextAttemptAt, 'timestamptz')})`;
+    });
+    const rows = await this.prisma.$queryRawUnsafe<Array<{ execution_id: string; fencing_token: bigint | number }>>(
+      `UPDATE ${TABLE} AS t SET status = v.status, finished_at = v.finished_at, duration_ms = v.duration_ms,
+         processed_count = v.processed_count, failed_count = v.failed_count, error = v.error,
+         next_attempt_at = v.next_attempt_at, updated_at = v.finished_at
+       FROM (VALUES ${tuples.join(', ')})
+         AS v(execution_id, fencing_token, status, finished_at, duration_ms, processed_count, failed_count, error, next_attempt_at)
+       WHERE t.execution_id = v.execution_id AND t.fencing_token = v.fencing_token AND t.status = 'running'
+       RETURNING t.execution_id, t.fencing_token`,
+      ...values,
+    );
+    const written = new Set(rows.map((row) => `${row.execution_id}\n${Number(row.fencing_token)}`));
+    return requests.map((r) => written.has(`${r.executionId}\n${r.fencingToken}`));
   }
 
   async recordNotStarted(

@@ -84,6 +84,7 @@ function parseQueued(payload: unknown): QueuedSlot | undefined {
 export class RedisLeaseStore implements LeaseStore {
   private readonly keys: KeyBuilder;
   private pending: PendingCall[] = [];
+  private ready: Promise<void> | undefined;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -297,7 +298,8 @@ export class RedisLeaseStore implements LeaseStore {
   private untilReady(): Promise<void> {
     const { redis } = this;
     if (redis.status === 'end' || redis.status === 'close') return Promise.reject(new LeaseStoreUnavailableError(redis.status));
-    return new Promise<void>((resolve, reject) => {
+    // One listener for all waiting calls, however many jobs fire while the client connects.
+    this.ready ??= new Promise<void>((resolve, reject) => {
       const onReady = (): void => {
         clearTimeout(timer);
         resolve();
@@ -307,7 +309,10 @@ export class RedisLeaseStore implements LeaseStore {
         reject(new LeaseStoreUnavailableError(redis.status));
       }, this.timeoutMs);
       redis.once('ready', onReady);
+    }).finally(() => {
+      this.ready = undefined;
     });
+    return this.ready;
   }
 
   private withTimeout<T>(operation: string, promise: Promise<T>): Promise<T> {

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { closeAll, startFleet, type RunningApp } from '../support/app.js';
+import { closeAll, jobProvider, startApp, startFleet, type RunningApp } from '../support/app.js';
 import { createPrisma, uniqueName, waitFor } from '../support/services.js';
 
 const prisma = createPrisma();
@@ -40,5 +40,39 @@ describe('three instances in one process, a job every second', () => {
     }
     // The default execution ID is derived from the slot, not the moment the timer fired.
     for (const row of rows) expect(row.executionId).toBe(`${name}:${row.scheduledAt.toISOString().replace('.000Z', 'Z')}`);
+  });
+});
+
+describe('many jobs firing at the same second (batched claims and history writes)', () => {
+  let apps: RunningApp[] = [];
+  afterAll(() => closeAll(apps));
+
+  it('runs each slot of each of 25 jobs exactly once across two instances', async () => {
+    const prefix = uniqueName('batch');
+    const names = Array.from({ length: 25 }, (_, i) => `${prefix}-${i}`);
+    const effects: string[] = [];
+    apps = await Promise.all(
+      ['a', 'b'].map((instance) =>
+        startApp({
+          label: `${prefix}-${instance}`,
+          providers: names.map((name) => jobProvider('* * * * * *', { name, lease: '5s' }, (ctx) => void effects.push(ctx.executionId), instance)),
+        }),
+      ),
+    );
+    await waitFor(async () => (await prisma.distributedCronRun.count({ where: { jobName: { in: names }, status: 'completed' } })) >= 25 * 4, {
+      timeoutMs: 20_000,
+      message: 'four slots of every job',
+    });
+    await closeAll(apps);
+    apps = [];
+
+    const rows = await prisma.distributedCronRun.findMany({ where: { jobName: { in: names } } });
+    expect(new Set(effects).size).toBe(effects.length);
+    expect(rows.filter((r) => r.status === 'completed').map((r) => r.executionId).sort()).toEqual([...effects].sort());
+    for (const name of names) {
+      const slots = rows.filter((r) => r.jobName === name).map((r) => r.scheduledAt.getTime()).sort();
+      // No gaps between the first and last slot of each job.
+      expect(slots.length).toBe((slots.at(-1)! - slots[0]!) / 1000 + 1);
+    }
   });
 });

@@ -12,10 +12,16 @@ afterAll(async () => {
 
 /** A PrismaClient whose writes take `delayMs` longer, like a database under load. */
 function slow(delayMs: number): PrismaClientLike {
+  const delayWrites = async (query: string) => {
+    if (/^\s*(INSERT|UPDATE)/.test(query)) await new Promise((resolve) => setTimeout(resolve, delayMs));
+  };
   return {
-    $queryRawUnsafe: (query: string, ...values: unknown[]) => prisma.$queryRawUnsafe(query, ...values),
+    $queryRawUnsafe: async (query: string, ...values: unknown[]) => {
+      await delayWrites(query);
+      return prisma.$queryRawUnsafe(query, ...values);
+    },
     $executeRawUnsafe: async (query: string, ...values: unknown[]) => {
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      await delayWrites(query);
       return prisma.$executeRawUnsafe(query, ...values);
     },
   };
