@@ -358,9 +358,9 @@ function takeoverSection(t: TakeoverResult & { meta?: RunMeta }): string[] {
   const naiveRef = naive ? (naive.measuredTakeoverMs ?? naive.computedTakeoverMs) : undefined;
   out.push(
     table(
-      ['design', 'lease / TTL', 'renewEvery', 'remaining at kill', 'computed takeover', 'measured takeover', 'survivor overhead ms', 'survivor ran', '× naive'],
+      ['design', 'lease / TTL', 'renewEvery', 'remaining at kill', 'computed takeover', 'measured takeover', 'survivor overhead ms', 'survivor ran', '× naive', 'killed run re-run'],
       t.cases.map((c) => [
-        c.design === 'lease' ? '`@DistributedCron` lease' : 'naive fixed-TTL lock',
+        c.design === 'lease' ? `\`@DistributedCron\` lease${c.recover ? ', `recover: true`' : ''}` : 'naive fixed-TTL lock',
         sec(c.ttlMs),
         c.renewEveryMs === null ? 'none' : sec(c.renewEveryMs),
         sec(c.remainingAtKillMs),
@@ -371,13 +371,15 @@ function takeoverSection(t: TakeoverResult & { meta?: RunMeta }): string[] {
           ? `${c.survivorRun.trigger}, slot ${c.survivorRun.slotAfterKillMs >= 0 ? `${sec(c.survivorRun.slotAfterKillMs)} after` : `${sec(-c.survivorRun.slotAfterKillMs)} before`} the kill`
           : '–',
         naiveRef ? x((c.measuredTakeoverMs ?? c.computedTakeoverMs) / naiveRef) : '–',
+        c.recoverRerunMs === null || c.recoverRerunMs === undefined ? '–' : `${sec(c.recoverRerunMs)} after the kill`,
       ]),
-      ['---', '---:', '---:', '---:', '---:', '---:', '---:', '---', '---:'],
+      ['---', '---:', '---:', '---:', '---:', '---:', '---:', '---', '---:', '---:'],
     ),
   );
   out.push('');
   out.push(
     'A renewed lease bounds the takeover by the lease, whatever the run length; a fixed TTL must outlast the longest run, so its takeover grows with it. ' +
+      'With `recover: true`, the killed execution itself is re-run (same execution ID, attempt 2) by a survivor once the job’s lease is free: under `overlap: \'skip\'` that is after the survivor’s own run of the next slot, so the re-run comes about one run length later. ' +
       'For other run lengths (naive best case: the crash comes at the end of a longest run; worst: right after the lock was taken; library worst: lease + one period of the schedule):',
   );
   out.push('');

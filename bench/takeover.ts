@@ -38,6 +38,10 @@ export interface TakeoverCase {
   survivorOverheadMs: number | null;
   /** What the survivor ran: its trigger and its slot relative to the kill (ms; positive = a later slot). */
   survivorRun: { trigger: string; slotAfterKillMs: number } | null;
+  /** The job had `recover: true`. */
+  recover: boolean;
+  /** Kill → a survivor re-running the killed execution (trigger 'recover'); null when not measured. */
+  recoverRerunMs: number | null;
 }
 
 export interface TakeoverResult {
@@ -55,9 +59,12 @@ export async function runTakeover(options: TakeoverOptions): Promise<TakeoverRes
   const cases: TakeoverCase[] = [];
   try {
     for (const leaseMs of options.leasesMs) {
-      cases.push(await runCase(redis, options, 'lease', leaseMs, true));
+      cases.push(await runCase(redis, options, 'lease', leaseMs, true, false));
     }
-    cases.push(await runCase(redis, options, 'naive', naiveTtlMs, options.waitNaive));
+    // With recover: true the killed execution itself is re-run too, once the job's lease is free
+    // (under overlap 'skip' that is after the survivor's own run of the next slot).
+    cases.push(await runCase(redis, options, 'lease', options.leasesMs[0]!, true, true));
+    cases.push(await runCase(redis, options, 'naive', naiveTtlMs, options.waitNaive, false));
   } finally {
     await killAllChildren();
     await redis.stop();
@@ -80,8 +87,15 @@ export async function runTakeover(options: TakeoverOptions): Promise<TakeoverRes
   };
 }
 
-async function runCase(redis: BenchRedis, options: TakeoverOptions, design: 'lease' | 'naive', ttlMs: number, measure: boolean): Promise<TakeoverCase> {
-  const name = `bench-${options.runId}-to${design === 'lease' ? ttlMs / 1000 : 'naive'}-`;
+async function runCase(
+  redis: BenchRedis,
+  options: TakeoverOptions,
+  design: 'lease' | 'naive',
+  ttlMs: number,
+  measure: boolean,
+  recover: boolean,
+): Promise<TakeoverCase> {
+  const name = `bench-${options.runId}-to${design === 'lease' ? ttlMs / 1000 : 'naive'}${recover ? 'r' : ''}-`;
   const jobName = `${name}0`;
   const key = design === 'lease' ? `dcron:{${jobName}}:lease` : `naive:{${jobName}}:lock`;
   const starts: ChildEvent[] = [];
@@ -124,6 +138,7 @@ async function runCase(redis: BenchRedis, options: TakeoverOptions, design: 'lea
       naiveTtlMs: ttlMs,
       live: true,
       waitForGo: true,
+      recover,
     };
     children.push(spawnChild(`${options.buildDir}/bench/fixtures/fleet-instance.js`, config.instanceId, { FLEET_CONFIG: JSON.stringify(config) }, onEvent));
   }
@@ -147,6 +162,13 @@ async function runCase(redis: BenchRedis, options: TakeoverOptions, design: 'lea
       measured = round2(next.at - killAt);
       survivorRun = { trigger: String(next.trigger), slotAfterKillMs: round2(Number(next.scheduledAt) - killAt) };
     }
+    let recoverRerunMs: number | null = null;
+    if (recover) {
+      const waitMs = remaining + 2 * options.workMs + 15_000;
+      const rerun = await nextStart((e) => e.trigger === 'recover' && e.executionId === first.executionId, waitMs);
+      if (!rerun) throw new Error(`takeover ${design} recover: the killed execution was not re-run within ${waitMs} ms`);
+      recoverRerunMs = round2(rerun.at - killAt);
+    }
     const result: TakeoverCase = {
       design,
       ttlMs,
@@ -156,8 +178,10 @@ async function runCase(redis: BenchRedis, options: TakeoverOptions, design: 'lea
       measuredTakeoverMs: measured,
       survivorOverheadMs: measured === null ? null : round2(measured - computed),
       survivorRun,
+      recover,
+      recoverRerunMs,
     };
-    log(`takeover ${design} ${ttlMs / 1000} s: remaining ${remaining} ms at kill, computed ${round2(computed)} ms, measured ${measured ?? '-'} ms`);
+    log(`takeover ${design}${recover ? ' recover' : ''} ${ttlMs / 1000} s: recover re-run ${recoverRerunMs ?? '-'} ms, remaining ${remaining} ms at kill, computed ${round2(computed)} ms, measured ${measured ?? '-'} ms`);
     return result;
   } finally {
     await Promise.all(children.map((c) => c.kill('SIGKILL')));
