@@ -378,7 +378,7 @@ export class JobExecutor {
    * Called by the sweeper for due retries and by replay().
    */
   retry(row: RunRecord, trigger: 'retry' | 'replay'): Promise<FireOutcome> {
-    const outcome = this.rerun(row, trigger, undefined).catch((error: unknown) => {
+    const outcome = this.rerun(row, trigger, undefined).then((result) => (result === 'busy' ? 'lost' : result)).catch((error: unknown) => {
       this.deps.logger.error(`job '${this.job.name}': ${trigger} of ${row.executionId} failed to start: ${describeError(error)}`);
       return 'unavailable' as const;
     });
@@ -398,7 +398,16 @@ export class JobExecutor {
       if (recoverable) {
         const outcome = this.rerun(row, 'recover', row.fencingToken);
         this.track(outcome);
-        await outcome;
+        if ((await outcome) === 'busy') {
+          // Another slot holds the job's lease. Waiting for a free moment would starve behind a busy
+          // schedule, so the re-run waits in the job's queue: the lease passes straight to it when
+          // the current run releases (begin() then finds the dead owner's row and re-runs it).
+          await this.deps.leases.enqueue(
+            this.job.name,
+            { executionId: row.executionId, scheduledAt: row.scheduledAt.getTime(), businessDate: row.businessDate },
+            Math.max(this.job.leaseMs * 10, 3_600_000),
+          );
+        }
         return;
       }
       if (await this.deps.leases.isAlive(this.job.name, row.executionId, on, row.fencingToken)) return;
@@ -436,11 +445,13 @@ export class JobExecutor {
     return this.deps.clock() - scheduledAt.getTime() <= Math.max(this.job.catchUp.windowMs, 3_600_000);
   }
 
-  private async rerun(row: RunRecord, trigger: 'retry' | 'replay' | 'recover', deadFence: number | undefined): Promise<FireOutcome> {
+  /** Runs an existing row's next attempt; 'busy' when another run holds the job's lease. */
+  private async rerun(row: RunRecord, trigger: 'retry' | 'replay' | 'recover', deadFence: number | undefined): Promise<FireOutcome | 'busy'> {
     if (this.stopping.signal.aborted) return 'shutting_down';
     const on = this.job.overlap === 'allow' ? 'slot' : 'lease';
     const taken = await this.deps.leases.take(this.job.name, row.executionId, on, this.job.leaseMs, deadFence);
     if (taken.kind === 'paused') return 'paused';
+    if (taken.kind === 'busy') return 'busy';
     if (taken.kind !== 'taken') return 'lost';
     const keeper = this.keep(taken.lease);
     const restarted = await this.deps.history.restart({

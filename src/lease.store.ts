@@ -79,6 +79,8 @@ export interface LeaseStore {
   isAlive(jobName: string, executionId: string, on: HeldLease['on'], fencingToken: number): Promise<boolean>;
   /** Counts a failure in the job's streak; decides dedup and escalation fleet-wide. */
   recordFailure(jobName: string, options: { now: number; dedupMs: number; escalateAfter: number; force: boolean }): Promise<FailureDecision>;
+  /** Puts a slot in the job's queue if none waits there; the lease passes to it on the next release. */
+  enqueue(jobName: string, slot: QueuedSlot, ttlMs: number): Promise<boolean>;
   /** True for exactly one caller per job and `name` within `ttlMs` (one instance sends a notice). */
   once(jobName: string, name: string, ttlMs: number): Promise<boolean>;
   /** For `replace`: takes the job lease once `holderToken` has let go of it. */

@@ -215,6 +215,12 @@ export class RedisLeaseStore implements LeaseStore {
     return { failures: Number(reply[0]), send: reply[1] === 1, escalate: reply[2] === 1 };
   }
 
+  async enqueue(jobName: string, slot: QueuedSlot, ttlMs: number): Promise<boolean> {
+    if (this.redis.status !== 'ready') await this.untilReady();
+    const set = this.redis.set(this.keys.queue(jobName), JSON.stringify(slot), 'PX', ttlMs, 'NX');
+    return (await this.withTimeout('enqueue', set)) === 'OK';
+  }
+
   async once(jobName: string, name: string, ttlMs: number): Promise<boolean> {
     if (this.redis.status !== 'ready') await this.untilReady();
     return (await this.withTimeout('once', this.redis.set(this.keys.once(jobName, name), '1', 'PX', ttlMs, 'NX'))) === 'OK';

@@ -62,6 +62,33 @@ describe('crash recovery across child processes', () => {
     expect(events.filter((e) => e.event === 'start')).toHaveLength(2);
   });
 
+  it('re-runs the killed execution even when the schedule keeps the job busy (it waits in the queue, not for a free moment)', async () => {
+    const name = uniqueName('recover-busy');
+    const events: FixtureEvent[] = [];
+    // Every second, runs ending 20 ms before a slot: after the kill, a survivor's own run holds the
+    // lease, and the next slot claims it again almost the moment it is free.
+    await fleet(
+      name,
+      '* * * * * *',
+      { job: { name, lease: '2s', renewEvery: '500ms', recover: true }, workMs: 3_000, workUntilAfterSlotMs: 3_000, sweepEvery: '2s' },
+      events,
+    );
+
+    const first = await waitFor(() => events.find((e) => e.event === 'start'), { timeoutMs: 10_000, message: 'the run starts' });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const killedAt = Date.now();
+    await instances.find((i) => i.id === first.instanceId)!.kill('SIGKILL');
+    const rerun = await waitFor(() => events.find((e) => e.event === 'start' && e.executionId === first.executionId && e.attempt === 2), {
+      timeoutMs: 15_000,
+      message: 'a survivor re-runs the killed execution',
+    });
+    expect(rerun.trigger).toBe('recover');
+    expect(rerun.instanceId).not.toBe(first.instanceId);
+    // Lease expiry, one 3 s run of the next slot, then the hand-over: well within two runs.
+    expect(rerun.at - killedAt).toBeLessThan(2_000 + 2 * 3_000 + 1_000);
+    expect(events.filter((e) => e.event === 'start' && e.executionId === first.executionId)).toHaveLength(2);
+  });
+
   it('closes the execution of a killed holder as lease_lost, with one alert, with recover: false', async () => {
     const name = uniqueName('no-recover');
     const events: FixtureEvent[] = [];
