@@ -41,7 +41,8 @@ export class RunSweeper {
   /** One pass; never rejects. */
   async sweep(): Promise<void> {
     const { runtime } = this;
-    const active = [...runtime.jobs.values()].filter(({ executor }) => !executor.job.disabled).map(({ executor }) => executor);
+    // Jobs whose timer runs on this instance (not `disabled`, not stopped in SchedulerRegistry).
+    const active = [...runtime.jobs.values()].filter(({ timer }) => timer.active).map(({ executor }) => executor);
     if (active.length === 0) return;
     const byName = new Map(active.map((executor) => [executor.job.name, executor]));
     const names = [...byName.keys()];
