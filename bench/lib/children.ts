@@ -1,4 +1,5 @@
 /** Child processes of the bench (fleet instances, BullMQ workers) talking JSON lines on stdout. */
+import { onJsonLines } from '../../test/support/json-lines.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 
 export interface ChildEvent {
@@ -60,7 +61,6 @@ export function spawnChild(
   });
   live.add(child);
   let stderr = '';
-  let buffered = '';
   let summary: ((event: ChildEvent) => void) | undefined;
   const exited = new Promise<void>((resolve) => {
     child.once('exit', () => {
@@ -73,18 +73,10 @@ export function spawnChild(
   });
   const ready = new Promise<void>((resolve, reject) => {
     child.once('exit', (code, signal) => reject(new Error(`${id} exited (${code ?? signal}) before ready: ${stderr}`)));
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      let newline: number;
-      while ((newline = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
-        if (!line.startsWith('{')) continue;
-        const event = JSON.parse(line) as ChildEvent;
-        if (event.event === 'ready') resolve();
-        else if (event.event === 'summary') summary?.(event);
-        else onEvent(event);
-      }
+    onJsonLines<ChildEvent>(child.stdout!, (event) => {
+      if (event.event === 'ready') resolve();
+      else if (event.event === 'summary') summary?.(event);
+      else onEvent(event);
     });
   });
   ready.catch(() => undefined);

@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FixtureConfig } from '../fixtures/instance.js';
+import { onJsonLines } from './json-lines.js';
 
 const FIXTURE = fileURLToPath(new URL('../../build-check/test/fixtures/instance.js', import.meta.url));
 
@@ -40,25 +41,16 @@ export async function spawnInstance(config: FixtureConfig, allEvents: FixtureEve
   });
   children.add(child);
   const events: FixtureEvent[] = [];
-  let buffered = '';
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4_000);
   });
   const ready = new Promise<void>((resolve, reject) => {
     child.once('exit', (code, signal) => reject(new Error(`instance ${config.instanceId} exited (${code ?? signal}) before ready: ${stderr}`)));
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString();
-      let newline: number;
-      while ((newline = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
-        if (!line.startsWith('{')) continue;
-        const event = JSON.parse(line) as FixtureEvent;
-        events.push(event);
-        allEvents.push(event);
-        if (event.event === 'ready') resolve();
-      }
+    onJsonLines<FixtureEvent>(child.stdout!, (event) => {
+      events.push(event);
+      allEvents.push(event);
+      if (event.event === 'ready') resolve();
     });
   });
   const timeout = setTimeout(() => child.kill('SIGKILL'), 30_000);
