@@ -26,8 +26,8 @@ function short(slot: Date): string {
  * job's `catchUp` policy. Never rejects; problems are logged.
  *
  * Missed slots are the slots of the last `catchUp.window` before `now` that have no row in the
- * run history (one query), leaving out the last `skewTolerance` before `now`, which belongs to
- * the timers. Only the missed slots after the newest slot that has a row count: an older gap was
+ * run history (one query), leaving out the last `startGraceMs` before `now`, which the timers
+ * fire themselves. Only the missed slots after the newest slot that has a row count: an older gap was
  * already seen (and dealt with) by an instance that started after it, so later start-ups do not
  * dig it out again. `latest` looks at the newest slot only; `all` runs up to `catchUp.max` of the
  * newest missed slots, oldest first, one after another.
@@ -47,7 +47,7 @@ export async function catchUpMissedSlots(executor: JobExecutor, history: RunHist
   const { policy, windowMs, max } = job.catchUp;
   if (policy === 'none' || job.disabled) return;
   try {
-    const to = new Date(now.getTime() - job.skewToleranceMs);
+    const to = new Date(now.getTime() - job.startGraceMs);
     const from = new Date(now.getTime() - windowMs);
     const slots = job.schedule.slotsBetween(from, to, policy === 'latest' ? 1 : max);
     const nothingMissed = (): void =>

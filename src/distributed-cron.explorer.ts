@@ -73,7 +73,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         runtime.clock,
         (slot) => void executor.fire(slot),
         (skipped) => runtime.logger.warn(`job '${job.name}': the event loop stalled; ${skipped} overdue slots were left to other instances`),
-        job.skewToleranceMs,
+        job.startGraceMs,
       );
       runtime.jobs.set(job.name, { executor, timer });
     }

@@ -24,6 +24,11 @@ export interface JobConfig {
   readonly leaseMs: number;
   readonly renewMs: number;
   readonly skewToleranceMs: number;
+  /**
+   * On start-up the timer still fires a slot this recent (the fleet may have started just after
+   * it); catch-up leaves those to the timer. At most `skewToleranceMs`, less for short periods.
+   */
+  readonly startGraceMs: number;
   readonly timeoutMs: number | undefined;
   readonly catchUp: { readonly policy: CatchUpPolicy; readonly windowMs: number; readonly max: number };
   /** Total attempts per execution ID (1 = no retry). */
@@ -96,6 +101,10 @@ export function resolveJobConfig(
   const halfPeriod = schedule.minPeriodMs / 2;
   const skewToleranceMs = duration('skewTolerance', options.skewTolerance, Math.min(DEFAULT_SKEW_MS, Math.ceil(halfPeriod) - 1));
   if (skewToleranceMs >= halfPeriod) fail('skewTolerance', messages.SKEW_TOO_LARGE(skewToleranceMs, schedule.minPeriodMs));
+  // An instance whose clock is behind by the tolerance fires a start-up slot up to grace + tolerance
+  // late, and one whose clock is ahead fires the next slot up to the tolerance early: the grace
+  // leaves the late run a second before that, or it would make the next slot an overlap.
+  const startGraceMs = Math.max(0, Math.min(skewToleranceMs, schedule.minPeriodMs - 2 * skewToleranceMs - 1_000));
 
   const timeoutMs = options.timeout === undefined ? undefined : duration('timeout', options.timeout, 0);
   if (timeoutMs !== undefined && timeoutMs <= 0) fail('timeout', `must be positive, got ${timeoutMs} ms`);
@@ -149,6 +158,7 @@ export function resolveJobConfig(
     leaseMs,
     renewMs,
     skewToleranceMs,
+    startGraceMs,
     timeoutMs,
     catchUp: Object.freeze({ policy: catchUpPolicy, windowMs: catchUpWindowMs, max: catchUpMax }),
     maxAttempts,

@@ -19,6 +19,10 @@ describe('instances whose clocks disagree by up to 3 s', () => {
     const name = uniqueName('skewed');
     const effects: Array<{ executionId: string; scheduledAt: number; instance: string }> = [];
     const offsets = [-1_500, 0, 1_500];
+    // Start 2 s after a slot nobody ran: the clock 1.5 s behind reads 0.5 s after it. Firing that
+    // slot now would run it (1.45 s each) into the moment the clock 1.5 s ahead fires the next one,
+    // 3.5 s after the slot, and that slot would be skipped as an overlap.
+    await new Promise((resolve) => setTimeout(resolve, 5_000 - ((Date.now() - 2_000) % 5_000)));
     const startedAt = Date.now();
     apps = await Promise.all(
       offsets.map((offset, i) => {
@@ -27,8 +31,9 @@ describe('instances whose clocks disagree by up to 3 s', () => {
           label,
           // skewTolerance is left at its default: 2 s, below half of the 5 s period.
           providers: [
-            jobProvider('*/5 * * * * *', { name }, (ctx: CronContext, instance) => {
+            jobProvider('*/5 * * * * *', { name }, async (ctx: CronContext, instance) => {
               effects.push({ executionId: ctx.executionId, scheduledAt: ctx.scheduledAt.getTime(), instance });
+              await new Promise((resolve) => setTimeout(resolve, 1_450));
             }, label),
           ],
           module: { clock: () => Date.now() + offset },

@@ -1,0 +1,64 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { resolveJobConfig, type JobConfig } from '../../src/job.config.js';
+import { JobTimer } from '../../src/job.timer.js';
+
+const SLOT = Date.parse('2026-06-01T10:00:00Z');
+
+function job(expression: string, skewTolerance?: string): JobConfig {
+  return resolveJobConfig({ expression, options: { name: 'job', ...(skewTolerance ? { skewTolerance } : {}) } }, 'Jobs.run', { timeZone: 'UTC' });
+}
+
+/** Starts the job's timer on an instance whose clock is `offsetMs` off, at real time `realStart`; returns the fired slots by real time. */
+function fired(config: JobConfig, realStart: number, offsetMs: number, runForMs: number): Array<{ slot: string; realMs: number }> {
+  vi.setSystemTime(realStart);
+  const out: Array<{ slot: string; realMs: number }> = [];
+  const timer = new JobTimer(
+    config.schedule,
+    () => Date.now() + offsetMs,
+    (slot) => out.push({ slot: slot.toISOString(), realMs: Date.now() - SLOT }),
+    () => undefined,
+    config.startGraceMs,
+  );
+  timer.start();
+  vi.advanceTimersByTime(runForMs);
+  timer.stop();
+  return out;
+}
+
+describe('JobTimer on start-up', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('still fires a slot of an hourly job that passed within the skew tolerance', () => {
+    const hourly = job('0 * * * *');
+    expect(hourly.startGraceMs).toBe(2_000);
+    expect(fired(hourly, SLOT + 1_500, 0, 10)[0]).toEqual({ slot: '2026-06-01T10:00:00.000Z', realMs: 1_500 });
+    expect(fired(hourly, SLOT + 2_500, 0, 10)).toEqual([]);
+  });
+
+  it('does not fire a passed slot of a 5 s job late enough to collide with the next slot on a clock that runs ahead', () => {
+    const everyFive = job('*/5 * * * * *');
+    expect(everyFive.skewToleranceMs).toBe(2_000);
+    // Clock 1.5 s behind, started 2.2 s after the slot: the slot was 0.7 s ago on this clock. A grace
+    // of the full tolerance would run it now, while an instance 1.5 s ahead fires the next slot at 3.5 s.
+    expect(fired(everyFive, SLOT + 2_200, -1_500, 5_000)).toEqual([{ slot: '2026-06-01T10:00:05.000Z', realMs: 6_500 }]);
+    expect(everyFive.startGraceMs).toBe(0);
+  });
+
+  it('keeps the grace below the period minus twice the tolerance and a second', () => {
+    expect(job('*/10 * * * * *').startGraceMs).toBe(2_000); // 10 s - 4 s - 1 s = 5 s, capped by the 2 s tolerance
+    expect(job('*/6 * * * * *').startGraceMs).toBe(1_000); // 6 s - 4 s - 1 s
+    expect(job('*/10 * * * * *', '4s').startGraceMs).toBe(1_000); // 10 s - 8 s - 1 s
+    expect(job('*/2 * * * * *').startGraceMs).toBe(0);
+  });
+
+  it('fires each later slot when the instance clock reaches it, early or late by its offset', () => {
+    const everyFive = job('*/5 * * * * *');
+    expect(fired(everyFive, SLOT + 100, 1_500, 10_000).map((f) => f.realMs)).toEqual([3_500, 8_500]);
+    expect(fired(everyFive, SLOT + 100, -1_500, 10_000).map((f) => f.realMs)).toEqual([1_500, 6_500]);
+  });
+});
