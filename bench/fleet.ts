@@ -273,7 +273,7 @@ export async function runFleetStep(options: FleetStepOptions): Promise<FleetStep
     await queue?.close().catch(() => undefined);
     await killAllChildren();
     await redis.stop();
-    if (system === 'dcron') await deleteRows(jobPrefix);
+    if (system === "dcron" && !process.env.BENCH_KEEP_ROWS) await deleteRows(jobPrefix);
   }
 }
 

@@ -83,6 +83,8 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
     const { runtime } = this;
     if (runtime.auditPlainSchedules) this.auditPlainSchedules();
     for (const [name, { executor, timer }] of runtime.jobs) this.register(name, timer, executor);
+    // Scripts loaded before the first slot; if Redis is not there yet, the first claims load them.
+    if (runtime.jobs.size > 0) void runtime.leases.prepare().catch(() => undefined);
     for (const { executor, timer } of runtime.jobs.values()) {
       if (executor.job.disabled) continue;
       timer.start();

@@ -45,7 +45,8 @@ export interface JobConfig {
 
 /** Default execution ID: job name plus the slot instant in UTC, to the second. */
 export function defaultExecutionId(slot: SlotInfo): string {
-  return `${slot.jobName}:${slot.scheduledAt.toISOString().replace(/\.\d{3}Z$/, 'Z')}`;
+  // '2026-06-01T10:00:00.000Z' without the milliseconds (slots are whole seconds).
+  return `${slot.jobName}:${slot.scheduledAt.toISOString().slice(0, -5)}Z`;
 }
 
 /**

@@ -67,6 +67,8 @@ export type AcquireResult = { kind: 'acquired'; lease: HeldLease } | { kind: 'he
  * means the store could not be reached, and the caller fails closed.
  */
 export interface LeaseStore {
+  /** Gets the store ready for the first burst of claims (e.g. loads scripts). Never required for correctness. */
+  prepare(): Promise<void>;
   claim(request: ClaimRequest): Promise<ClaimResult>;
   renew(lease: HeldLease, leaseMs: number): Promise<RenewResult>;
   release(lease: HeldLease, options: { leaseMs: number; doneMs: number; succeeded: boolean }): Promise<ReleaseResult>;
@@ -94,10 +96,17 @@ export interface LeaseStore {
  * so multi-key scripts work on Redis Cluster, and each job has its own keys (no global lock).
  */
 export class KeyBuilder {
+  private readonly bases = new Map<string, string>();
+
   constructor(private readonly prefix: string) {}
 
   private base(jobName: string): string {
-    return `${this.prefix}:{${jobName}}`;
+    let base = this.bases.get(jobName);
+    if (base === undefined) {
+      base = `${this.prefix}:{${jobName}}`;
+      this.bases.set(jobName, base);
+    }
+    return base;
   }
   slot(jobName: string, executionId: string): string {
     return `${this.base(jobName)}:slot:${executionId}`;

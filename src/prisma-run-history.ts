@@ -66,6 +66,20 @@ function toRecord(row: Row): RunRecord {
   };
 }
 
+type NotStartedRequest = Parameters<RunHistory['recordNotStarted']>[0];
+
+/**
+ * For a batch INSERT ... ON CONFLICT DO NOTHING RETURNING: whether each request created its row.
+ * The same execution ID twice in one batch: only its first request did.
+ */
+function firstCreated(requests: Array<{ executionId: string }>, created: Set<string>): boolean[] {
+  const seen = new Set<string>();
+  return requests.map((r) => {
+    if (seen.has(r.executionId)) return false;
+    seen.add(r.executionId);
+    return created.has(r.executionId);
+  });
+}
 
 /**
  * Run history in the user's database through their PrismaClient, with raw SQL so that one
@@ -74,6 +88,8 @@ function toRecord(row: Row): RunRecord {
 export class PrismaRunHistory implements RunHistory {
   /** Rows of runs starting in the same event-loop turn go in one INSERT. */
   private readonly inserts = new MicroBatcher((requests: BeginRequest[]) => this.insertMany(requests), 500);
+  /** Rows of slots that did not start (overlap, store outage) in the same turn go in one INSERT. */
+  private readonly notStarted = new MicroBatcher((requests: NotStartedRequest[]) => this.notStartedMany(requests), 500);
   /** Results of runs ending in the same turn go in one UPDATE. */
   private readonly finishes = new MicroBatcher((requests: FinishRequest[]) => this.finishMany(requests), 500);
 
@@ -224,9 +240,7 @@ export class PrismaRunHistory implements RunHistory {
        ON CONFLICT (execution_id) DO NOTHING RETURNING execution_id`,
       ...values,
     );
-    const created = new Set(rows.map((row) => row.execution_id));
-    // The same execution ID twice in one batch: only its first request created the row.
-    return requests.map((r, i) => created.has(r.executionId) && requests.findIndex((o) => o.executionId === r.executionId) === i);
+    return firstCreated(requests, new Set(rows.map((row) => row.execution_id)));
   }
 
   /** One UPDATE for many results, each fenced by its token; true for each row it wrote. */
@@ -255,25 +269,30 @@ export class PrismaRunHistory implements RunHistory {
     return requests.map((r) => written.has(`${r.executionId}\n${r.fencingToken}`));
   }
 
-  async recordNotStarted(
-    slot: SlotIdentity & { instanceId: string; status: 'skipped_overlap' | 'failed'; error: string; now: Date; trigger: RunTrigger },
-  ): Promise<boolean> {
-    const inserted = await this.prisma.$executeRawUnsafe(
+  recordNotStarted(slot: NotStartedRequest): Promise<boolean> {
+    return this.notStarted.add(slot);
+  }
+
+  /** One INSERT for many slots that did not start; true for each row this call created. */
+  private async notStartedMany(requests: NotStartedRequest[]): Promise<boolean[]> {
+    const values: unknown[] = [];
+    const tuples = requests.map((r) => {
+      const p = (value: unknown): string => {
+        values.push(value);
+        return `$${values.length}`;
+      };
+      const now = p(r.now);
+      return `(${p(r.jobName)}, ${p(r.executionId)}, ${p(r.status)}, ${p(r.trigger)}, ${p(r.scheduledAt)}, ${p(r.businessDate)},
+        ${p(r.instanceId)}, 0, ${p(r.error)}, ${now}, ${now}, ${now})`;
+    });
+    const rows = await this.prisma.$queryRawUnsafe<Array<{ execution_id: string }>>(
       `INSERT INTO ${TABLE} (job_name, execution_id, status, trigger, scheduled_at, business_date, instance_id,
          attempt, error, finished_at, created_at, updated_at)
-       VALUES ($1, $2, $3, $9, $4, $5, $6, 0, $7, $8, $8, $8)
-       ON CONFLICT (execution_id) DO NOTHING`,
-      slot.jobName,
-      slot.executionId,
-      slot.status,
-      slot.scheduledAt,
-      slot.businessDate,
-      slot.instanceId,
-      slot.error,
-      slot.now,
-      slot.trigger,
+       VALUES ${tuples.join(', ')}
+       ON CONFLICT (execution_id) DO NOTHING RETURNING execution_id`,
+      ...values,
     );
-    return inserted === 1;
+    return firstCreated(requests, new Set(rows.map((row) => row.execution_id)));
   }
 
   async get(executionId: string): Promise<RunRecord | undefined> {

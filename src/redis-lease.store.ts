@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
 import {
@@ -41,11 +41,18 @@ const SCRIPTS = {
 const ALERT_STATE_TTL_MS = 7 * 24 * 3_600_000;
 
 interface PendingCall {
+  operation: string;
   script: LuaScript;
   keys: string[];
   args: Array<string | number>;
   resolve(reply: unknown): void;
   reject(error: unknown): void;
+  /** Sent again after loading the scripts; a second NOSCRIPT falls back to EVAL. */
+  reloaded?: boolean;
+}
+
+function isNoScript(error: unknown): boolean {
+  return String((error as Error | undefined)?.message).includes('NOSCRIPT');
 }
 
 /** Thrown when Redis does not answer within the configured time. */
@@ -64,8 +71,9 @@ export class LeaseStoreUnavailableError extends Error {
   }
 }
 
+/** 122 random bits; `randomUUID` draws from a buffered entropy pool, not one syscall per token. */
 function newToken(): string {
-  return randomBytes(16).toString('hex');
+  return randomUUID();
 }
 
 function parseQueued(payload: unknown): QueuedSlot | undefined {
@@ -85,6 +93,7 @@ export class RedisLeaseStore implements LeaseStore {
   private readonly keys: KeyBuilder;
   private pending: PendingCall[] = [];
   private ready: Promise<void> | undefined;
+  private loading: Promise<void> | undefined;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -92,6 +101,13 @@ export class RedisLeaseStore implements LeaseStore {
     private readonly timeoutMs: number,
   ) {
     this.keys = new KeyBuilder(keyPrefix);
+  }
+
+  async prepare(): Promise<void> {
+    // A Cluster would need the scripts on every node; there each call falls back to EVAL once.
+    if (this.redis.isCluster) return;
+    if (this.redis.status !== 'ready') await this.untilReady();
+    await this.loadScripts();
   }
 
   async claim(request: ClaimRequest): Promise<ClaimResult> {
@@ -109,7 +125,7 @@ export class RedisLeaseStore implements LeaseStore {
       request.slotMs,
       request.leaseMs,
       request.overlap,
-      JSON.stringify(request.queued),
+      request.overlap === 'queue' ? JSON.stringify(request.queued) : '',
       // A waiting slot whose holder died is picked up (as superseded) by the next claim.
       Math.max(request.leaseMs * 10, 3_600_000),
     ])) as [number, (number | string)?, string?];
@@ -251,11 +267,10 @@ export class RedisLeaseStore implements LeaseStore {
 
   private async run(operation: string, script: LuaScript, keys: string[], args: Array<string | number>): Promise<unknown> {
     if (this.redis.status !== 'ready') await this.untilReady();
-    const call = new Promise<unknown>((resolve, reject) => {
-      this.pending.push({ script, keys, args, resolve, reject });
+    return new Promise<unknown>((resolve, reject) => {
+      this.pending.push({ operation, script, keys, args, resolve, reject });
       if (this.pending.length === 1) setImmediate(() => this.flush());
     });
-    return this.withTimeout(operation, call);
   }
 
   /**
@@ -266,6 +281,7 @@ export class RedisLeaseStore implements LeaseStore {
   private flush(): void {
     const batch = this.pending;
     this.pending = [];
+    this.expireAfterTimeout(batch);
     // A Cluster pipeline must stay within one slot; jobs have their own hash tags.
     if (batch.length === 1 || this.redis.isCluster) {
       for (const call of batch) void this.send(call);
@@ -275,15 +291,77 @@ export class RedisLeaseStore implements LeaseStore {
     for (const { script, keys, args } of batch) pipeline.evalsha(script.sha, script.keys, ...keys, ...args);
     pipeline.exec().then(
       (results) => {
+        const unknownScript: PendingCall[] = [];
         batch.forEach((call, i) => {
           const [error, reply] = results?.[i] ?? [new Error('no reply in the pipeline')];
           if (!error) call.resolve(reply);
-          else if (String(error.message).includes('NOSCRIPT')) void this.send(call);
+          else if (isNoScript(error)) unknownScript.push(call);
           else call.reject(error);
         });
+        if (unknownScript.length > 0) this.retryAfterLoading(unknownScript);
       },
       (error: unknown) => batch.forEach((call) => call.reject(error)),
     );
+  }
+
+  /**
+   * The server does not know the scripts (a fresh or restarted Redis, SCRIPT FLUSH): load them all
+   * once, then send the calls again in the next pipeline. Without this, every call of a large
+   * batch would fall back to its own EVAL round trip carrying the script text.
+   */
+  private retryAfterLoading(calls: PendingCall[]): void {
+    this.loading ??= this.loadScripts().finally(() => {
+      this.loading = undefined;
+    });
+    this.loading.then(
+      () => {
+        for (const call of calls) {
+          if (call.reloaded) {
+            void this.send(call);
+            continue;
+          }
+          call.reloaded = true;
+          this.pending.push(call);
+          if (this.pending.length === 1) setImmediate(() => this.flush());
+        }
+      },
+      () => {
+        for (const call of calls) void this.send(call);
+      },
+    );
+  }
+
+  private async loadScripts(): Promise<void> {
+    const pipeline = this.redis.pipeline();
+    for (const script of Object.values(SCRIPTS)) pipeline.script('LOAD', script.source);
+    const results = await pipeline.exec();
+    const failed = results?.find(([error]) => error);
+    if (!results || failed) throw failed?.[0] ?? new Error('no reply to SCRIPT LOAD');
+  }
+
+  /**
+   * One timer for the whole batch: a call still unanswered after `timeoutMs` is rejected (its late
+   * reply, if any, is then ignored: a promise settles once).
+   */
+  private expireAfterTimeout(batch: PendingCall[]): void {
+    let open = batch.length;
+    const timer = setTimeout(() => {
+      for (const call of batch) call.reject(new LeaseStoreTimeoutError(call.operation, this.timeoutMs));
+    }, this.timeoutMs);
+    for (const call of batch) {
+      const { resolve, reject } = call;
+      const settled = (): void => {
+        if (--open === 0) clearTimeout(timer);
+      };
+      call.resolve = (reply) => {
+        settled();
+        resolve(reply);
+      };
+      call.reject = (error) => {
+        settled();
+        reject(error);
+      };
+    }
   }
 
   private async send(call: PendingCall): Promise<void> {
@@ -292,7 +370,7 @@ export class RedisLeaseStore implements LeaseStore {
       try {
         call.resolve(await this.redis.evalsha(script.sha, script.keys, ...keys, ...args));
       } catch (error) {
-        if (!String((error as Error)?.message).includes('NOSCRIPT')) throw error;
+        if (!isNoScript(error)) throw error;
         call.resolve(await this.redis.eval(script.source, script.keys, ...keys, ...args));
       }
     } catch (error) {

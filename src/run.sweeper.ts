@@ -22,14 +22,17 @@ export class RunSweeper {
     this.startedAt = runtime.clock();
   }
 
+  /** Sweeps now (which also opens the run history's connection before the first slot) and every `everyMs`. */
   start(): void {
     if (this.timer || this.runtime.jobs.size === 0) return;
-    this.timer = setInterval(() => {
+    const pass = (): void => {
       if (this.sweeping) return;
       this.sweeping = this.sweep().finally(() => {
         this.sweeping = undefined;
       });
-    }, this.everyMs);
+    };
+    this.timer = setInterval(pass, this.everyMs);
+    pass();
   }
 
   async stop(): Promise<void> {

@@ -126,4 +126,23 @@ describe('RedisLeaseStore against a real Redis', () => {
     await store.setPaused(job, false);
     expect((await store.claim(request(job, `${job}:1`))).kind).toBe('won');
   });
+  it('recovers a batch of claims after Redis forgot its scripts: one SCRIPT LOAD, then EVALSHA again, no EVAL per call', async () => {
+    const job = uniqueName('noscript');
+    const store = new RedisLeaseStore(redisA, 'dcron', 2_000);
+    await store.claim(request(`${job}-warm`, 'warm-up', 'allow'));
+    await admin.script('FLUSH');
+    await admin.config('RESETSTAT');
+
+    // 40 jobs firing in one turn, as one pipeline.
+    const claims = await Promise.all(Array.from({ length: 40 }, (_, i) => store.claim(request(`${job}-${i}`, `${job}-${i}:1`))));
+    const counts = await commandCounts();
+
+    expect(claims.map((c) => c.kind)).toEqual(Array(40).fill('won'));
+    expect(counts['script|load']).toBe(6);
+    expect(counts.evalsha).toBe(80); // 40 refused with NOSCRIPT, 40 run after the load
+    expect(counts.eval ?? 0).toBe(0);
+    // The leases are real: each job's lease key holds the winner's token.
+    const lease = claims[0]!.kind === 'won' ? claims[0]!.lease : undefined;
+    expect(await admin.get(new KeyBuilder('dcron').lease(`${job}-0`))).toBe(lease!.token);
+  });
 });
