@@ -18,7 +18,7 @@ import { DistributedCronConfigError } from './errors/distributed-cron-config.err
 import { catchUpMissedSlots } from './catch-up.js';
 import { resolveJobConfig } from './job.config.js';
 import { JobExecutor } from './job.executor.js';
-import { JobTimer } from './job.timer.js';
+import { CLAIM_AHEAD_MS, JobTimer } from './job.timer.js';
 import { RunSweeper } from './run.sweeper.js';
 
 /** @nestjs/schedule's own metadata keys (its constants are not exported). */
@@ -74,6 +74,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         (slot) => void executor.fire(slot),
         (skipped) => runtime.logger.warn(`job '${job.name}': the event loop stalled; ${skipped} overdue slots were left to other instances`),
         job.startGraceMs,
+        CLAIM_AHEAD_MS,
       );
       runtime.jobs.set(job.name, { executor, timer });
     }

@@ -15,6 +15,7 @@ import { retryDelay } from './backoff.js';
 import { describeError } from './error.redact.js';
 import { isNonRetryable } from './errors/non-retryable.error.js';
 import { defaultExecutionId, type JobConfig } from './job.config.js';
+import { CLAIM_AHEAD_MS } from './job.timer.js';
 import { LeaseKeeper } from './lease.keeper.js';
 import type { HeldLease, LeaseStore, QueuedSlot } from './lease.store.js';
 import type { RunHistory } from './run-history.js';
@@ -109,7 +110,7 @@ export class JobExecutor {
     void settled.finally(() => this.inFlight.delete(settled));
   }
 
-  private async fireSlot(scheduledAt: Date, trigger: RunTrigger): Promise<FireOutcome> {
+  private async fireSlot(scheduledAt: Date, trigger: RunTrigger, mayClaimAhead = true): Promise<FireOutcome> {
     if (this.stopping.signal.aborted) return 'shutting_down';
     const slot = this.job.slotInfo(scheduledAt);
     let executionId: string;
@@ -133,6 +134,7 @@ export class JobExecutor {
         leaseMs: this.job.leaseMs,
         slotMs: this.job.overlap === 'allow' ? this.job.leaseMs : this.job.leaseMs + this.doneMs(),
         queued: { executionId, scheduledAt: scheduledAt.getTime(), businessDate: slot.businessDate },
+        ahead: mayClaimAhead && trigger === 'schedule' && this.untilSlot(scheduledAt) > 0,
       });
     } catch (error) {
       return this.storeUnavailable(slot, executionId, error, trigger);
@@ -143,6 +145,10 @@ export class JobExecutor {
     }
 
     switch (claim.kind) {
+      case 'ahead':
+        // The previous run still holds the lease; whether this slot overlaps it is decided at the slot.
+        await this.waitForSlot(scheduledAt, trigger);
+        return this.fireSlot(scheduledAt, trigger, false);
       case 'taken':
         this.stats.lost++;
         return 'lost';
@@ -163,6 +169,20 @@ export class JobExecutor {
     }
   }
 
+  /** Milliseconds until the slot instant on this instance's clock, at most CLAIM_AHEAD_MS; ≤ 0 once it is due. */
+  private untilSlot(scheduledAt: Date): number {
+    return Math.min(scheduledAt.getTime() - this.deps.clock(), CLAIM_AHEAD_MS);
+  }
+
+  /**
+   * A slot its timer claimed ahead of the instant starts at the instant. Timers may fire a
+   * millisecond early, so look again (a few times: an injected clock need not move).
+   */
+  private async waitForSlot(scheduledAt: Date, trigger: RunTrigger): Promise<void> {
+    if (trigger !== 'schedule') return;
+    for (let i = 0, wait = this.untilSlot(scheduledAt); i < 3 && wait > 0; i++, wait = this.untilSlot(scheduledAt)) await sleep(wait);
+  }
+
   /** How long a finished slot key keeps late (clock-skewed) instances from claiming it again. */
   private doneMs(): number {
     return 2 * this.job.skewToleranceMs + 1_000;
@@ -180,7 +200,8 @@ export class JobExecutor {
         maxAttempts: this.job.maxAttempts,
         trigger,
         recover: this.job.recover && this.withinRecoveryWindow(slot.scheduledAt),
-        now: new Date(this.deps.clock()),
+        // Claimed ahead: the run starts at the slot instant.
+        now: new Date(trigger === 'schedule' ? Math.max(this.deps.clock(), slot.scheduledAt.getTime()) : this.deps.clock()),
       });
     } catch (error) {
       const text = describeError(error);
@@ -209,6 +230,7 @@ export class JobExecutor {
       return 'already_done';
     }
     this.stats.ran++;
+    await this.waitForSlot(slot.scheduledAt, trigger);
     await this.execute(slot, executionId, keeper, begin.attempt, begin.trigger);
     return 'ran';
   }

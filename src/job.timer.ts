@@ -4,10 +4,16 @@ import type { CronSchedule } from './cron.schedule.js';
 const MAX_WAIT_MS = 60 * 60 * 1000;
 /** A stalled event loop fires at most this many overdue slots at once; older ones are left to other instances. */
 const MAX_OVERDUE = 5;
+/**
+ * How long before a slot its timer fires, so that the claim and the run-history INSERT are done
+ * when the slot arrives; the executor starts the handler at the slot instant.
+ */
+export const CLAIM_AHEAD_MS = 50;
 
 /**
- * Fires a job's slots. The slot handed to `onSlot` comes from the schedule, not from the clock
- * reading when the timer ran, so instances with slightly different clocks agree on it.
+ * Fires a job's slots, `aheadMs` before each one. The slot handed to `onSlot` comes from the
+ * schedule, not from the clock reading when the timer ran, so instances with slightly different
+ * clocks agree on it.
  */
 export class JobTimer {
   private timer: NodeJS.Timeout | undefined;
@@ -21,6 +27,7 @@ export class JobTimer {
     private readonly onOverdue: (skipped: number) => void,
     /** A slot this recent is still fired on start (the fleet may have started just after it). */
     private readonly graceMs = 0,
+    private readonly aheadMs = 0,
   ) {}
 
   get active(): boolean {
@@ -42,7 +49,10 @@ export class JobTimer {
     const now = new Date(this.clock());
     // Restarted after stop(): continue from now. First start: a slot that passed within the
     // grace is still due (catch-up leaves those to the timer); the claim keeps it once.
-    this.nextSlot = this.lastSlot ? this.schedule.next(now) : this.schedule.next(new Date(now.getTime() - this.graceMs));
+    // (A slot fired ahead of its instant is not fired again.)
+    this.nextSlot = this.lastSlot
+      ? this.schedule.next(new Date(Math.max(now.getTime(), this.lastSlot.getTime())))
+      : this.schedule.next(new Date(now.getTime() - this.graceMs));
     this.arm();
   }
 
@@ -52,12 +62,12 @@ export class JobTimer {
   }
 
   private arm(): void {
-    const wait = this.nextSlot!.getTime() - this.clock();
+    const wait = this.nextSlot!.getTime() - this.aheadMs - this.clock();
     this.timer = setTimeout(() => this.tick(), Math.min(Math.max(wait, 0), MAX_WAIT_MS));
   }
 
   private tick(): void {
-    const now = this.clock();
+    const now = this.clock() + this.aheadMs;
     if (now < this.nextSlot!.getTime()) {
       this.arm();
       return;

@@ -27,6 +27,8 @@ export interface ClaimRequest {
   slotMs: number;
   /** What to store when the slot has to wait (`queue`). */
   queued: QueuedSlot;
+  /** Made ahead of the slot instant: a held lease answers `ahead` and changes nothing. */
+  ahead?: boolean;
 }
 
 export type ClaimResult =
@@ -35,7 +37,8 @@ export type ClaimResult =
   | { kind: 'paused' }
   | { kind: 'overlap' }
   | { kind: 'queued'; superseded?: QueuedSlot }
-  | { kind: 'replacing'; holderToken: string };
+  | { kind: 'replacing'; holderToken: string }
+  | { kind: 'ahead' };
 
 export type RenewResult = 'renewed' | 'lost' | 'stop_requested';
 

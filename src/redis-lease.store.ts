@@ -128,6 +128,7 @@ export class RedisLeaseStore implements LeaseStore {
       request.overlap === 'queue' ? JSON.stringify(request.queued) : '',
       // A waiting slot whose holder died is picked up (as superseded) by the next claim.
       Math.max(request.leaseMs * 10, 3_600_000),
+      request.ahead ? '1' : '0',
     ])) as [number, (number | string)?, string?];
     switch (reply[0]) {
       case 1:
@@ -152,6 +153,8 @@ export class RedisLeaseStore implements LeaseStore {
         return { kind: 'queued', superseded: parseQueued(reply[1]) };
       case -4:
         return { kind: 'replacing', holderToken: String(reply[1]) };
+      case -5:
+        return { kind: 'ahead' };
       default:
         throw new Error(`unexpected reply from the claim script: ${JSON.stringify(reply)}`);
     }

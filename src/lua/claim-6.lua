@@ -15,6 +15,9 @@
   ARGV[4] overlap policy: skip | queue | allow | replace
   ARGV[5] queue payload (JSON of the slot), used by 'queue'
   ARGV[6] queue entry TTL, ms
+  ARGV[7] '1' when the claim is made ahead of the slot instant: a held lease then undoes the slot
+          key and answers { -5 }, and the caller claims again at the instant, so overlap is judged
+          at the slot, not ahead of it
 
   Output, a table whose first element is the code:
    { 1, fence, superseded }  won: run it with token '<fence>:<random>'. superseded = queue payload this
@@ -24,6 +27,7 @@
    { -2 }                    overlap: another run holds the lease ('skip')
    { -3, superseded }        queued behind the running one ('queue'); superseded as above
    { -4, holderToken }       asked the holder to stop ('replace'); wait for the lease
+   { -5 }                    ahead of the slot and another run holds the lease: nothing changed
 ]]
 if redis.call('EXISTS', KEYS[6]) == 1 then
   return { -1 }
@@ -43,6 +47,10 @@ if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 end
 local holder = redis.call('GET', KEYS[2])
 if holder then
+  if ARGV[7] == '1' then
+    redis.call('DEL', KEYS[1])
+    return { -5 }
+  end
   if mode == 'queue' then
     local previous = redis.call('GET', KEYS[4])
     redis.call('SET', KEYS[4], ARGV[5], 'PX', ARGV[6])

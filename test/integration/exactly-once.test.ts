@@ -11,9 +11,9 @@ describe('three instances in one process, a job every second', () => {
 
   it('runs every slot exactly once: one completed row and one side effect per slot, no slot missed', async () => {
     const name = uniqueName('every-second');
-    const effects: Array<{ executionId: string; instance: string; scheduledAt: number }> = [];
+    const effects: Array<{ executionId: string; instance: string; scheduledAt: number; startedAt: number }> = [];
     apps = await startFleet(3, name, '* * * * * *', { name, lease: '5s' }, (ctx, instance) => {
-      effects.push({ executionId: ctx.executionId, instance, scheduledAt: ctx.scheduledAt.getTime() });
+      effects.push({ executionId: ctx.executionId, instance, scheduledAt: ctx.scheduledAt.getTime(), startedAt: Date.now() });
     });
 
     await waitFor(async () => (await prisma.distributedCronRun.count({ where: { jobName: name, status: 'completed' } })) >= 12, {
@@ -38,6 +38,9 @@ describe('three instances in one process, a job every second', () => {
     for (const effect of effects) {
       expect(rows.find((r) => r.executionId === effect.executionId)!.instanceId).toBe(effect.instance);
     }
+    // Claimed ahead of the slot, but never started before it; the row's start is not before the slot either.
+    for (const effect of effects) expect(effect.startedAt).toBeGreaterThanOrEqual(effect.scheduledAt);
+    for (const row of rows.filter((r) => r.startedAt)) expect(row.startedAt!.getTime()).toBeGreaterThanOrEqual(row.scheduledAt.getTime());
     // The default execution ID is derived from the slot, not the moment the timer fired.
     for (const row of rows) expect(row.executionId).toBe(`${name}:${row.scheduledAt.toISOString().replace('.000Z', 'Z')}`);
   });

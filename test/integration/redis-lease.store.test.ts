@@ -126,6 +126,30 @@ describe('RedisLeaseStore against a real Redis', () => {
     await store.setPaused(job, false);
     expect((await store.claim(request(job, `${job}:1`))).kind).toBe('won');
   });
+
+  it('leaves a slot claimed ahead of its instant untouched while another run holds the lease, under every policy', async () => {
+    const store = new RedisLeaseStore(redisA, 'dcron', 2_000);
+    const other = new RedisLeaseStore(redisB, 'dcron', 2_000);
+    for (const overlap of ['skip', 'queue', 'replace'] as const) {
+      const job = uniqueName(`ahead-${overlap}`);
+      const held = await store.claim(request(job, `${job}:1`, overlap));
+      expect(held.kind).toBe('won');
+      // Ahead of slot 2: no slot key, no queue entry, no stop request, no fencing token used.
+      expect(await other.claim({ ...request(job, `${job}:2`, overlap), ahead: true })).toEqual({ kind: 'ahead' });
+      const keys = new KeyBuilder('dcron');
+      expect(await admin.exists(keys.slot(job, `${job}:2`), keys.queue(job), keys.abort(job))).toBe(0);
+      expect(await admin.get(keys.fence(job))).toBe('1');
+      // Once the holder lets go, the claim at the instant wins with the next fencing token.
+      await store.release((held as { lease: HeldLease }).lease, { leaseMs: 5_000, doneMs: 1_000, succeeded: true });
+      const won = await other.claim(request(job, `${job}:2`, overlap));
+      expect(won).toMatchObject({ kind: 'won', lease: { fencingToken: 2 } });
+    }
+    // Ahead of a slot nobody holds: an ordinary win.
+    const job = uniqueName('ahead-free');
+    expect(await store.claim({ ...request(job, `${job}:1`), ahead: true })).toMatchObject({ kind: 'won' });
+    expect((await other.claim({ ...request(job, `${job}:1`), ahead: true })).kind).toBe('taken');
+  });
+
   it('recovers a batch of claims after Redis forgot its scripts: one SCRIPT LOAD, then EVALSHA again, no EVAL per call', async () => {
     const job = uniqueName('noscript');
     const store = new RedisLeaseStore(redisA, 'dcron', 2_000);

@@ -9,7 +9,7 @@ function job(expression: string, skewTolerance?: string): JobConfig {
 }
 
 /** Starts the job's timer on an instance whose clock is `offsetMs` off, at real time `realStart`; returns the fired slots by real time. */
-function fired(config: JobConfig, realStart: number, offsetMs: number, runForMs: number): Array<{ slot: string; realMs: number }> {
+function fired(config: JobConfig, realStart: number, offsetMs: number, runForMs: number, aheadMs = 0): Array<{ slot: string; realMs: number }> {
   vi.setSystemTime(realStart);
   const out: Array<{ slot: string; realMs: number }> = [];
   const timer = new JobTimer(
@@ -18,6 +18,7 @@ function fired(config: JobConfig, realStart: number, offsetMs: number, runForMs:
     (slot) => out.push({ slot: slot.toISOString(), realMs: Date.now() - SLOT }),
     () => undefined,
     config.startGraceMs,
+    aheadMs,
   );
   timer.start();
   vi.advanceTimersByTime(runForMs);
@@ -60,5 +61,23 @@ describe('JobTimer on start-up', () => {
     const everyFive = job('*/5 * * * * *');
     expect(fired(everyFive, SLOT + 100, 1_500, 10_000).map((f) => f.realMs)).toEqual([3_500, 8_500]);
     expect(fired(everyFive, SLOT + 100, -1_500, 10_000).map((f) => f.realMs)).toEqual([1_500, 6_500]);
+  });
+  it('fires each slot the claim-ahead time before its instant, once, also across stop() and start()', () => {
+    const everyFive = job('*/5 * * * * *');
+    expect(fired(everyFive, SLOT + 100, 0, 10_000, 50)).toEqual([
+      { slot: '2026-06-01T10:00:05.000Z', realMs: 4_950 },
+      { slot: '2026-06-01T10:00:10.000Z', realMs: 9_950 },
+    ]);
+    // Stopped and started again between firing a slot ahead and its instant: not fired twice.
+    vi.setSystemTime(SLOT + 4_900);
+    const slots: string[] = [];
+    const timer = new JobTimer(everyFive.schedule, () => Date.now(), (slot) => slots.push(slot.toISOString()), () => undefined, 0, 50);
+    timer.start();
+    vi.advanceTimersByTime(60);
+    timer.stop();
+    timer.start();
+    vi.advanceTimersByTime(5_000);
+    timer.stop();
+    expect(slots).toEqual(['2026-06-01T10:00:05.000Z', '2026-06-01T10:00:10.000Z']);
   });
 });
