@@ -10,6 +10,7 @@
  *   npm run bench -- --report-only     re-render BENCHMARKS.md and the chart from bench/results/*.json
  *   npm run bench -- --profile         V8 CPU profile of one fleet instance per size, into
  *                                      .tmp/bench-profiles/ (summarised by bench/profile-summary.ts)
+ *   BENCH_KEEP_ROWS=1 npm run bench -- --only fleet   keep the fleet's run-history rows for inspection
  *
  * Nothing here asserts a timing: the exit code is 0 whenever the scenarios ran.
  */
@@ -187,7 +188,7 @@ async function main(): Promise<void> {
           else bad = Math.min(bad, jobs);
         }
       }
-      results.fleet = { instances: f.instances, steps, probes };
+      results.fleet = { instances: f.instances, warmupSeconds: f.warmup, steps, probes };
       save('fleet', results.fleet);
     }
     if (settings.only.has('bullmq')) {
