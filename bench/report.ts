@@ -381,7 +381,9 @@ function takeoverSection(t: TakeoverResult & { meta?: RunMeta }): string[] {
   out.push('');
   out.push(
     'A renewed lease bounds the takeover by the lease, whatever the run length; a fixed TTL must outlast the longest run, so its takeover grows with it. ' +
-      'With `recover: true`, the killed execution itself is re-run (same execution ID, attempt 2) by a survivor once the job’s lease is free: under `overlap: \'skip\'` that is after the survivor’s own run of the next slot, so the re-run comes about one run length later. ' +
+      'With `recover: true`, the killed execution itself is re-run (same execution ID, attempt 2) by a survivor once the job’s lease is free: whichever comes first after the lease expires, ' +
+      'a survivor’s sweep (every `sweepEvery`, 2 s) re-runs it at once, or the next slot takes the lease, and the re-run then waits in the job’s queue for that run to end (about one run length later). ' +
+      `${recoverLine(t)}` +
       'For other run lengths (naive best case: the crash comes at the end of a longest run; worst: right after the lock was taken; library worst: lease + one period of the schedule):',
   );
   out.push('');
@@ -490,6 +492,14 @@ function targetsSection(results: BenchResults): string[] {
   return out;
 }
 
+/** What this run's `recover: true` measurement shows, in words. */
+function recoverLine(t: TakeoverResult): string {
+  const run = t.cases.find((c) => c.recover && c.recoverRerunMs !== null);
+  if (!run) return '';
+  const first = run.recoverRerunMs! <= run.computedTakeoverMs ? 'the sweep came first' : 'the next slot came first';
+  return `Here ${first}: the re-run started ${sec(run.recoverRerunMs)} after the kill. `;
+}
+
 function findingsSection(results: BenchResults): string[] {
   const out = ['## What the numbers say', ''];
   const o = results.overhead;
@@ -522,7 +532,7 @@ function findingsSection(results: BenchResults): string[] {
           (bad.dbLatencyMs ? `, SQL statements waited ${sec(bad.dbLatencyMs.p50)} at the median (pool of ${bad.poolMax} per instance)` : '') +
           '. ' +
           (skipped > 0
-            ? `Slow history writes keep each run’s lease held longer, so later slots of the same job find it held and are skipped (overlap: 'skip'): ${skipped.toLocaleString('en-US')} skips, ` +
+            ? `A run that ends late (queueing for CPU, Redis or the database in the burst every second starts with; the machine was ${fmt(bad.cpuPct.machineBusy, 0)} % busy of ${results.meta.cores * 100} %) keeps its lease into the next second, so the next slot of the same job finds it held and is skipped (overlap: 'skip'): ${skipped.toLocaleString('en-US')} skips, ` +
               'each of which writes a `skipped_overlap` row, i.e. one more INSERT into the database that is already the queue. ' +
               'Past the knee this feeds on itself, which is why it degrades steeply rather than gradually.'
             : ''),
@@ -569,7 +579,7 @@ function findingsSection(results: BenchResults): string[] {
   out.push(
     '- **Batch the claims of one tick.** Jobs due at the same instant are claimed one EVALSHA each, by every instance. One script call per instance per tick, ' +
       'claiming every due slot of that instance at once (grouped by hash slot on Redis Cluster), turns N × instances round trips per tick into `instances`, ' +
-      'and with them a socket write, a timeout timer and a token per job, per instance, per tick. A loser then costs one round trip per tick, not per job.',
+      'and with them the script call, its key strings and its reply per job, per instance, per tick. A loser then costs one round trip per tick, not per job.',
   );
   out.push(
     '- **Do not add writes when behind.** A slot skipped because the previous run still holds the lease writes its own `skipped_overlap` row (batched with the others of its turn); ' +

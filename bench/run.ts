@@ -177,9 +177,17 @@ async function main(): Promise<void> {
       const probes: FleetStepResult[] = [];
       if (f.probe) {
         // Narrow down where it stops keeping up, between the largest size that kept up and the
-        // smallest that did not (or below the smallest, when none kept up).
+        // smallest that did not (or below the smallest, when none kept up). When every size kept
+        // up, first go up by half again until one does not (at most twice).
         let ok = Math.max(0, ...steps.filter((s) => s.keepingUp).map((s) => s.jobs));
         let bad = Math.min(Number.POSITIVE_INFINITY, ...steps.filter((s) => !s.keepingUp).map((s) => s.jobs));
+        for (let i = 0; i < 2 && !Number.isFinite(bad); i++) {
+          const jobs = Math.round((ok * 1.5) / 50) * 50;
+          const probe = await step(jobs, f.probeSeconds);
+          probes.push(probe);
+          if (probe.keepingUp) ok = jobs;
+          else bad = jobs;
+        }
         for (let i = 0; i < 2 && Number.isFinite(bad) && bad - ok > 100; i++) {
           const jobs = Math.round((ok + bad) / 2 / 50) * 50 || 50;
           const probe = await step(jobs, f.probeSeconds);

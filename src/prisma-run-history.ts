@@ -222,21 +222,48 @@ export class PrismaRunHistory implements RunHistory {
   }
 
   /** One INSERT for many new rows; true for each row this call created. */
-  private async insertMany(requests: BeginRequest[]): Promise<boolean[]> {
+  private insertMany(requests: BeginRequest[]): Promise<boolean[]> {
+    return this.insertNew(
+      'job_name, execution_id, status, trigger, scheduled_at, business_date, started_at, instance_id, attempt, max_attempts, fencing_token, created_at, updated_at',
+      requests,
+      (r, p) => {
+        const now = p(r.now);
+        return `${p(r.jobName)}, ${p(r.executionId)}, 'running', ${p(r.trigger)}, ${p(r.scheduledAt)}, ${p(r.businessDate)}, ${now},
+          ${p(r.instanceId)}, 1, ${p(r.maxAttempts)}, ${p(r.fencingToken)}, ${now}, ${now}`;
+      },
+    );
+  }
+
+  /** One INSERT for many slots that did not start; true for each row this call created. */
+  private notStartedMany(requests: NotStartedRequest[]): Promise<boolean[]> {
+    return this.insertNew(
+      'job_name, execution_id, status, trigger, scheduled_at, business_date, instance_id, attempt, error, finished_at, created_at, updated_at',
+      requests,
+      (r, p) => {
+        const now = p(r.now);
+        return `${p(r.jobName)}, ${p(r.executionId)}, ${p(r.status)}, ${p(r.trigger)}, ${p(r.scheduledAt)}, ${p(r.businessDate)},
+          ${p(r.instanceId)}, 0, ${p(r.error)}, ${now}, ${now}, ${now}`;
+      },
+    );
+  }
+
+  /**
+   * `INSERT … ON CONFLICT (execution_id) DO NOTHING` of one row per request, in one statement.
+   * `row` writes a request's values through `p`, which returns the parameter's placeholder.
+   */
+  private async insertNew<R extends { executionId: string }>(
+    columns: string,
+    requests: R[],
+    row: (request: R, p: (value: unknown) => string) => string,
+  ): Promise<boolean[]> {
     const values: unknown[] = [];
-    const tuples = requests.map((r) => {
-      const p = (value: unknown): string => {
-        values.push(value);
-        return `$${values.length}`;
-      };
-      const now = p(r.now);
-      return `(${p(r.jobName)}, ${p(r.executionId)}, 'running', ${p(r.trigger)}, ${p(r.scheduledAt)}, ${p(r.businessDate)}, ${now},
-        ${p(r.instanceId)}, 1, ${p(r.maxAttempts)}, ${p(r.fencingToken)}, ${now}, ${now})`;
-    });
+    const p = (value: unknown): string => {
+      values.push(value);
+      return `$${values.length}`;
+    };
+    const tuples = requests.map((r) => `(${row(r, p)})`);
     const rows = await this.prisma.$queryRawUnsafe<Array<{ execution_id: string }>>(
-      `INSERT INTO ${TABLE} (job_name, execution_id, status, trigger, scheduled_at, business_date, started_at,
-         instance_id, attempt, max_attempts, fencing_token, created_at, updated_at)
-       VALUES ${tuples.join(', ')}
+      `INSERT INTO ${TABLE} (${columns}) VALUES ${tuples.join(', ')}
        ON CONFLICT (execution_id) DO NOTHING RETURNING execution_id`,
       ...values,
     );
@@ -271,28 +298,6 @@ export class PrismaRunHistory implements RunHistory {
 
   recordNotStarted(slot: NotStartedRequest): Promise<boolean> {
     return this.notStarted.add(slot);
-  }
-
-  /** One INSERT for many slots that did not start; true for each row this call created. */
-  private async notStartedMany(requests: NotStartedRequest[]): Promise<boolean[]> {
-    const values: unknown[] = [];
-    const tuples = requests.map((r) => {
-      const p = (value: unknown): string => {
-        values.push(value);
-        return `$${values.length}`;
-      };
-      const now = p(r.now);
-      return `(${p(r.jobName)}, ${p(r.executionId)}, ${p(r.status)}, ${p(r.trigger)}, ${p(r.scheduledAt)}, ${p(r.businessDate)},
-        ${p(r.instanceId)}, 0, ${p(r.error)}, ${now}, ${now}, ${now})`;
-    });
-    const rows = await this.prisma.$queryRawUnsafe<Array<{ execution_id: string }>>(
-      `INSERT INTO ${TABLE} (job_name, execution_id, status, trigger, scheduled_at, business_date, instance_id,
-         attempt, error, finished_at, created_at, updated_at)
-       VALUES ${tuples.join(', ')}
-       ON CONFLICT (execution_id) DO NOTHING RETURNING execution_id`,
-      ...values,
-    );
-    return firstCreated(requests, new Set(rows.map((row) => row.execution_id)));
   }
 
   async get(executionId: string): Promise<RunRecord | undefined> {
