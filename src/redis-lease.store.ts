@@ -270,10 +270,13 @@ export class RedisLeaseStore implements LeaseStore {
 
   private async run(operation: string, script: LuaScript, keys: string[], args: Array<string | number>): Promise<unknown> {
     if (this.redis.status !== 'ready') await this.untilReady();
-    return new Promise<unknown>((resolve, reject) => {
-      this.pending.push({ operation, script, keys, args, resolve, reject });
-      if (this.pending.length === 1) setImmediate(() => this.flush());
-    });
+    return new Promise<unknown>((resolve, reject) => this.queueCall({ operation, script, keys, args, resolve, reject }));
+  }
+
+  /** Into the next pipeline: the calls made in one turn of the event loop go out together. */
+  private queueCall(call: PendingCall): void {
+    this.pending.push(call);
+    if (this.pending.length === 1) setImmediate(() => this.flush());
   }
 
   /**
@@ -324,8 +327,7 @@ export class RedisLeaseStore implements LeaseStore {
             continue;
           }
           call.reloaded = true;
-          this.pending.push(call);
-          if (this.pending.length === 1) setImmediate(() => this.flush());
+          this.queueCall(call);
         }
       },
       () => {
