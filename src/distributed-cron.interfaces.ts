@@ -59,12 +59,16 @@ export interface RetryOptions {
 
 /** Status of a row in the run history. */
 export type RunStatus =
+  /** Waiting for the job's current run to end (`overlap: 'queue'`, or `'replace'` while the old run lets go). */
+  | 'queued'
   | 'running'
   | 'completed'
   | 'completed_with_errors'
   | 'failed'
   | 'timed_out'
   | 'lease_lost'
+  /** The run's signal aborted because the app shut down or a newer slot replaced it (`error` says which). */
+  | 'aborted'
   | 'skipped_overlap'
   | 'dead';
 

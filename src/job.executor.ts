@@ -1,25 +1,17 @@
 import type { LoggerService } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AlertEvent, AlertKind } from './alert.interfaces.js';
+import type { AlertEvent } from './alert.interfaces.js';
 import type { AlertDispatcher } from './alert.dispatcher.js';
-import type {
-  CronContext,
-  FireOutcome,
-  RunReport,
-  RunStatus,
-  RunTrigger,
-  SlotInfo,
-} from './distributed-cron.interfaces.js';
+import type { CronContext, FireOutcome, RunReport, RunRecord, RunTrigger, SlotInfo } from './distributed-cron.interfaces.js';
 import * as messages from './distributed-cron.messages.js';
 import { retryDelay } from './backoff.js';
 import { describeError } from './error.redact.js';
-import { isNonRetryable } from './errors/non-retryable.error.js';
 import { defaultExecutionId, type JobConfig } from './job.config.js';
 import { CLAIM_AHEAD_MS } from './job.timer.js';
 import { LeaseKeeper } from './lease.keeper.js';
 import type { HeldLease, LeaseStore, QueuedSlot } from './lease.store.js';
-import type { RunHistory } from './run-history.js';
-import type { RunRecord } from './distributed-cron.interfaces.js';
+import type { FinalStatus, NotStartedRequest, RunHistory, StaleFence } from './run-history.js';
+import { decideOutcome, type RunEnd } from './run.outcome.js';
 
 export interface ExecutorDeps {
   readonly leases: LeaseStore;
@@ -44,7 +36,7 @@ export interface JobStats {
   recovered: number;
 }
 
-type AbortKind = 'LeaseLostError' | 'TimeoutError' | 'ReplacedError' | 'ShutdownError';
+type AbortKind = NonNullable<RunEnd['abortedBy']>;
 
 function abortReason(name: AbortKind, message: string): Error {
   const error = new Error(message);
@@ -52,10 +44,52 @@ function abortReason(name: AbortKind, message: string): Error {
   return error;
 }
 
-function assertCount(value: unknown, field: string, jobName: string): number {
+/** The largest count a run-history column holds. */
+const INT_MAX = 2_147_483_647;
+
+/**
+ * How long the result of a finished run is retried while the database cannot be written. The
+ * lease stays held (renewed) meanwhile, so no instance re-runs or closes the execution.
+ */
+export const FINISH_RETRY_MS = 5 * 60_000;
+
+/** A run-history call that did not answer in time. The statement may still complete later. */
+export class HistoryTimeoutError extends Error {
+  constructor(operation: string, ms: number) {
+    super(`the database did not answer ${operation} within ${ms} ms`);
+    this.name = 'HistoryTimeoutError';
+  }
+}
+
+/** An execution this instance may start now, as its row says. */
+interface Started {
+  attempt: number;
+  trigger: RunTrigger;
+}
+
+/** A slot another instance claimed; checked later for a row (its claimant may have died first). */
+export interface LostClaim {
+  slot: SlotInfo;
+  executionId: string;
+  trigger: RunTrigger;
+  /** Why the slot would have no row: recorded as `lease_lost` (another claimant) or `failed` (this instance). */
+  why: { status: 'lease_lost' | 'failed'; error: string };
+  /** performance.now() after which the claimant has certainly written its row or given up. */
+  checkAfter: number;
+}
+
+const VANISHED_CLAIM = 'claimed by an instance that never recorded or started it (it stopped, or lost the database, right after the claim)';
+
+/** What a sweep's check of a `running` row found. */
+export type OwnerCheck = 'alive' | 'handled' | 'skipped';
+
+function assertCount(value: unknown, field: string, jobName: string, total: number): number {
   if (value === undefined) return 0;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || !Number.isInteger(value)) {
     throw new TypeError(`job '${jobName}': ctx.report(): \`${field}\` must be a non-negative integer, got ${String(value)}`);
+  }
+  if (total + value > INT_MAX) {
+    throw new RangeError(`job '${jobName}': ctx.report(): the run's \`${field}\` total would exceed ${INT_MAX} (the run history's limit); report batches, not bytes`);
   }
   return value;
 }
@@ -63,12 +97,19 @@ function assertCount(value: unknown, field: string, jobName: string): number {
 /**
  * One job's pipeline on one instance: claim → run history → run (renewing the lease) → finish →
  * release → alert. Every step's failure is caught here: `fire` never rejects.
+ *
+ * Three rules hold everywhere below:
+ * - every database call made while holding a lease has a deadline shorter than the lease;
+ * - no handler starts, and no row is started, once the lease's local deadline has passed;
+ * - a fencing token at or below the run history's floor means Redis forgot the job's counter:
+ *   the token is raised, and if any run of the job may still be going, the start waits one lease.
  */
 export class JobExecutor {
   readonly stats: JobStats = { fired: 0, ran: 0, lost: 0, paused: 0, skippedOverlap: 0, queued: 0, alreadyDone: 0, unavailable: 0, retried: 0, recovered: 0 };
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly running = new Set<AbortController>();
   private readonly stopping = new AbortController();
+  private readonly lostClaims = new Map<string, LostClaim>();
   private storeDown = false;
 
   constructor(
@@ -76,6 +117,11 @@ export class JobExecutor {
     private readonly invoke: (ctx: CronContext) => unknown,
     private readonly deps: ExecutorDeps,
   ) {}
+
+  /** Deadline of every run-history call: shorter than the lease by one renewal interval. */
+  get historyTimeoutMs(): number {
+    return this.job.leaseMs - this.job.renewMs;
+  }
 
   /** Triggers one slot on this instance. Resolves with what happened; never rejects. */
   fire(scheduledAt: Date, trigger: RunTrigger = 'schedule'): Promise<FireOutcome> {
@@ -110,12 +156,31 @@ export class JobExecutor {
     void settled.finally(() => this.inFlight.delete(settled));
   }
 
+  /** A run-history call with the executor's deadline. */
+  private db<T>(operation: string, call: () => Promise<T>): Promise<T> {
+    const ms = this.historyTimeoutMs;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new HistoryTimeoutError(operation, ms)), ms);
+      call().then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
+  }
+
   private async fireSlot(scheduledAt: Date, trigger: RunTrigger, mayClaimAhead = true): Promise<FireOutcome> {
     if (this.stopping.signal.aborted) return 'shutting_down';
     const slot = this.job.slotInfo(scheduledAt);
     let executionId: string;
     try {
       executionId = this.job.executionIdFor(slot);
+      if (executionId.includes('\u0000')) throw new Error('the execution ID contains a NUL character');
     } catch (error) {
       const why = `executionId() failed: ${describeError(error)}`;
       this.deps.logger.error(`job '${this.job.name}': slot ${slot.scheduledAt.toISOString()} not run: ${why}`);
@@ -125,7 +190,25 @@ export class JobExecutor {
       return 'unavailable';
     }
 
+    if (trigger === 'manual' && (this.job.overlap === 'queue' || this.job.overlap === 'replace')) {
+      // A manual trigger of an execution that is running or waiting must not touch the job's
+      // lease or queue (it would ask that very run to stop, or push out a waiting slot).
+      let row: RunRecord | undefined;
+      try {
+        row = await this.db('get', () => this.deps.history.get(executionId));
+      } catch (error) {
+        this.deps.logger.error(messages.HISTORY_UNAVAILABLE(this.job.name, executionId, describeError(error)));
+        this.stats.unavailable++;
+        return 'unavailable';
+      }
+      if (row && (row.status === 'running' || row.status === 'queued')) {
+        this.stats.alreadyDone++;
+        return 'already_done';
+      }
+    }
+
     let claim;
+    const sentAt = performance.now();
     try {
       claim = await this.deps.leases.claim({
         jobName: this.job.name,
@@ -151,6 +234,7 @@ export class JobExecutor {
         return this.fireSlot(scheduledAt, trigger, false);
       case 'taken':
         this.stats.lost++;
+        this.watchForRow(slot, executionId, trigger, { status: 'lease_lost', error: VANISHED_CLAIM });
         return 'lost';
       case 'paused':
         this.stats.paused++;
@@ -159,13 +243,15 @@ export class JobExecutor {
         return this.skippedOverlap(slot, executionId, 'the previous run of this job was still going (overlap: skip)', trigger);
       case 'queued':
         this.stats.queued++;
+        await this.notStarted(slot, executionId, 'waiting for the running execution of this job to end (overlap: queue)', 'queued', trigger);
         await this.recordSuperseded(claim.superseded);
         return 'queued';
       case 'replacing':
+        await this.notStarted(slot, executionId, 'waiting for the running execution to let go of the lease (overlap: replace)', 'queued', trigger);
         return this.replaceThenRun(slot, executionId, claim.holderToken, trigger);
       case 'won':
         await this.recordSuperseded(claim.superseded);
-        return this.startAndRun(slot, executionId, claim.lease, trigger);
+        return this.startAndRun(slot, executionId, this.keep(claim.lease, sentAt), trigger);
     }
   }
 
@@ -188,183 +274,326 @@ export class JobExecutor {
     return 2 * this.job.skewToleranceMs + 1_000;
   }
 
-  private async startAndRun(slot: SlotInfo, executionId: string, lease: HeldLease, trigger: RunTrigger): Promise<FireOutcome> {
-    const keeper = this.keep(lease);
-    let begin;
+  /** Runs a slot whose lease this instance holds: row first, then the handler. Releases the lease in every case. */
+  private async startAndRun(slot: SlotInfo, executionId: string, keeper: LeaseKeeper, trigger: RunTrigger): Promise<FireOutcome> {
+    let started: Started | FireOutcome;
     try {
-      begin = await this.deps.history.begin({
-        ...slot,
-        executionId,
-        instanceId: this.deps.instanceId,
-        fencingToken: lease.fencingToken,
-        maxAttempts: this.job.maxAttempts,
-        trigger,
-        recover: this.job.recover && this.withinRecoveryWindow(slot.scheduledAt),
-        // Claimed ahead: the run starts at the slot instant.
-        now: new Date(trigger === 'schedule' ? Math.max(this.deps.clock(), slot.scheduledAt.getTime()) : this.deps.clock()),
-      });
+      started = await this.beginRun(slot, executionId, keeper, trigger);
     } catch (error) {
       const text = describeError(error);
       this.deps.logger.error(messages.HISTORY_UNAVAILABLE(this.job.name, executionId, text));
       keeper.stop();
-      await this.releaseAndContinue(lease);
+      await this.releaseAndContinue(keeper.lease);
       // Redis works here, so the alert goes through the fleet-wide dedup: one per window, not one per slot.
       this.alertFailure({ kind: 'unavailable', executionId, scheduledAt: slot.scheduledAt, error: `run history unreachable: ${text}` });
       this.stats.unavailable++;
+      // The row may land late (then a sweep closes it) or never: look again once the database had time.
+      this.watchForRow(slot, executionId, trigger, { status: 'failed', error: `not started: the run history could not be written: ${text}` });
       return 'unavailable';
     }
-    if (begin.kind !== 'start') {
+    if (typeof started === 'string') {
       keeper.stop();
-      this.stats.alreadyDone++;
-      if (begin.kind === 'owner_lost') {
-        this.alertFailure({
-          kind: 'lease_lost',
-          executionId,
-          scheduledAt: slot.scheduledAt,
-          attempt: begin.attempt,
-          status: 'lease_lost',
-          detail: `instance ${begin.previousInstanceId} stopped renewing its lease before finishing`,
-        });
-      }
-      await this.releaseAndContinue(lease);
-      return 'already_done';
+      await this.releaseAndContinue(keeper.lease);
+      return started;
     }
     this.stats.ran++;
     await this.waitForSlot(slot.scheduledAt, trigger);
-    await this.execute(slot, executionId, keeper, begin.attempt, begin.trigger);
+    await this.execute(slot, executionId, keeper, started.attempt, started.trigger);
     return 'ran';
+  }
+
+  /**
+   * Writes the row that starts a run: a new row, or the next attempt of an existing one. Raises
+   * the fencing token when it is at or below the run history's floor.
+   */
+  private async beginRun(slot: SlotInfo, executionId: string, keeper: LeaseKeeper, trigger: RunTrigger): Promise<Started | FireOutcome> {
+    for (let round = 0; round < 3; round++) {
+      if (!keeper.valid()) return this.lapsed(executionId);
+      const begin = await this.db('the run start', () =>
+        this.deps.history.begin({
+          ...slot,
+          executionId,
+          instanceId: this.deps.instanceId,
+          fencingToken: keeper.lease.fencingToken,
+          maxAttempts: this.job.maxAttempts,
+          trigger,
+          // Claimed ahead: the run starts at the slot instant.
+          now: new Date(trigger === 'schedule' ? Math.max(this.deps.clock(), slot.scheduledAt.getTime()) : this.deps.clock()),
+        }),
+      );
+      if (begin.kind === 'start') return { attempt: begin.attempt, trigger: begin.trigger };
+      if (begin.kind === 'stale_fence') {
+        const stop = await this.refence(keeper, begin);
+        if (stop) return stop;
+        continue;
+      }
+      const next = await this.continueExisting(begin.row, keeper, trigger);
+      if (typeof next === 'object' && 'kind' in next) {
+        const stop = await this.refence(keeper, next);
+        if (stop) return stop;
+        continue;
+      }
+      return next;
+    }
+    throw new Error(`the fencing token of ${executionId} stayed at or below the run history's floor after it was raised`);
+  }
+
+  /** An execution ID that has a row; this instance holds its lease. What the row says decides. */
+  private async continueExisting(row: RunRecord, keeper: LeaseKeeper, requested: RunTrigger): Promise<Started | FireOutcome | StaleFence> {
+    const { lease } = keeper;
+    const now = new Date(this.deps.clock());
+    // Our own INSERT, whose reply was lost (a timeout, a dropped connection): it is ours to run.
+    if (row.status === 'running' && row.fencingToken === lease.fencingToken) return { attempt: row.attempt, trigger: row.trigger };
+    let trigger: RunTrigger | undefined;
+    if (row.status === 'queued') {
+      trigger = row.trigger;
+    } else if (row.status === 'running') {
+      // This instance holds the lease and the token is above the floor, so the previous owner's
+      // lease is gone (expired or released) and it stopped by its local deadline: it died or lost it.
+      if (this.mayRecover(row)) {
+        trigger = 'recover';
+      } else {
+        const error = `instance ${row.instanceId} stopped renewing its lease before finishing`;
+        if (await this.db('closing a dead run', () => this.deps.history.markLeaseLost(row.executionId, row.fencingToken ?? -1, now, error))) {
+          this.alertFailure({ kind: 'lease_lost', executionId: row.executionId, scheduledAt: row.scheduledAt, attempt: row.attempt, status: 'lease_lost', detail: error });
+        }
+        this.stats.alreadyDone++;
+        return 'already_done';
+      }
+    } else if (row.attempt === 0 && (row.status === 'failed' || row.status === 'lease_lost')) {
+      // A slot that never started (an outage, or a claimant that vanished): its first real attempt.
+      trigger = requested;
+    } else if (this.retryDue(row, now)) {
+      trigger = row.status === 'lease_lost' || row.status === 'aborted' ? 'recover' : 'retry';
+    }
+    if (trigger === undefined) {
+      this.stats.alreadyDone++;
+      await this.db('counting a duplicate trigger', () => this.deps.history.skippedTrigger(row.executionId)).catch(() => undefined);
+      return 'already_done';
+    }
+    const restarted = await this.restartRow(row, keeper, trigger, trigger === 'recover' ? row.attempt + 1 : this.job.maxAttempts);
+    if (restarted === 'changed') {
+      this.stats.alreadyDone++;
+      return 'already_done';
+    }
+    return restarted;
+  }
+
+  private async restartRow(row: RunRecord, keeper: LeaseKeeper, trigger: RunTrigger, maxAttempts: number): Promise<Started | StaleFence | 'changed'> {
+    const result = await this.db('the run restart', () =>
+      this.deps.history.restart({
+        executionId: row.executionId,
+        jobName: this.job.name,
+        from: { status: row.status, attempt: row.attempt, fencingToken: row.fencingToken },
+        trigger,
+        fencingToken: keeper.lease.fencingToken,
+        instanceId: this.deps.instanceId,
+        now: new Date(this.deps.clock()),
+        maxAttempts: Math.max(maxAttempts, this.job.maxAttempts),
+      }),
+    );
+    if (result.kind === 'changed') return 'changed';
+    if (result.kind === 'stale_fence') return result;
+    if (trigger === 'recover') {
+      this.stats.recovered++;
+      this.deps.logger.warn(`job '${this.job.name}': re-running ${row.executionId}, whose run on ${row.instanceId} did not finish (attempt ${row.attempt + 1})`);
+    } else if (trigger === 'retry' || trigger === 'replay') {
+      this.stats.retried++;
+    }
+    return { attempt: row.attempt + 1, trigger };
+  }
+
+  /**
+   * Redis handed out a fencing token at or below the highest one in the run history: it forgot
+   * the job's counter. Raise it above the floor; if a run of the job may still be going (its lease
+   * forgotten with the rest), wait one lease so that run has passed its local deadline and stopped.
+   * Returns an outcome when the run must not go on.
+   */
+  private async refence(keeper: LeaseKeeper, stale: StaleFence): Promise<FireOutcome | undefined> {
+    const { job } = this;
+    const before = keeper.lease.fencingToken;
+    const sentAt = performance.now();
+    const fresh = await this.deps.leases.refence(keeper.lease, stale.floor, job.leaseMs);
+    if (!fresh) return this.lapsed(keeper.lease.executionId);
+    keeper.rebind(fresh, sentAt);
+    this.deps.logger.warn(
+      `job '${job.name}': Redis had forgotten the job's fencing counter (token ${before}, run history ${stale.floor}: a restart without ` +
+        `data, FLUSHALL or a failover that lost writes); raised to ${fresh.fencingToken}` +
+        (stale.running ? `; waiting one lease (${job.leaseMs} ms) before starting, so a run whose lease Redis forgot has stopped` : ''),
+    );
+    if (!stale.running) return undefined;
+    try {
+      await sleep(job.leaseMs, undefined, { signal: this.stopping.signal });
+    } catch {
+      return 'shutting_down';
+    }
+    return keeper.valid() ? undefined : this.lapsed(keeper.lease.executionId);
+  }
+
+  /** The lease's local deadline passed before the run could start: the process was paused or starved. */
+  private lapsed(executionId: string): FireOutcome {
+    this.deps.logger.warn(`job '${this.job.name}': the lease of ${executionId} lapsed before its run could start (was this process paused?); not started here`);
+    this.stats.lost++;
+    return 'lost';
+  }
+
+  private mayRecover(row: RunRecord): boolean {
+    return this.job.recover && row.attempt < Math.max(row.maxAttempts, 2) && this.withinRecoveryWindow(row.scheduledAt);
+  }
+
+  private retryDue(row: RunRecord, now: Date): boolean {
+    if (row.nextAttemptAt === null || row.nextAttemptAt.getTime() > now.getTime()) return false;
+    if (row.status === 'failed' || row.status === 'timed_out') return row.attempt < row.maxAttempts;
+    return row.status === 'lease_lost' || row.status === 'aborted';
   }
 
   private async execute(slot: SlotInfo, executionId: string, keeper: LeaseKeeper, attempt: number, trigger: RunTrigger): Promise<void> {
     const { job, deps } = this;
-    const { lease } = keeper;
     const controller = new AbortController();
     this.running.add(controller);
     const counts = { processed: 0, failed: 0 };
-    let timedOut = false;
+    let lostAt: number | undefined;
     const abort = (reason: Error): void => {
       if (controller.signal.aborted) return;
       keeper.startGrace();
       controller.abort(reason);
     };
-    keeper.onLost = abort;
+    keeper.onLost = (reason) => {
+      lostAt ??= performance.now();
+      abort(reason);
+    };
     keeper.onStopRequested = () => abort(abortReason('ReplacedError', `replaced by a newer slot of job '${job.name}' (overlap: replace)`));
 
     const ctx: CronContext = Object.freeze({
       ...slot,
       executionId,
       attempt,
-      fencingToken: lease.fencingToken,
+      fencingToken: keeper.lease.fencingToken,
       instanceId: deps.instanceId,
       trigger,
       signal: controller.signal,
       report: (report: RunReport): void => {
-        counts.processed += assertCount(report?.processed, 'processed', job.name);
-        counts.failed += assertCount(report?.failed, 'failed', job.name);
+        const processed = assertCount(report?.processed, 'processed', job.name, counts.processed);
+        const failed = assertCount(report?.failed, 'failed', job.name, counts.failed);
+        counts.processed += processed;
+        counts.failed += failed;
       },
     });
 
     const timeoutTimer =
-      job.timeoutMs === undefined
-        ? undefined
-        : setTimeout(() => {
-            timedOut = true;
-            abort(abortReason('TimeoutError', `timed out after ${job.timeoutMs} ms`));
-          }, job.timeoutMs);
+      job.timeoutMs === undefined ? undefined : setTimeout(() => abort(abortReason('TimeoutError', `timed out after ${job.timeoutMs} ms`)), job.timeoutMs);
 
     const started = performance.now();
     let failure: unknown;
-    let failed = false;
+    let threw = false;
     try {
-      // The lease may already be gone (a very slow run-history write): then the handler must not start.
-      if (keeper.lost) throw controller.signal.reason;
+      // The lease may be gone already (a slow run-history write, a paused process): then the
+      // handler must not start with a token another run may have superseded.
+      if (!keeper.valid()) {
+        lostAt ??= performance.now();
+        abort(abortReason('LeaseLostError', `the lease of ${executionId} lapsed before the handler could start`));
+        throw controller.signal.reason;
+      }
       await this.invoke(ctx);
     } catch (error) {
-      failed = true;
+      threw = true;
       failure = error;
     } finally {
       clearTimeout(timeoutTimer);
       this.running.delete(controller);
     }
-    const durationMs = performance.now() - started;
-    const leaseLost = keeper.lost;
+    const ended = performance.now();
+    keeper.settled();
+    const durationMs = ended - started;
+    const leaseLost = keeper.lost || !keeper.valid();
+    if (leaseLost) lostAt ??= ended;
 
-    const replaced = (controller.signal.reason as Error | undefined)?.name === 'ReplacedError';
+    const abortedBy = controller.signal.aborted ? ((controller.signal.reason as Error | undefined)?.name as AbortKind | undefined) : undefined;
+    const outcome = decideOutcome(
+      { threw, failure, abortedBy: leaseLost ? 'LeaseLostError' : abortedBy, leaseLost, failedItems: counts.failed, attempt },
+      { maxAttempts: job.maxAttempts, recover: job.recover && this.withinRecoveryWindow(slot.scheduledAt) },
+    );
     const reason = controller.signal.aborted ? describeError(controller.signal.reason) : undefined;
-    const error =
-      failed || leaseLost || timedOut
-        ? [reason, failed ? describeError(failure) : undefined].filter((part, i, all) => part && all.indexOf(part) === i).join(': ')
-        : null;
-
-    let status: Exclude<RunStatus, 'running' | 'skipped_overlap'>;
-    let nextAttemptAt: Date | null = null;
-    if (leaseLost) {
-      status = 'lease_lost';
-    } else if (failed || timedOut) {
-      const nonRetryable = failed && isNonRetryable(failure);
-      if (!nonRetryable && !replaced && attempt < job.maxAttempts) {
-        status = timedOut ? 'timed_out' : 'failed';
-        nextAttemptAt = new Date(deps.clock() + retryDelay(attempt, job.backoff));
-      } else if (nonRetryable || (job.maxAttempts > 1 && !replaced)) {
-        status = 'dead';
-      } else {
-        status = timedOut ? 'timed_out' : 'failed';
+    let error: string | null = null;
+    if (outcome.status !== 'completed' && outcome.status !== 'completed_with_errors') {
+      const parts = [reason, threw && failure !== controller.signal.reason ? describeError(failure) : undefined];
+      if (leaseLost && !threw) {
+        // A paused process can wake after its lease expired and finish its handler: say so.
+        parts.push(`the handler finished normally ${Math.round(ended - (lostAt ?? ended))} ms after the lease was lost`);
       }
-    } else {
-      status = counts.failed > 0 ? 'completed_with_errors' : 'completed';
+      error = parts.filter((part, i, all): part is string => !!part && all.indexOf(part) === i).join(': ') || null;
     }
-    const succeeded = status === 'completed' || status === 'completed_with_errors';
+    const nextAttemptAt =
+      outcome.next === 'backoff' ? new Date(deps.clock() + retryDelay(attempt, job.backoff)) : outcome.next === 'now' ? new Date(deps.clock()) : null;
 
-    await this.recordFinish(executionId, lease, status, durationMs, counts, error, nextAttemptAt);
+    const written = await this.recordFinish(executionId, keeper.lease, outcome.status, durationMs, counts, error, nextAttemptAt);
     keeper.stop();
-    const endedStreak = await this.releaseAndContinue(lease, succeeded);
+    const succeeded = outcome.status === 'completed' || outcome.status === 'completed_with_errors';
+    const endedStreak = await this.releaseAndContinue(keeper.lease, succeeded);
 
-    const event = { executionId, scheduledAt: slot.scheduledAt, attempt, maxAttempts: job.maxAttempts, status, durationMs };
+    if (!written) return;
+    const event = { executionId, scheduledAt: slot.scheduledAt, attempt, maxAttempts: job.maxAttempts, status: outcome.status, durationMs };
     if (succeeded && endedStreak > 0) {
       this.track(this.deps.alerts.recovered({ ...event, jobName: job.name, instanceId: deps.instanceId }, endedStreak));
-    } else if (!succeeded && !replaced) {
-      const kind: AlertKind = status === 'dead' ? 'dead' : status === 'timed_out' ? 'timed_out' : status === 'lease_lost' ? 'lease_lost' : 'failed';
+    } else if (outcome.alert) {
       this.alertFailure({
         ...event,
-        kind,
+        kind: outcome.alert,
         error: error ?? undefined,
         detail: nextAttemptAt ? `next attempt at ${nextAttemptAt.toISOString()}` : undefined,
       });
     }
   }
 
+  /**
+   * Writes a run's result, fenced by its token. While the database cannot be written, retries
+   * with backoff for up to FINISH_RETRY_MS, holding the lease (the caller's keeper still renews it),
+   * so nobody re-runs or closes the execution meanwhile. True when the row now says this result.
+   */
   private async recordFinish(
     executionId: string,
     lease: HeldLease,
-    status: Exclude<RunStatus, 'running' | 'skipped_overlap'>,
+    status: FinalStatus,
     durationMs: number,
     counts: { processed: number; failed: number },
     error: string | null,
     nextAttemptAt: Date | null,
-  ): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
+  ): Promise<boolean> {
+    const firstTry = performance.now();
+    for (let attempt = 1, delay = 200; ; attempt++, delay = Math.min(delay * 2, 5_000)) {
       try {
-        const written = await this.deps.history.finish({
-          executionId,
-          fencingToken: lease.fencingToken,
-          status,
-          finishedAt: new Date(this.deps.clock()),
-          durationMs,
-          processedCount: counts.processed,
-          failedCount: counts.failed,
-          error,
-          nextAttemptAt,
-        });
-        if (!written) this.deps.logger.warn(messages.STALE_FINISH(this.job.name, executionId));
-        return;
+        const written = await this.db('the run result', () =>
+          this.deps.history.finish({
+            executionId,
+            fencingToken: lease.fencingToken,
+            status,
+            finishedAt: new Date(this.deps.clock()),
+            durationMs,
+            processedCount: counts.processed,
+            failedCount: counts.failed,
+            error,
+            nextAttemptAt,
+          }),
+        );
+        if (written) return true;
+        if (attempt > 1) {
+          // An earlier attempt may have been written, its reply lost.
+          const row = await this.db('the row', () => this.deps.history.get(executionId));
+          if (row?.fencingToken === lease.fencingToken && row.status === status) return true;
+        }
+        this.deps.logger.warn(messages.STALE_FINISH(this.job.name, executionId));
+        return false;
       } catch (failure) {
-        if (attempt >= 3) {
-          const text = describeError(failure);
+        const text = describeError(failure);
+        if (performance.now() - firstTry >= FINISH_RETRY_MS) {
           this.deps.logger.error(messages.FINISH_NOT_RECORDED(this.job.name, executionId, text));
           this.alertFailure({ kind: 'unavailable', executionId, status, error: `could not record the result (${status}): ${text}` });
-          return;
+          return false;
         }
-        await sleep(200 * attempt);
+        if (attempt === 1) {
+          this.deps.logger.warn(`job '${this.job.name}': recording the result of ${executionId} (${status}) failed; retrying while holding its lease: ${text}`);
+        }
+        await sleep(delay);
       }
     }
   }
@@ -375,6 +604,7 @@ export class JobExecutor {
    */
   private async releaseAndContinue(lease: HeldLease, succeeded = false): Promise<number> {
     let result;
+    const sentAt = performance.now();
     try {
       result = await this.deps.leases.release(lease, { leaseMs: this.job.leaseMs, doneMs: this.doneMs(), succeeded });
     } catch (error) {
@@ -386,41 +616,58 @@ export class JobExecutor {
     if (result.kind !== 'handed_over') return result.endedStreak;
     const slot = this.job.slotInfo(new Date(result.next.scheduledAt));
     if (this.stopping.signal.aborted) {
-      await this.notStarted(slot, result.next.executionId, 'the application shut down before the queued slot could start', 'skipped_overlap', 'schedule');
+      // The queued slot keeps its `queued` row; another instance's sweep starts it once the lease is free.
       await this.releaseAndContinue(result.lease);
     } else {
       // Runs after this call returns, so the finished run's alerts are not held up by the next one.
-      this.track(this.startAndRun(slot, result.next.executionId, result.lease, 'schedule'));
+      this.track(this.startAndRun(slot, result.next.executionId, this.keep(result.lease, sentAt), 'schedule'));
     }
     return result.endedStreak;
   }
 
   /**
    * Runs a failed execution's next attempt, once fleet-wide (the run history row is the arbiter).
-   * Called by the sweeper for due retries and by replay().
+   * Called by replay(); resolves when that attempt has finished.
    */
-  retry(row: RunRecord, trigger: 'retry' | 'replay'): Promise<FireOutcome> {
-    const outcome = this.rerun(row, trigger, undefined).then((result) => (result === 'busy' ? 'lost' : result)).catch((error: unknown) => {
+  async retry(row: RunRecord, trigger: 'retry' | 'replay'): Promise<FireOutcome> {
+    const outcome = this.startAgain(row, trigger).then(async (result) => {
+      if (typeof result === 'string') return result === 'busy' || result === 'alive' ? 'lost' : result;
+      await result.finished;
+      return 'ran' as const;
+    });
+    this.track(outcome);
+    return outcome.catch((error: unknown) => {
       this.deps.logger.error(`job '${this.job.name}': ${trigger} of ${row.executionId} failed to start: ${describeError(error)}`);
       return 'unavailable' as const;
     });
-    this.track(outcome);
-    return outcome;
   }
 
   /**
-   * A `running` row whose owner may have died: if its lease is gone, re-run it (`recover`) or
-   * close it as `lease_lost` and alert. Called by the sweeper.
+   * Starts a due retry (or the recovery of an aborted / lease_lost run) found by the sweep.
+   * Resolves once it started or could not start; does not wait for the run.
    */
-  async checkOwner(row: RunRecord): Promise<void> {
-    if (this.stopping.signal.aborted || row.fencingToken === null) return;
-    const on = this.job.overlap === 'allow' ? 'slot' : 'lease';
-    const recoverable = this.job.recover && row.attempt < Math.max(row.maxAttempts, 2) && this.withinRecoveryWindow(row.scheduledAt);
+  async startDue(row: RunRecord): Promise<FireOutcome | 'busy' | 'alive'> {
     try {
-      if (recoverable) {
-        const outcome = this.rerun(row, 'recover', row.fencingToken);
-        this.track(outcome);
-        if ((await outcome) === 'busy') {
+      const result = await this.startAgain(row, row.status === 'lease_lost' || row.status === 'aborted' ? 'recover' : 'retry');
+      return typeof result === 'string' ? result : 'ran';
+    } catch (error) {
+      this.deps.logger.warn(`job '${this.job.name}': next attempt of ${row.executionId} failed to start: ${describeError(error)}`);
+      return 'unavailable';
+    }
+  }
+
+  /**
+   * A `running` row seen by the sweep: if its run still holds a lease, nothing to do. Otherwise
+   * its owner died or lost the lease: re-run it (`recover`) or close it as `lease_lost` and alert.
+   */
+  async checkOwner(row: RunRecord): Promise<OwnerCheck> {
+    if (this.stopping.signal.aborted || row.fencingToken === null) return 'skipped';
+    try {
+      if (await this.deps.leases.isAlive(this.job.name, row.executionId, row.fencingToken)) return 'alive';
+      if (this.mayRecover(row)) {
+        const result = await this.startAgain(row, 'recover', row.fencingToken);
+        if (result === 'alive') return 'alive';
+        if (result === 'busy') {
           // Another slot holds the job's lease. Waiting for a free moment would starve behind a busy
           // schedule, so the re-run waits in the job's queue: the lease passes straight to it when
           // the current run releases (begin() then finds the dead owner's row and re-runs it).
@@ -430,16 +677,41 @@ export class JobExecutor {
             Math.max(this.job.leaseMs * 10, 3_600_000),
           );
         }
-        return;
+        return 'handled';
       }
-      if (await this.deps.leases.isAlive(this.job.name, row.executionId, on, row.fencingToken)) return;
       const error = `instance ${row.instanceId} stopped renewing its lease before finishing`;
-      if (await this.deps.history.markLeaseLost(row.executionId, row.fencingToken, new Date(this.deps.clock()), error)) {
+      if (await this.db('closing a dead run', () => this.deps.history.markLeaseLost(row.executionId, row.fencingToken!, new Date(this.deps.clock()), error))) {
         this.deps.logger.warn(`job '${this.job.name}': ${row.executionId} ${error}; recorded as lease_lost`);
         this.alertFailure({ kind: 'lease_lost', executionId: row.executionId, scheduledAt: row.scheduledAt, attempt: row.attempt, status: 'lease_lost', error });
       }
+      return 'handled';
     } catch (error) {
       this.deps.logger.warn(`job '${this.job.name}': checking the owner of ${row.executionId} failed: ${describeError(error)}`);
+      return 'skipped';
+    }
+  }
+
+  /**
+   * A `queued` row the sweep found: a slot waiting for the job's lease. Normally the run holding
+   * the lease hands it over on release; when that run died, or the hand-over's reply was lost, or
+   * Redis forgot the queue, the slot starts here once the lease is free. A slot that a newer one
+   * has overtaken is closed as `skipped_overlap`.
+   */
+  async checkQueued(row: RunRecord, superseded: boolean): Promise<FireOutcome | 'busy' | 'alive'> {
+    if (this.stopping.signal.aborted) return 'shutting_down';
+    try {
+      if (superseded) {
+        await this.db('closing a superseded slot', () =>
+          this.deps.history.settleQueued(row.executionId, 'skipped_overlap', 'superseded by a newer slot while waiting (overlap: queue)', new Date(this.deps.clock())),
+        );
+        this.stats.skippedOverlap++;
+        return 'skipped_overlap';
+      }
+      const result = await this.startAgain(row, row.trigger);
+      return typeof result === 'string' ? result : 'ran';
+    } catch (error) {
+      this.deps.logger.warn(`job '${this.job.name}': starting queued ${row.executionId} failed: ${describeError(error)}`);
+      return 'unavailable';
     }
   }
 
@@ -463,42 +735,101 @@ export class JobExecutor {
     }
   }
 
+  /** Slots other instances claimed whose claimant has had time to write a row. Removes them from the watch list. */
+  takeDueLostClaims(now: number = performance.now()): LostClaim[] {
+    const due: LostClaim[] = [];
+    for (const [id, claim] of this.lostClaims) {
+      if (claim.checkAfter > now) break; // insertion order is time order
+      due.push(claim);
+      this.lostClaims.delete(id);
+    }
+    return due;
+  }
+
+  /** A claim whose check could not be made (the database was down): looked at on the next sweep. */
+  returnLostClaim(claim: LostClaim): void {
+    this.lostClaims.set(claim.executionId, claim);
+  }
+
+  /**
+   * A claimed slot still has no row a lease after its claim: its claimant died (or lost the
+   * database) between the claim and the row. Record why; a vanished claim with `recover` is then
+   * run by the sweep.
+   */
+  async recordVanishedClaim(claim: LostClaim): Promise<void> {
+    const { status, error } = claim.why;
+    const recover = status === 'lease_lost' && this.job.recover && this.withinRecoveryWindow(claim.slot.scheduledAt);
+    const inserted = await this.notStarted(claim.slot, claim.executionId, error, status, claim.trigger, recover ? new Date(this.deps.clock()) : null);
+    if (inserted === 'inserted') {
+      this.deps.logger.warn(`job '${this.job.name}': ${claim.executionId} has no row a lease after its claim: ${error}; recorded as ${status}${recover ? ', to be recovered' : ''}`);
+      if (status === 'lease_lost' && !recover) {
+        this.alertFailure({ kind: 'lease_lost', executionId: claim.executionId, scheduledAt: claim.slot.scheduledAt, status, error });
+      }
+    }
+  }
+
+  /** Looks, a lease from now, whether the slot has a row; records `why` if it has none. */
+  private watchForRow(slot: SlotInfo, executionId: string, trigger: RunTrigger, why: LostClaim['why']): void {
+    if (this.lostClaims.has(executionId)) return;
+    // The claimant writes its row within one history deadline of its claim, or gives up.
+    const checkAfter = performance.now() + this.job.leaseMs + this.job.skewToleranceMs + 1_000;
+    this.lostClaims.set(executionId, { slot, executionId, trigger, why, checkAfter });
+    // Bounded: a fleet that loses this many claims within one lease is checked by the others too.
+    if (this.lostClaims.size > 10_000) this.lostClaims.delete(this.lostClaims.keys().next().value!);
+  }
+
   private withinRecoveryWindow(scheduledAt: Date): boolean {
     return this.deps.clock() - scheduledAt.getTime() <= Math.max(this.job.catchUp.windowMs, 3_600_000);
   }
 
-  /** Runs an existing row's next attempt; 'busy' when another run holds the job's lease. */
-  private async rerun(row: RunRecord, trigger: 'retry' | 'replay' | 'recover', deadFence: number | undefined): Promise<FireOutcome | 'busy'> {
+  /**
+   * Takes the lease for an existing row outside its slot's claim and starts its next attempt.
+   * Resolves once the run started (with the promise of its end) or could not start.
+   */
+  private async startAgain(
+    row: RunRecord,
+    trigger: RunTrigger,
+    deadFence?: number,
+  ): Promise<{ finished: Promise<void> } | FireOutcome | 'busy' | 'alive'> {
     if (this.stopping.signal.aborted) return 'shutting_down';
     const on = this.job.overlap === 'allow' ? 'slot' : 'lease';
+    const sentAt = performance.now();
     const taken = await this.deps.leases.take(this.job.name, row.executionId, on, this.job.leaseMs, deadFence);
     if (taken.kind === 'paused') return 'paused';
     if (taken.kind === 'busy') return 'busy';
-    if (taken.kind !== 'taken') return 'lost';
-    const keeper = this.keep(taken.lease);
-    const restarted = await this.deps.history.restart({
-      executionId: row.executionId,
-      from: { status: row.status, attempt: row.attempt },
-      trigger,
-      fencingToken: taken.lease.fencingToken,
-      instanceId: this.deps.instanceId,
-      now: new Date(this.deps.clock()),
-      maxAttempts: trigger === 'replay' ? row.attempt + 1 : this.job.maxAttempts,
-    });
-    if (!restarted) {
+    if (taken.kind === 'alive') return 'alive';
+    const keeper = this.keep(taken.lease, sentAt);
+    let started: Started | FireOutcome | 'changed' | undefined;
+    try {
+      for (let round = 0; round < 3 && started === undefined; round++) {
+        if (!keeper.valid()) {
+          started = this.lapsed(row.executionId);
+          break;
+        }
+        const maxAttempts = trigger === 'replay' ? row.attempt + 1 : trigger === 'recover' || row.status === 'queued' ? row.attempt + 1 : this.job.maxAttempts;
+        const result = await this.restartRow(row, keeper, trigger, maxAttempts);
+        if (typeof result === 'object' && 'kind' in result) {
+          const stop = await this.refence(keeper, result);
+          if (stop) started = stop;
+          continue;
+        }
+        started = result;
+      }
+      if (started === undefined) throw new Error(`the fencing token of ${row.executionId} stayed at or below the run history's floor`);
+    } catch (error) {
       keeper.stop();
-      await this.releaseAndContinue(taken.lease);
-      return 'lost';
+      await this.releaseAndContinue(keeper.lease);
+      throw error;
     }
-    if (trigger === 'recover') {
-      this.stats.recovered++;
-      this.deps.logger.warn(`job '${this.job.name}': re-running ${row.executionId}, whose owner ${row.instanceId} died (attempt ${row.attempt + 1})`);
-    } else {
-      this.stats.retried++;
+    if (typeof started === 'string') {
+      keeper.stop();
+      await this.releaseAndContinue(keeper.lease);
+      return started === 'changed' ? 'lost' : started;
     }
     this.stats.ran++;
-    await this.execute(this.job.slotInfo(row.scheduledAt), row.executionId, keeper, row.attempt + 1, trigger);
-    return 'ran';
+    const finished = this.execute(this.job.slotInfo(row.scheduledAt), row.executionId, keeper, started.attempt, started.trigger);
+    this.track(finished);
+    return { finished };
   }
 
   private async replaceThenRun(slot: SlotInfo, executionId: string, holderToken: string, trigger: RunTrigger): Promise<FireOutcome> {
@@ -511,20 +842,22 @@ export class JobExecutor {
       try {
         await sleep(pollMs, undefined, { signal: this.stopping.signal });
       } catch {
-        return this.skippedOverlap(slot, executionId, 'the application shut down while waiting to replace the previous run', trigger);
+        // The `queued` row stays: another instance's sweep starts it once the lease is free.
+        return 'shutting_down';
       }
       let result;
+      const sentAt = performance.now();
       try {
         result = await this.deps.leases.acquireAfter(job.name, executionId, holderToken, job.leaseMs);
       } catch (error) {
         return this.storeUnavailable(slot, executionId, error, trigger);
       }
-      if (result.kind === 'acquired') return this.startAndRun(slot, executionId, result.lease, trigger);
+      if (result.kind === 'acquired') return this.startAndRun(slot, executionId, this.keep(result.lease, sentAt), trigger);
       if (result.kind === 'superseded') {
-        return this.skippedOverlap(slot, executionId, 'a newer slot took the lease first (overlap: replace)', trigger);
+        return this.giveUpQueued(slot, executionId, 'a newer slot took the lease first (overlap: replace)', trigger);
       }
       if (performance.now() > deadline) {
-        return this.skippedOverlap(slot, executionId, 'the run being replaced did not let go of its lease in time', trigger);
+        return this.giveUpQueued(slot, executionId, 'the run being replaced did not let go of its lease in time', trigger);
       }
     }
   }
@@ -532,7 +865,21 @@ export class JobExecutor {
   private async recordSuperseded(superseded: QueuedSlot | undefined): Promise<void> {
     if (!superseded) return;
     const slot = this.job.slotInfo(new Date(superseded.scheduledAt));
-    await this.skippedOverlap(slot, superseded.executionId, 'superseded by a newer slot while waiting in the queue (overlap: queue)', 'schedule');
+    await this.giveUpQueued(slot, superseded.executionId, 'superseded by a newer slot while waiting in the queue (overlap: queue)', 'schedule');
+  }
+
+  /** A waiting slot that will not run: its `queued` row (or a new row) says `skipped_overlap`. */
+  private async giveUpQueued(slot: SlotInfo, executionId: string, why: string, trigger: RunTrigger): Promise<FireOutcome> {
+    this.stats.skippedOverlap++;
+    let settled = false;
+    try {
+      settled = await this.db('closing a queued slot', () => this.deps.history.settleQueued(executionId, 'skipped_overlap', why, new Date(this.deps.clock())));
+    } catch (error) {
+      this.deps.logger.error(`job '${this.job.name}': could not record that ${executionId} did not start (${why}): ${describeError(error)}`);
+      return 'skipped_overlap';
+    }
+    if (!settled) await this.notStarted(slot, executionId, why, 'skipped_overlap', trigger);
+    return 'skipped_overlap';
   }
 
   private async skippedOverlap(slot: SlotInfo, executionId: string, why: string, trigger: RunTrigger): Promise<FireOutcome> {
@@ -561,19 +908,24 @@ export class JobExecutor {
     slot: SlotInfo,
     executionId: string,
     why: string,
-    status: 'skipped_overlap' | 'failed',
+    status: NotStartedRequest['status'],
     trigger: RunTrigger,
+    nextAttemptAt: Date | null = null,
   ): Promise<'inserted' | 'exists' | 'error'> {
     try {
-      const inserted = await this.deps.history.recordNotStarted({
-        ...slot,
-        executionId,
-        instanceId: this.deps.instanceId,
-        status,
-        error: why,
-        trigger,
-        now: new Date(this.deps.clock()),
-      });
+      const inserted = await this.db('a not-started row', () =>
+        this.deps.history.recordNotStarted({
+          ...slot,
+          executionId,
+          instanceId: this.deps.instanceId,
+          status,
+          error: why,
+          trigger,
+          now: new Date(this.deps.clock()),
+          nextAttemptAt,
+          maxAttempts: this.job.maxAttempts,
+        }),
+      );
       return inserted ? 'inserted' : 'exists';
     } catch (error) {
       this.deps.logger.error(`job '${this.job.name}': could not record that ${executionId} did not start (${why}): ${describeError(error)}`);
@@ -581,8 +933,8 @@ export class JobExecutor {
     }
   }
 
-  private keep(lease: HeldLease): LeaseKeeper {
-    return new LeaseKeeper(this.deps.leases, lease, this.job.leaseMs, this.job.renewMs, this.deps.logger, this.job.name);
+  private keep(lease: HeldLease, sentAt: number): LeaseKeeper {
+    return new LeaseKeeper(this.deps.leases, lease, sentAt, this.job.leaseMs, this.job.renewMs, this.deps.logger, this.job.name);
   }
 
   private alert(event: Omit<AlertEvent, 'jobName' | 'instanceId'>): void {

@@ -76,12 +76,20 @@ export interface LeaseStore {
   renew(lease: HeldLease, leaseMs: number): Promise<RenewResult>;
   release(lease: HeldLease, options: { leaseMs: number; doneMs: number; succeeded: boolean }): Promise<ReleaseResult>;
   /**
-   * Takes the lease for an execution outside its slot. With `deadFence`, reports `alive` while
-   * the run holding that fencing token still renews its lease.
+   * Takes the lease for an execution outside its slot (a queue entry for it goes with it). With
+   * `deadFence`, reports `alive` while the run holding that fencing token still holds a lease.
    */
   take(jobName: string, executionId: string, on: HeldLease['on'], leaseMs: number, deadFence?: number): Promise<TakeResult>;
-  /** Whether the run with this fencing token still holds its lease. */
-  isAlive(jobName: string, executionId: string, on: HeldLease['on'], fencingToken: number): Promise<boolean>;
+  /**
+   * Whether the run with this fencing token still holds a lease (the job's lease key or the
+   * execution's slot key: a rolling deploy may have changed the job's overlap policy).
+   */
+  isAlive(jobName: string, executionId: string, fencingToken: number): Promise<boolean>;
+  /**
+   * Gives a held lease a fencing token above `floor` (Redis forgot the job's counter) and renews
+   * it; undefined when this token no longer holds it.
+   */
+  refence(lease: HeldLease, floor: number, leaseMs: number): Promise<HeldLease | undefined>;
   /** Counts a failure in the job's streak; decides dedup and escalation fleet-wide. */
   recordFailure(jobName: string, options: { now: number; dedupMs: number; escalateAfter: number; force: boolean }): Promise<FailureDecision>;
   /** Puts a slot in the job's queue if none waits there; the lease passes to it on the next release. */

@@ -2,9 +2,12 @@
  * Collects the calls made in one turn of the event loop and runs them as one batch. Slots of many
  * jobs fire in the same timer phase; one statement or one write for all of them keeps the cost per
  * slot flat as the number of jobs grows. A batch of one behaves like a direct call.
+ *
+ * A batch that fails is run again one input at a time, so one bad input (a value the database
+ * rejects) fails only its own call, never the calls that happened to share its turn.
  */
 export class MicroBatcher<I, O> {
-  private pending: Array<{ input: I; resolve(output: O): void; reject(error: unknown): void }> = [];
+  private pending: Array<Call<I, O>> = [];
 
   constructor(
     /** Runs a batch; returns one output per input, in order. */
@@ -22,12 +25,22 @@ export class MicroBatcher<I, O> {
   private flush(): void {
     const all = this.pending;
     this.pending = [];
-    for (let start = 0; start < all.length; start += this.maxBatch) {
-      const batch = all.slice(start, start + this.maxBatch);
-      this.run(batch.map((call) => call.input)).then(
-        (outputs) => batch.forEach((call, i) => call.resolve(outputs[i]!)),
-        (error: unknown) => batch.forEach((call) => call.reject(error)),
-      );
-    }
+    for (let start = 0; start < all.length; start += this.maxBatch) this.runBatch(all.slice(start, start + this.maxBatch));
   }
+
+  private runBatch(batch: Array<Call<I, O>>): void {
+    this.run(batch.map((call) => call.input)).then(
+      (outputs) => batch.forEach((call, i) => call.resolve(outputs[i]!)),
+      (error: unknown) => {
+        if (batch.length === 1) batch[0]!.reject(error);
+        else for (const call of batch) this.runBatch([call]);
+      },
+    );
+  }
+}
+
+interface Call<I, O> {
+  input: I;
+  resolve(output: O): void;
+  reject(error: unknown): void;
 }

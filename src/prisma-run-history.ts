@@ -4,9 +4,12 @@ import type {
   BeginRequest,
   FinishRequest,
   HistoryFilter,
+  NotStartedRequest,
+  QueuedRow,
+  RestartOutcome,
   RestartRequest,
   RunHistory,
-  SlotIdentity,
+  StaleFence,
 } from './run-history.js';
 
 import { MicroBatcher } from './micro.batcher.js';
@@ -66,7 +69,28 @@ function toRecord(row: Row): RunRecord {
   };
 }
 
-type NotStartedRequest = Parameters<RunHistory['recordNotStarted']>[0];
+const INT_MAX = 2_147_483_647;
+
+/**
+ * Text as PostgreSQL accepts it: a NUL byte (which TEXT cannot hold) becomes U+FFFD. One bad
+ * value must never fail a statement that carries other jobs' rows.
+ */
+function text(value: string): string;
+function text(value: string | null): string | null;
+function text(value: string | null): string | null {
+  return value === null || !value.includes('\u0000') ? value : value.replaceAll('\u0000', '\uFFFD');
+}
+
+/** A non-negative INTEGER column value; larger values are capped (counts are bounded at `ctx.report`). */
+function int(value: number): number {
+  return Number.isFinite(value) ? Math.min(INT_MAX, Math.max(0, Math.round(value))) : INT_MAX;
+}
+
+/** Statuses whose row may get a next attempt (`next_attempt_at`). */
+const RETRYABLE = `('failed', 'timed_out', 'lease_lost', 'aborted')`;
+
+/** The job's fencing floor: no run may start with a token at or below it. */
+const FLOOR = (job: string): string => `COALESCE((SELECT max(f.fencing_token) FROM ${TABLE} f WHERE f.job_name = ${job}), 0)`;
 
 /**
  * For a batch INSERT ... ON CONFLICT DO NOTHING RETURNING: whether each request created its row.
@@ -97,113 +121,140 @@ export class PrismaRunHistory implements RunHistory {
 
   async begin(request: BeginRequest): Promise<BeginOutcome> {
     if (await this.inserts.add(request)) return { kind: 'start', attempt: 1, trigger: request.trigger };
+    const stale = await this.staleFence(request.jobName, request.fencingToken);
+    if (stale) return stale;
+    const row = await this.get(request.executionId);
+    if (!row) throw new Error(`execution ${request.executionId} was not inserted but has no row`);
+    return { kind: 'exists', row };
+  }
 
-    const existing = await this.get(request.executionId);
-    if (!existing) throw new Error(`execution ${request.executionId} conflicted on insert but has no row`);
-
-    if (existing.status === 'running') {
-      // This instance holds the lease now, so the previous owner's lease is gone: it died or
-      // lost its lease. Take the row over (recover) or close it as lease_lost, fenced by its token.
-      if (request.recover && existing.attempt < Math.max(existing.maxAttempts, 2)) {
-        if (await this.restart(this.restartOf(request, existing, 'recover'))) {
-          return { kind: 'start', attempt: existing.attempt + 1, trigger: 'recover' };
-        }
-      } else if (
-        await this.markLeaseLost(
-          request.executionId,
-          existing.fencingToken ?? -1,
-          request.now,
-          `instance ${existing.instanceId} stopped renewing its lease before finishing`,
-        )
-      ) {
-        return { kind: 'owner_lost', previousInstanceId: existing.instanceId, attempt: existing.attempt };
-      }
-      return { kind: 'done', status: 'running' };
-    }
-    // attempt 0 marks a slot that never started (store outage): its first real attempt is not a retry.
-    const retryDue =
-      (existing.status === 'failed' || existing.status === 'timed_out') &&
-      existing.attempt < existing.maxAttempts &&
-      existing.nextAttemptAt !== null &&
-      existing.nextAttemptAt.getTime() <= request.now.getTime();
-    if ((existing.status === 'failed' && existing.attempt === 0) || retryDue) {
-      const trigger = existing.attempt === 0 ? request.trigger : 'retry';
-      if (await this.restart(this.restartOf(request, existing, trigger))) {
-        return { kind: 'start', attempt: existing.attempt + 1, trigger };
-      }
-    }
-    await this.prisma.$executeRawUnsafe(
-      `UPDATE ${TABLE} SET skipped_triggers = skipped_triggers + 1 WHERE execution_id = $1`,
-      request.executionId,
+  /** Whether `token` is at or below the job's floor; with what runs. */
+  private async staleFence(jobName: string, token: number): Promise<StaleFence | undefined> {
+    const rows = await this.prisma.$queryRawUnsafe<Array<{ floor: bigint | number; running: boolean }>>(
+      `SELECT ${FLOOR('$1')} AS floor,
+         EXISTS (SELECT 1 FROM ${TABLE} WHERE status = 'running' AND job_name = $1) AS running`,
+      jobName,
     );
-    return { kind: 'done', status: existing.status };
+    const floor = Number(rows[0]?.floor ?? 0);
+    return token > floor ? undefined : { kind: 'stale_fence', floor, running: rows[0]?.running === true };
   }
 
-  private restartOf(request: BeginRequest, existing: RunRecord, trigger: BeginRequest['trigger']): RestartRequest {
-    return {
-      executionId: request.executionId,
-      from: { status: existing.status, attempt: existing.attempt },
-      trigger,
-      fencingToken: request.fencingToken,
-      instanceId: request.instanceId,
-      now: request.now,
-      maxAttempts: request.maxAttempts,
-    };
-  }
-
-  async restart(request: RestartRequest): Promise<boolean> {
+  async restart(request: RestartRequest): Promise<RestartOutcome> {
     const updated = await this.prisma.$executeRawUnsafe(
       `UPDATE ${TABLE} SET status = 'running', trigger = $3, attempt = attempt + 1,
          max_attempts = GREATEST(max_attempts, $4), fencing_token = $5, instance_id = $6, started_at = $7,
          finished_at = NULL, duration_ms = NULL, processed_count = 0, failed_count = 0, error = NULL,
          next_attempt_at = NULL, updated_at = $7
-       WHERE execution_id = $1 AND status = $2 AND attempt = $8`,
+       WHERE execution_id = $1 AND status = $2 AND attempt = $8 AND fencing_token IS NOT DISTINCT FROM $9::bigint
+         AND $5 > ${FLOOR('$10')}`,
       request.executionId,
       request.from.status,
       request.trigger,
       request.maxAttempts ?? 1,
       request.fencingToken,
-      request.instanceId,
+      text(request.instanceId),
       request.now,
       request.from.attempt,
+      request.from.fencingToken,
+      request.jobName,
+    );
+    if (updated === 1) return { kind: 'restarted' };
+    return (await this.staleFence(request.jobName, request.fencingToken)) ?? { kind: 'changed' };
+  }
+
+  async settleQueued(executionId: string, status: 'skipped_overlap', error: string, now: Date): Promise<boolean> {
+    const updated = await this.prisma.$executeRawUnsafe(
+      `UPDATE ${TABLE} SET status = $2, error = $3, finished_at = $4, updated_at = $4 WHERE execution_id = $1 AND status = 'queued'`,
+      executionId,
+      status,
+      text(error),
+      now,
     );
     return updated === 1;
   }
 
-  async markLeaseLost(executionId: string, fencingToken: number, now: Date, error: string): Promise<boolean> {
+  async markLeaseLost(executionId: string, fencingToken: number, now: Date, error: string, nextAttemptAt: Date | null = null): Promise<boolean> {
     const updated = await this.prisma.$executeRawUnsafe(
-      `UPDATE ${TABLE} SET status = 'lease_lost', finished_at = $3, updated_at = $3, error = COALESCE(error, $4)
+      `UPDATE ${TABLE} SET status = 'lease_lost', finished_at = $3, updated_at = $3, error = COALESCE(error, $4), next_attempt_at = $5
        WHERE execution_id = $1 AND status = 'running' AND fencing_token = $2`,
       executionId,
       fencingToken,
       now,
-      error,
+      text(error),
+      nextAttemptAt,
     );
     return updated === 1;
   }
 
-  async dueRetries(jobNames: string[], now: Date, limit: number): Promise<RunRecord[]> {
+  async closeOrphan(row: RunRecord, status: 'lease_lost' | 'dead' | 'skipped_overlap', now: Date, error: string): Promise<boolean> {
+    const updated = await this.prisma.$executeRawUnsafe(
+      `UPDATE ${TABLE} SET status = $4, finished_at = COALESCE(finished_at, $5), updated_at = $5, next_attempt_at = NULL,
+         error = CASE WHEN error IS NULL THEN $6 ELSE error || ' | ' || $6 END
+       WHERE execution_id = $1 AND status = $2 AND attempt = $3 AND fencing_token IS NOT DISTINCT FROM $7::bigint`,
+      row.executionId,
+      row.status,
+      row.attempt,
+      status,
+      now,
+      text(error),
+      row.fencingToken,
+    );
+    return updated === 1;
+  }
+
+  async dueRetries(jobNames: string[], now: Date, limit: number, exclude: string[]): Promise<RunRecord[]> {
     if (jobNames.length === 0) return [];
     const rows = await this.prisma.$queryRawUnsafe<Row[]>(
       `SELECT ${COLUMNS} FROM ${TABLE}
-       WHERE status IN ('failed', 'timed_out') AND next_attempt_at <= $2 AND attempt < max_attempts
-         AND job_name = ANY($1::text[])
+       WHERE status IN ${RETRYABLE} AND next_attempt_at <= $2 AND attempt < max_attempts
+         AND job_name = ANY($1::text[]) AND NOT (execution_id = ANY($4::text[]))
        ORDER BY next_attempt_at LIMIT $3`,
       jobNames,
       now,
       limit,
+      exclude,
     );
     return rows.map(toRecord);
   }
 
-  async running(jobNames: string[], startedBefore: Date, limit: number): Promise<RunRecord[]> {
+  async running(jobNames: string[], limit: number, exclude: string[]): Promise<RunRecord[]> {
     if (jobNames.length === 0) return [];
     const rows = await this.prisma.$queryRawUnsafe<Row[]>(
       `SELECT ${COLUMNS} FROM ${TABLE}
-       WHERE status = 'running' AND started_at < $2 AND job_name = ANY($1::text[])
-       ORDER BY started_at LIMIT $3`,
+       WHERE status = 'running' AND job_name = ANY($1::text[]) AND NOT (execution_id = ANY($3::text[]))
+       ORDER BY updated_at LIMIT $2`,
       jobNames,
-      startedBefore,
+      limit,
+      exclude,
+    );
+    return rows.map(toRecord);
+  }
+
+  async queued(jobNames: string[], before: Date, limit: number): Promise<QueuedRow[]> {
+    if (jobNames.length === 0) return [];
+    const rows = await this.prisma.$queryRawUnsafe<Array<Row & { superseded: boolean }>>(
+      `SELECT ${COLUMNS.replace(/(\w+)/g, 'q.$1')},
+         EXISTS (SELECT 1 FROM ${TABLE} n WHERE n.job_name = q.job_name AND n.scheduled_at > q.scheduled_at
+                   AND n.attempt > 0) AS superseded
+       FROM ${TABLE} q
+       WHERE q.status = 'queued' AND q.job_name = ANY($1::text[]) AND q.created_at < $2
+       ORDER BY q.scheduled_at LIMIT $3`,
+      jobNames,
+      before,
+      limit,
+    );
+    return rows.map((row) => ({ row: toRecord(row), superseded: row.superseded === true }));
+  }
+
+  async orphans(jobNames: string[], before: Date, limit: number): Promise<RunRecord[]> {
+    const rows = await this.prisma.$queryRawUnsafe<Row[]>(
+      `SELECT ${COLUMNS} FROM ${TABLE}
+       WHERE NOT (job_name = ANY($1::text[])) AND (
+         (status IN ('running', 'queued') AND updated_at < $2)
+         OR (status IN ${RETRYABLE} AND next_attempt_at < $2 AND attempt < max_attempts))
+       ORDER BY updated_at LIMIT $3`,
+      jobNames,
+      before,
       limit,
     );
     return rows.map(toRecord);
@@ -221,49 +272,58 @@ export class PrismaRunHistory implements RunHistory {
     return this.finishes.add(request);
   }
 
-  /** One INSERT for many new rows; true for each row this call created. */
+  /**
+   * One INSERT for many new rows; true for each row this call created. A row is only written when
+   * its fencing token is above the job's floor (every token of the job in the table).
+   */
   private insertMany(requests: BeginRequest[]): Promise<boolean[]> {
     return this.insertNew(
       'job_name, execution_id, status, trigger, scheduled_at, business_date, started_at, instance_id, attempt, max_attempts, fencing_token, created_at, updated_at',
       requests,
       (r, p) => {
-        const now = p(r.now);
-        return `${p(r.jobName)}, ${p(r.executionId)}, 'running', ${p(r.trigger)}, ${p(r.scheduledAt)}, ${p(r.businessDate)}, ${now},
-          ${p(r.instanceId)}, 1, ${p(r.maxAttempts)}, ${p(r.fencingToken)}, ${now}, ${now}`;
+        const now = p(r.now, 'timestamptz');
+        return `${p(r.jobName, 'text')}, ${p(r.executionId, 'text')}, 'running', ${p(r.trigger, 'text')}, ${p(r.scheduledAt, 'timestamptz')},
+          ${p(text(r.businessDate), 'text')}, ${now}, ${p(text(r.instanceId), 'text')}, 1, ${p(int(r.maxAttempts), 'integer')},
+          ${p(r.fencingToken, 'bigint')}, ${now}, ${now}`;
       },
+      `v.fencing_token > ${FLOOR('v.job_name')}`,
     );
   }
 
   /** One INSERT for many slots that did not start; true for each row this call created. */
   private notStartedMany(requests: NotStartedRequest[]): Promise<boolean[]> {
     return this.insertNew(
-      'job_name, execution_id, status, trigger, scheduled_at, business_date, instance_id, attempt, error, finished_at, created_at, updated_at',
+      'job_name, execution_id, status, trigger, scheduled_at, business_date, instance_id, attempt, max_attempts, error, finished_at, next_attempt_at, created_at, updated_at',
       requests,
       (r, p) => {
-        const now = p(r.now);
-        return `${p(r.jobName)}, ${p(r.executionId)}, ${p(r.status)}, ${p(r.trigger)}, ${p(r.scheduledAt)}, ${p(r.businessDate)},
-          ${p(r.instanceId)}, 0, ${p(r.error)}, ${now}, ${now}, ${now}`;
+        const now = p(r.now, 'timestamptz');
+        return `${p(r.jobName, 'text')}, ${p(r.executionId, 'text')}, ${p(r.status, 'text')}, ${p(r.trigger, 'text')}, ${p(r.scheduledAt, 'timestamptz')},
+          ${p(text(r.businessDate), 'text')}, ${p(text(r.instanceId), 'text')}, 0, ${p(int(r.maxAttempts ?? 1), 'integer')}, ${p(text(r.error), 'text')},
+          ${r.status === 'queued' ? 'NULL::timestamptz' : now}, ${p(r.nextAttemptAt ?? null, 'timestamptz')}, ${now}, ${now}`;
       },
     );
   }
 
   /**
    * `INSERT … ON CONFLICT (execution_id) DO NOTHING` of one row per request, in one statement.
-   * `row` writes a request's values through `p`, which returns the parameter's placeholder.
+   * `row` writes a request's values through `p`, which returns the typed placeholder; `where`
+   * filters the rows (`v.<column>`) before they are inserted.
    */
   private async insertNew<R extends { executionId: string }>(
     columns: string,
     requests: R[],
-    row: (request: R, p: (value: unknown) => string) => string,
+    row: (request: R, p: (value: unknown, type: string) => string) => string,
+    where = 'TRUE',
   ): Promise<boolean[]> {
     const values: unknown[] = [];
-    const p = (value: unknown): string => {
+    const p = (value: unknown, type: string): string => {
       values.push(value);
-      return `$${values.length}`;
+      return `$${values.length}::${type}`;
     };
     const tuples = requests.map((r) => `(${row(r, p)})`);
     const rows = await this.prisma.$queryRawUnsafe<Array<{ execution_id: string }>>(
-      `INSERT INTO ${TABLE} (${columns}) VALUES ${tuples.join(', ')}
+      `INSERT INTO ${TABLE} (${columns})
+       SELECT * FROM (VALUES ${tuples.join(', ')}) AS v(${columns}) WHERE ${where}
        ON CONFLICT (execution_id) DO NOTHING RETURNING execution_id`,
       ...values,
     );
@@ -279,8 +339,8 @@ export class PrismaRunHistory implements RunHistory {
         return `$${values.length}::${type}`;
       };
       return `(${p(r.executionId, 'text')}, ${p(r.fencingToken, 'bigint')}, ${p(r.status, 'text')}, ${p(r.finishedAt, 'timestamptz')},
-        ${p(Math.round(r.durationMs), 'integer')}, ${p(r.processedCount, 'integer')}, ${p(r.failedCount, 'integer')},
-        ${p(r.error, 'text')}, ${p(r.nextAttemptAt, 'timestamptz')})`;
+        ${p(int(r.durationMs), 'integer')}, ${p(int(r.processedCount), 'integer')}, ${p(int(r.failedCount), 'integer')},
+        ${p(text(r.error), 'text')}, ${p(r.nextAttemptAt, 'timestamptz')})`;
     });
     const rows = await this.prisma.$queryRawUnsafe<Array<{ execution_id: string; fencing_token: bigint | number }>>(
       `UPDATE ${TABLE} AS t SET status = v.status, finished_at = v.finished_at, duration_ms = v.duration_ms,
@@ -296,8 +356,12 @@ export class PrismaRunHistory implements RunHistory {
     return requests.map((r) => written.has(`${r.executionId}\n${r.fencingToken}`));
   }
 
-  recordNotStarted(slot: NotStartedRequest): Promise<boolean> {
-    return this.notStarted.add(slot);
+  recordNotStarted(request: NotStartedRequest): Promise<boolean> {
+    return this.notStarted.add(request);
+  }
+
+  async skippedTrigger(executionId: string): Promise<void> {
+    await this.prisma.$executeRawUnsafe(`UPDATE ${TABLE} SET skipped_triggers = skipped_triggers + 1 WHERE execution_id = $1`, executionId);
   }
 
   async get(executionId: string): Promise<RunRecord | undefined> {

@@ -12,42 +12,79 @@ export interface BeginRequest extends SlotIdentity {
   fencingToken: number;
   maxAttempts: number;
   trigger: RunTrigger;
-  /** Re-run an execution whose owner died, instead of marking it `lease_lost`. */
-  recover: boolean;
   now: Date;
+}
+
+/**
+ * A token at or below the job's fencing floor (the highest token in the run history): Redis
+ * forgot its counter (a restart without data, FLUSHALL, a failover to a replica that lost
+ * writes). Nothing was written.
+ */
+export interface StaleFence {
+  kind: 'stale_fence';
+  floor: number;
+  /** Some execution of the job is `running` in the run history (its owner may still be going). */
+  running: boolean;
 }
 
 /** What the run history says about starting an execution this instance holds the lease for. */
 export type BeginOutcome =
+  /** A new row, `running` with this fencing token. */
   | { kind: 'start'; attempt: number; trigger: RunTrigger }
-  /** The row says it must not run again (completed, dead, ...): a duplicate trigger. */
-  | { kind: 'done'; status: RunStatus }
-  /** The row was `running` but its owner's lease was gone; it is now `lease_lost`. */
-  | { kind: 'owner_lost'; previousInstanceId: string; attempt: number };
+  /** The execution ID has a row already; nothing was written. The caller decides. */
+  | { kind: 'exists'; row: RunRecord }
+  | StaleFence;
+
+export type RestartOutcome =
+  | { kind: 'restarted' }
+  /** The row is no longer as the caller saw it (another instance moved it on). */
+  | { kind: 'changed' }
+  | StaleFence;
+
+export type FinalStatus = Exclude<RunStatus, 'running' | 'queued' | 'skipped_overlap'>;
 
 export interface FinishRequest {
   executionId: string;
   fencingToken: number;
-  status: Exclude<RunStatus, 'running' | 'skipped_overlap'>;
+  status: FinalStatus;
   finishedAt: Date;
   durationMs: number;
   processedCount: number;
   failedCount: number;
   error: string | null;
-  /** Set when a retry is due later (failed or timed out with attempts left). */
+  /** Set when a next attempt is due later (a retry, or a recovery of an aborted run). */
   nextAttemptAt: Date | null;
 }
 
 /** Moves an existing row to a new attempt, only if it is still as the caller saw it. */
 export interface RestartRequest {
   executionId: string;
-  from: { status: RunStatus; attempt: number };
+  jobName: string;
+  from: { status: RunStatus; attempt: number; fencingToken: number | null };
   trigger: RunTrigger;
   fencingToken: number;
   instanceId: string;
   now: Date;
   /** Raise max_attempts to at least this (a replay gets one more attempt). */
   maxAttempts?: number;
+}
+
+/** A slot that did not start: skipped, queued, not run for an outage, or claimed by an instance that vanished. */
+export interface NotStartedRequest extends SlotIdentity {
+  instanceId: string;
+  status: 'skipped_overlap' | 'failed' | 'queued' | 'lease_lost';
+  error: string;
+  now: Date;
+  trigger: RunTrigger;
+  /** For `lease_lost` slots that `recover` will run: when. */
+  nextAttemptAt?: Date | null;
+  maxAttempts?: number;
+}
+
+/** A `queued` row, and whether a newer slot of its job has started since (then it is superseded). */
+export interface QueuedRow {
+  row: RunRecord;
+  superseded: boolean;
 }
 
 export interface HistoryFilter {
@@ -62,27 +99,39 @@ export interface HistoryFilter {
 }
 
 /**
- * The run history: the ground truth of which execution IDs ran. Every write that ends a run is
- * fenced by the fencing token, so a stale owner cannot overwrite a newer run's row.
+ * The run history: the ground truth of which execution IDs ran. Every write that starts a run
+ * requires its fencing token to be above the job's floor, and every write that ends a run is
+ * fenced by that token, so a stale owner cannot overwrite a newer run's row.
  */
 export interface RunHistory {
   begin(request: BeginRequest): Promise<BeginOutcome>;
   /** False when the row no longer belongs to this fencing token (another owner took over). */
   finish(request: FinishRequest): Promise<boolean>;
-  /** Records a slot that did not start (overlap, or a store outage); keeps an existing row. True if inserted. */
-  recordNotStarted(
-    slot: SlotIdentity & { instanceId: string; status: 'skipped_overlap' | 'failed'; error: string; now: Date; trigger: RunTrigger },
-  ): Promise<boolean>;
+  /** Records a slot that did not start; keeps an existing row. True if inserted. */
+  recordNotStarted(request: NotStartedRequest): Promise<boolean>;
+  /** Moves a `queued` row to a final not-started status (superseded, given up). True if it was queued. */
+  settleQueued(executionId: string, status: 'skipped_overlap', error: string, now: Date): Promise<boolean>;
+  /** Counts a trigger that found its execution already done (`skipped_triggers`). */
+  skippedTrigger(executionId: string): Promise<void>;
   get(executionId: string): Promise<RunRecord | undefined>;
   /** Which of these execution IDs have a row. */
   existing(executionIds: string[]): Promise<Set<string>>;
-  restart(request: RestartRequest): Promise<boolean>;
-  /** Failed or timed-out rows of these jobs whose next attempt is due. */
-  dueRetries(jobNames: string[], now: Date, limit: number): Promise<RunRecord[]>;
-  /** `running` rows of these jobs that started before `startedBefore`. */
-  running(jobNames: string[], startedBefore: Date, limit: number): Promise<RunRecord[]>;
+  restart(request: RestartRequest): Promise<RestartOutcome>;
+  /** Rows of these jobs whose next attempt is due (failed, timed out, or lease_lost/aborted to recover). */
+  dueRetries(jobNames: string[], now: Date, limit: number, exclude: string[]): Promise<RunRecord[]>;
+  /** `running` rows of these jobs, least recently updated first. */
+  running(jobNames: string[], limit: number, exclude: string[]): Promise<RunRecord[]>;
+  /** `queued` rows of these jobs created before `before`. */
+  queued(jobNames: string[], before: Date, limit: number): Promise<QueuedRow[]>;
+  /**
+   * Rows of jobs not in `jobNames` that wait for something: `running` or `queued` since before
+   * `before`, or a next attempt due before `before`.
+   */
+  orphans(jobNames: string[], before: Date, limit: number): Promise<RunRecord[]>;
   /** Closes a `running` row whose owner died, if it still has this fencing token. */
-  markLeaseLost(executionId: string, fencingToken: number, now: Date, error: string): Promise<boolean>;
+  markLeaseLost(executionId: string, fencingToken: number, now: Date, error: string, nextAttemptAt?: Date | null): Promise<boolean>;
+  /** Ends a row that waits for something no instance will do (its job is gone). */
+  closeOrphan(row: RunRecord, status: 'lease_lost' | 'dead' | 'skipped_overlap', now: Date, error: string): Promise<boolean>;
   /** When an execution of the job last completed, anywhere in the fleet. */
   lastSuccess(jobName: string): Promise<Date | undefined>;
   list(filter?: HistoryFilter): Promise<RunRecord[]>;

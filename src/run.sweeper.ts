@@ -1,19 +1,43 @@
 import { describeError } from './error.redact.js';
 import type { DistributedCronRuntime } from './distributed-cron.runtime.js';
+import type { JobExecutor } from './job.executor.js';
+import type { RunRecord } from './distributed-cron.interfaces.js';
 
-/** Rows looked at per sweep; more wait for the next sweep. */
-const BATCH = 50;
+/** Rows looked at per kind per sweep; more wait for the next sweep. */
+const BATCH = 200;
+/** `running` rows looked at per sweep (each costs one Redis read). */
+const RUNNING_BATCH = 1_000;
+/** A due retry that could not start (lease busy, job paused) is looked at again after this many sweeps. */
+const DEFER_SWEEPS = 5;
+
+/**
+ * Rows of jobs that the sweeping instance does not schedule (removed, renamed, disabled or stopped)
+ * are closed once they have waited this long: a `running` row whose run holds no lease becomes
+ * `lease_lost`, a `queued` row `skipped_overlap`, a due retry `dead`, each with the reason.
+ */
+export const ORPHAN_GRACE_MS = 10 * 60_000;
+/** Orphans are looked for on the first sweep and every this many sweeps after. */
+const ORPHAN_EVERY_SWEEPS = 30;
 
 /**
  * Periodic work no single run owns, done by every instance (the run history and the leases make
- * each action happen once): start due retries, close or re-run executions whose owner died, and
- * watch for jobs that stopped succeeding.
+ * each action happen once): start due retries and recoveries, close or re-run executions whose
+ * owner died, start queued slots nobody handed the lease to, record slots whose claimant vanished,
+ * close rows of jobs nobody schedules, and watch for jobs that stopped succeeding.
+ *
+ * A sweep never waits for a run it starts: every check is launched and tracked by its executor,
+ * so one long recovery does not hold up another job's due retry.
  */
 export class RunSweeper {
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
   private readonly startedAt: number;
   private readonly lastSuccessCheck = new Map<string, number>();
+  /** Execution IDs not looked at again before performance.now() reaches the value. */
+  private readonly deferred = new Map<string, number>();
+  /** Execution IDs whose check or start is in flight. */
+  private readonly inFlight = new Set<string>();
+  private sweeps = 0;
 
   constructor(
     private readonly runtime: DistributedCronRuntime,
@@ -46,24 +70,47 @@ export class RunSweeper {
     const { runtime } = this;
     // Jobs whose timer runs on this instance (not `disabled`, not stopped in SchedulerRegistry).
     const active = [...runtime.jobs.values()].filter(({ timer }) => timer.active).map(({ executor }) => executor);
-    if (active.length === 0) return;
     const byName = new Map(active.map((executor) => [executor.job.name, executor]));
     const names = [...byName.keys()];
     const now = runtime.clock();
-    try {
-      for (const row of await runtime.history.dueRetries(names, new Date(now), BATCH)) {
-        void byName.get(row.jobName)?.retry(row, 'retry');
+    const mono = performance.now();
+    for (const [id, until] of this.deferred) if (until <= mono) this.deferred.delete(id);
+    const exclude = [...this.deferred.keys(), ...this.inFlight];
+    const step = async (what: string, work: () => Promise<void>): Promise<void> => {
+      try {
+        await work();
+      } catch (error) {
+        runtime.logger.warn(`run history sweep (${what}) failed, retried in ${this.everyMs} ms: ${describeError(error)}`);
       }
-      // A run's lease is renewed every renewEvery; one that started more than a lease ago and is
-      // still 'running' may have lost its owner. The lease itself says whether it did.
-      const shortestLease = Math.min(...active.map((e) => e.job.leaseMs));
-      for (const row of await runtime.history.running(names, new Date(now - shortestLease), BATCH)) {
-        const executor = byName.get(row.jobName);
-        if (executor && row.startedAt && now - row.startedAt.getTime() >= executor.job.leaseMs) await executor.checkOwner(row);
-      }
-    } catch (error) {
-      runtime.logger.warn(`run history sweep failed (retried in ${this.everyMs} ms): ${describeError(error)}`);
+    };
+
+    if (active.length > 0) {
+      await step('due retries', async () => {
+        for (const row of await runtime.history.dueRetries(names, new Date(now), BATCH, exclude)) {
+          const executor = byName.get(row.jobName);
+          if (executor) this.launch(row, executor.startDue(row), (r) => r === 'busy' || r === 'paused' || r === 'alive');
+        }
+      });
+      await step('running executions', async () => {
+        for (const row of await runtime.history.running(names, RUNNING_BATCH, [...this.inFlight])) {
+          const executor = byName.get(row.jobName);
+          if (executor) this.launch(row, executor.checkOwner(row), () => false);
+        }
+      });
+      await step('queued slots', async () => {
+        // A queued slot is normally handed the lease by the run it waits for; look at it once it has waited a lease.
+        const shortestLease = Math.min(...active.map((e) => e.job.leaseMs));
+        for (const { row, superseded } of await runtime.history.queued(names, new Date(now - shortestLease), BATCH)) {
+          const executor = byName.get(row.jobName);
+          if (executor && !this.inFlight.has(row.executionId) && !this.deferred.has(row.executionId)) {
+            this.launch(row, executor.checkQueued(row, superseded), (r) => r === 'busy' || r === 'paused');
+          }
+        }
+      });
+      await step('vanished claims', () => this.checkLostClaims(active, mono));
     }
+    if (this.sweeps++ % ORPHAN_EVERY_SWEEPS === 0) await step('orphaned rows', () => this.closeOrphans(names, now));
+
     for (const executor of active) {
       const windowMs = executor.job.expectSuccessWithinMs;
       if (windowMs === undefined) continue;
@@ -72,6 +119,51 @@ export class RunSweeper {
       if (now - last < Math.min(windowMs / 10, 60_000)) continue;
       this.lastSuccessCheck.set(executor.job.name, now);
       await executor.checkSuccess(this.startedAt);
+    }
+  }
+
+  /** Starts a check without waiting for it; a result `defer` accepts keeps the row out of the next sweeps. */
+  private launch<T>(row: RunRecord, check: Promise<T>, defer: (result: T) => boolean): void {
+    const id = row.executionId;
+    this.inFlight.add(id);
+    void check
+      .then((result) => {
+        if (defer(result)) this.deferred.set(id, performance.now() + DEFER_SWEEPS * this.everyMs);
+      })
+      .catch((error: unknown) => this.runtime.logger.warn(`run history sweep: ${id}: ${describeError(error)}`))
+      .finally(() => this.inFlight.delete(id));
+  }
+
+  /** Slots other instances claimed a lease ago: each must have a row by now, or its claimant vanished. */
+  private async checkLostClaims(active: JobExecutor[], mono: number): Promise<void> {
+    const due = active.flatMap((executor) => executor.takeDueLostClaims(mono).map((claim) => ({ executor, claim })));
+    if (due.length === 0) return;
+    let existing: Set<string>;
+    try {
+      existing = await this.runtime.history.existing(due.map(({ claim }) => claim.executionId));
+    } catch (error) {
+      for (const { executor, claim } of due) executor.returnLostClaim(claim);
+      throw error;
+    }
+    for (const { executor, claim } of due) if (!existing.has(claim.executionId)) await executor.recordVanishedClaim(claim);
+  }
+
+  /** Rows of jobs this instance does not schedule, waiting for longer than ORPHAN_GRACE_MS. */
+  private async closeOrphans(names: string[], now: number): Promise<void> {
+    const { history, leases, logger } = this.runtime;
+    const at = new Date(now);
+    for (const row of await history.orphans(names, new Date(now - ORPHAN_GRACE_MS), BATCH)) {
+      const nobody = `job '${row.jobName}' is not scheduled on instance ${this.runtime.instanceId} (removed, renamed, disabled or stopped)`;
+      let closed = false;
+      if (row.status === 'running') {
+        if (row.fencingToken !== null && (await leases.isAlive(row.jobName, row.executionId, row.fencingToken))) continue;
+        closed = await history.closeOrphan(row, 'lease_lost', at, `${nobody}, and its run holds no lease`);
+      } else if (row.status === 'queued') {
+        closed = await history.closeOrphan(row, 'skipped_overlap', at, `${nobody}: the waiting slot will not run`);
+      } else {
+        closed = await history.closeOrphan(row, 'dead', at, `${nobody}: its next attempt, due ${row.nextAttemptAt?.toISOString()}, will not run`);
+      }
+      if (closed) logger.warn(`closed ${row.executionId} (${row.status}): ${nobody}`);
     }
   }
 }

@@ -76,6 +76,7 @@ describe('distributed_cron_runs (migration + Prisma client)', () => {
       );
       expect(rows.map((r) => r.indexname)).toEqual([
         'distributed_cron_runs_execution_id_key',
+        'distributed_cron_runs_job_name_fencing_token_idx',
         'distributed_cron_runs_job_name_scheduled_at_idx',
         'distributed_cron_runs_pkey',
         'distributed_cron_runs_status_next_attempt_at_idx',

@@ -122,7 +122,7 @@ describe('overlap policies, fleet-wide', () => {
     expect(await first).toBe('ran');
 
     const replaced = await prisma.distributedCronRun.findUnique({ where: { executionId: id(1) } });
-    expect(replaced?.status).toBe('failed');
+    expect(replaced?.status).toBe('aborted');
     expect(replaced?.error).toMatch(/replaced by a newer slot/);
     const replacement = (await prisma.distributedCronRun.findUnique({ where: { executionId: id(2) } }))!;
     expect(replacement.status).toBe('completed');

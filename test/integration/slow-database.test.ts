@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { PrismaClientLike } from '../../src/index.js';
-import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
+import { closeAll, jobProvider, logs, startApp, type RunningApp } from '../support/app.js';
 import { createPrisma, uniqueName, waitFor } from '../support/services.js';
 
 const prisma = createPrisma();
@@ -27,29 +27,58 @@ function slow(delayMs: number): PrismaClientLike {
   };
 }
 
-describe('a database slower than the lease', () => {
-  it('keeps the lease renewed from the claim until the result is written: no overlap, no false lease_lost', async () => {
+async function twoInstances(name: string, firstWritesTakeMs: number, starts: string[]): Promise<void> {
+  for (let i = 0; i < 2; i++) {
+    const label = `${name}-${i}`;
+    apps.push(
+      await startApp({
+        label,
+        providers: [jobProvider('0 0 1 1 *', { name, lease: '1s', renewEvery: '200ms' }, (ctx) => void starts.push(ctx.executionId), label)],
+        module: { prisma: i === 0 ? slow(firstWritesTakeMs) : prisma, sweepEvery: '100ms' },
+      }),
+    );
+  }
+}
+
+describe('a slow database', () => {
+  it('slower than renewEvery but within the deadline: the lease is renewed from the claim until the result is written; no overlap, no false lease_lost', async () => {
     const name = uniqueName('slow-db');
     const starts: string[] = [];
-    for (let i = 0; i < 2; i++) {
-      const label = `${name}-${i}`;
-      apps.push(
-        await startApp({
-          label,
-          providers: [jobProvider('0 0 1 1 *', { name, lease: '1s', renewEvery: '200ms' }, (ctx) => void starts.push(ctx.executionId), label)],
-          // Each write (the INSERT before the handler, the UPDATE after it) takes 1.5 leases.
-          module: { prisma: i === 0 ? slow(1_500) : prisma, sweepEvery: '100ms' },
-        }),
-      );
-    }
-    const first = apps[0]!.cron.trigger(name, new Date('2026-01-01T00:00:00Z'));
-    await new Promise((resolve) => setTimeout(resolve, 1_200)); // past one lease, INSERT still pending
-    expect(await apps[1]!.cron.trigger(name, new Date('2027-01-01T00:00:00Z'))).toBe('skipped_overlap');
+    // Each write (the INSERT before the handler, the UPDATE after it) takes three renewal intervals.
+    await twoInstances(name, 600, starts);
+    const first = apps.at(-2)!.cron.trigger(name, new Date('2026-01-01T00:00:00Z'));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the INSERT is still pending
+    expect(await apps.at(-1)!.cron.trigger(name, new Date('2027-01-01T00:00:00Z'))).toBe('skipped_overlap');
     expect(await first).toBe('ran');
     const row = await waitFor(() => prisma.distributedCronRun.findUnique({ where: { executionId: `${name}:2026-01-01T00:00:00Z` } }), {
       message: 'the row',
     });
     expect(row.status).toBe('completed');
     expect(starts).toEqual([`${name}:2026-01-01T00:00:00Z`]);
+  });
+
+  it('slower than the lease: the write gets a deadline shorter than the lease, the slot fails closed and frees the lease, and the row that lands late is closed by a sweep', async () => {
+    const name = uniqueName('slow-db-deadline');
+    const starts: string[] = [];
+    // Each write takes 1.5 leases: longer than the 800 ms deadline (lease − renewEvery).
+    await twoInstances(name, 1_500, starts);
+    const t0 = Date.now();
+    expect(await apps.at(-2)!.cron.trigger(name, new Date('2026-01-01T00:00:00Z'))).toBe('unavailable');
+    // Failed closed within the deadline, not after the write; the lease was released, not held.
+    expect(Date.now() - t0).toBeLessThan(1_400);
+    expect(starts).toEqual([]);
+    expect(await apps.at(-1)!.cron.trigger(name, new Date('2027-01-01T00:00:00Z'))).toBe('ran');
+    // The INSERT lands after its deadline (a `running` row with a token nobody holds, closed by a
+    // sweep as lease_lost), or the fencing floor refuses it once the later run's row is in (then the
+    // instance records the slot as failed, not started). Either way the row says what happened.
+    const late = await waitFor(
+      async () => {
+        const row = await prisma.distributedCronRun.findUnique({ where: { executionId: `${name}:2026-01-01T00:00:00Z` } });
+        return row && row.status !== 'running' ? row : undefined;
+      },
+      { message: `the late row closed by a sweep ${JSON.stringify(logs.lines.filter((l) => l.message.includes(name)).slice(-15), null, 1)}`, timeoutMs: 10_000 },
+    );
+    expect(late.status, JSON.stringify(logs.lines.filter((l) => l.message.includes(name)).slice(-15), null, 1)).toMatch(/^(lease_lost|failed)$/);
+    expect(starts).toEqual([`${name}:2027-01-01T00:00:00Z`]);
   });
 });

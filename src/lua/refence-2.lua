@@ -1,0 +1,28 @@
+--[[
+  Raises a held lease's fencing token above a floor. Called when the run history already holds a
+  token at or above the one this lease got, which means Redis forgot the job's counter (a restart
+  without data, FLUSHALL, a failover to a replica that lost writes). The counter becomes at least
+  floor + 1, and the lease keeps its random part under the new token.
+
+  KEYS[1] the lease: the job's lease key, or (under 'allow') the execution's slot key
+  KEYS[2] fence key
+
+  ARGV[1] token '<fence>:<random>' that must still hold the lease
+  ARGV[2] floor: the highest fencing token of the job in the run history
+  ARGV[3] lease TTL, ms
+
+  Output: { 1, fence } the lease now has token '<fence>:<random>'
+          { 0 }        the lease is not held by this token any more
+]]
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return { 0 }
+end
+local fence = redis.call('INCR', KEYS[2])
+local floor = tonumber(ARGV[2])
+if fence <= floor then
+  fence = floor + 1
+  redis.call('SET', KEYS[2], string.format('%d', fence))
+end
+local random = string.sub(ARGV[1], string.find(ARGV[1], ':', 1, true) + 1)
+redis.call('SET', KEYS[1], string.format('%d', fence) .. ':' .. random, 'PX', ARGV[3])
+return { 1, fence }
