@@ -1,11 +1,12 @@
 import {
   Injectable,
   Optional,
+  Scope,
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
   type OnModuleInit,
 } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { DiscoveryService, MetadataScanner, ModulesContainer, Reflector } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import { DISTRIBUTED_CRON_METADATA } from './distributed-cron.constants.js';
@@ -26,7 +27,10 @@ const SCHEDULER_TYPE = 'SCHEDULER_TYPE';
 const SCHEDULER_NAME = 'SCHEDULER_NAME';
 const PLAIN_KINDS: Record<number, string> = { 1: '@Cron', 2: '@Timeout', 3: '@Interval' };
 
+type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];
+
 interface FoundMethod {
+  wrapper: InstanceWrapper;
   instance: object;
   methodName: string;
   source: string;
@@ -45,16 +49,19 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
     private readonly scanner: MetadataScanner,
     private readonly reflector: Reflector,
     private readonly runtime: DistributedCronRuntime,
+    private readonly modules: ModulesContainer,
     @Optional() private readonly schedulerRegistry?: SchedulerRegistry,
   ) {}
 
   onModuleInit(): void {
     const { runtime } = this;
+    this.refuseSecondImport();
     const sources = new Map<string, string>();
     for (const found of this.methods()) {
       const method = (found.instance as Record<string, unknown>)[found.methodName] as (ctx: CronContext) => unknown;
       const metadata = this.reflector.get<DistributedCronMetadata | undefined>(DISTRIBUTED_CRON_METADATA, method);
       if (!metadata) continue;
+      this.refuseNonStatic(found, metadata);
       const job = resolveJobConfig(metadata, found.source, runtime.options);
       const first = sources.get(job.name);
       if (first !== undefined) throw new DistributedCronConfigError(job.name, 'name', messages.DUPLICATE_JOB(first, found.source));
@@ -114,9 +121,46 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
       const prototype = Object.getPrototypeOf(instance) as object | null;
       if (!prototype) continue;
       for (const methodName of this.scanner.getAllMethodNames(prototype)) {
-        yield { instance, methodName, source: `${instance.constructor?.name ?? 'Anonymous'}.${methodName}` };
+        yield { wrapper, instance, methodName, source: `${instance.constructor?.name ?? 'Anonymous'}.${methodName}` };
       }
     }
+  }
+
+  /**
+   * Each forRoot/forRootAsync is its own module with its own runtime, and each would mount every
+   * job of the app (discovery is app-wide): a second import is always a mistake.
+   */
+  private refuseSecondImport(): void {
+    const hosts = new Set(
+      this.discovery
+        .getProviders()
+        .filter((wrapper) => wrapper.metatype === DistributedCronRuntime && wrapper.host !== undefined)
+        .map((wrapper) => wrapper.host!),
+    );
+    if (hosts.size < 2) return;
+    const importers = [...this.modules.values()]
+      .filter((module) => [...module.imports].some((imported) => hosts.has(imported)))
+      .map((module) => module.name);
+    throw new DistributedCronConfigError(undefined, 'forRoot', messages.IMPORTED_TWICE(hosts.size, importers));
+  }
+
+  /**
+   * A request-scoped or transient provider has no real instance at bootstrap, only a placeholder
+   * without its dependencies; a job on it would fail on every run (as @nestjs/schedule's explorer
+   * also refuses, by `isDependencyTreeStatic()`).
+   */
+  private refuseNonStatic({ wrapper, instance, source }: FoundMethod, metadata: DistributedCronMetadata): void {
+    const scope = wrapper.scope === Scope.REQUEST
+      ? 'request'
+      : wrapper.isTransient
+        ? 'transient'
+        : wrapper.isDependencyTreeStatic()
+          ? undefined
+          : 'request-dependency';
+    if (scope === undefined) return;
+    const name = typeof metadata.options.name === 'string' ? metadata.options.name : source;
+    const className = instance.constructor?.name ?? 'Anonymous';
+    throw new DistributedCronConfigError(name, 'scope', messages.NON_STATIC_PROVIDER(source, className, scope));
   }
 
   /** One warning per plain @nestjs/schedule job: each runs on every instance. */
@@ -140,7 +184,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
     const registry = this.schedulerRegistry;
     if (!registry) return;
     if (registry.doesExist('cron', name)) {
-      throw new DistributedCronConfigError(name, 'name', 'a @nestjs/schedule job with this name already exists in SchedulerRegistry');
+      throw new DistributedCronConfigError(name, 'name', messages.NAME_TAKEN_IN_REGISTRY());
     }
     let cronJob: CronJob<null, null>;
     try {

@@ -1,5 +1,7 @@
 /** Log and error texts, composed from their arguments in one place. */
 
+import { MAX_TIMER_MS } from './duration.parse.js';
+
 export const MISSING_TIME_ZONE = () =>
   'no time zone: set `timeZone` on the job or a module default; the server zone is never assumed';
 
@@ -11,8 +13,38 @@ export const DUPLICATE_JOB = (first: string, second: string) =>
 export const LEASE_NOT_LONGER_THAN_RENEWAL = (leaseMs: number, renewMs: number) =>
   `lease (${leaseMs} ms) must be longer than the renewal interval \`renewEvery\` (${renewMs} ms)`;
 
+/** A duration that becomes a Node.js timer but is too long for one. */
+export const TIMER_TOO_LONG = (ms: number, effect: string, fix = "use at most '24d'") =>
+  `${ms} ms (about ${(ms / 86_400_000).toFixed(1)} days) is longer than the longest timer Node.js can arm ` +
+  `(${MAX_TIMER_MS} ms, about 24.8 days): Node would fire it after 1 ms, so ${effect}; ${fix}`;
+
 export const SKEW_TOO_LARGE = (skewMs: number, periodMs: number) =>
   `skew tolerance (${skewMs} ms) must be less than half the job's shortest period (${periodMs} ms)`;
+
+export const NAME_TAKEN_IN_REGISTRY = () =>
+  'a @nestjs/schedule job (@Cron, @Interval or @Timeout) with this name already exists in SchedulerRegistry; rename one of the two';
+
+export const IMPORTED_TWICE = (count: number, importers: string[]) =>
+  `imported ${count} times in this app` +
+  (importers.length > 0 ? ` (DistributedCronModule.forRoot()/forRootAsync() in ${importers.join(' and ')})` : '') +
+  `, which would schedule every job ${count} times. Call forRoot once, in the root module: @DistributedCron methods ` +
+  'of every module are found from there, so feature modules must not import it again. To inject DistributedCronService ' +
+  'in a feature module, pass `isGlobal: true` to that one forRoot, or export DistributedCronModule from the module ' +
+  'that imports it and import that module';
+
+/** How a provider that cannot hold a job is scoped. */
+export type NonStaticScope = 'request' | 'transient' | 'request-dependency';
+
+export const NON_STATIC_PROVIDER = (source: string, className: string, scope: NonStaticScope) =>
+  `${source} is on ${className}, which is ` +
+  (scope === 'request'
+    ? 'request-scoped (`@Injectable({ scope: Scope.REQUEST })`)'
+    : scope === 'transient'
+      ? 'transient (`@Injectable({ scope: Scope.TRANSIENT })`)'
+      : 'request-scoped because it injects a request-scoped provider') +
+  ': there is no real instance of it outside a request or consumer, so every run would call the method on a ' +
+  `half-built object. Move the method to a default-scoped (singleton) provider; it can get request-scoped or ` +
+  'transient collaborators inside the handler with ModuleRef.resolve()';
 
 export const PLAIN_SCHEDULE_WARNING = (kind: string, name: string) =>
   `${kind} job ${name} runs on every instance of this app: with N instances it runs N times. ` +
@@ -31,3 +63,25 @@ export const FINISH_NOT_RECORDED = (jobName: string, executionId: string, error:
 
 export const STALE_FINISH = (jobName: string, executionId: string) =>
   `job '${jobName}': the row of ${executionId} no longer belonged to this run (its lease had expired and another instance closed or took it over); this instance's result was not written`;
+
+/** A value as an argument error shows it: `Invalid Date`, `'text'`, `42`, `undefined`, `null`, `an object`. */
+export function shown(value: unknown): string {
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'Invalid Date' : `Date ${value.toISOString()}`;
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint' || value == null) return String(value);
+  if (Array.isArray(value)) return `an array`;
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'symbol') return value.toString();
+  const name = (value as object).constructor?.name;
+  return name && name !== 'Object' ? `a ${name}` : 'an object';
+}
+
+export const NOT_A_NON_EMPTY_STRING = (value: unknown) => `must be a non-empty string, got ${shown(value)}`;
+
+export const NOT_A_VALID_DATE = (value: unknown) => `must be a valid Date, got ${shown(value)}`;
+
+export const UNKNOWN_JOB = (jobName: string, known: string[]) =>
+  `must name a job of this app: no @DistributedCron job named '${jobName}' (known: ${known.join(', ') || 'none'})`;
+
+export const UNMOUNTED_EXECUTION = (executionId: string, known: string[]) =>
+  `${JSON.stringify(executionId)} belongs to a job this app does not schedule; replay it from an app that has the job (known here: ${known.join(', ') || 'none'})`;

@@ -8,6 +8,10 @@ import { DistributedCronService } from './distributed-cron.service.js';
 /**
  * Runs `@DistributedCron` methods once per slot across every instance of the app.
  *
+ * Import it once, in the root module: it finds the jobs of every module from there, and a second
+ * forRoot fails at bootstrap. To inject `DistributedCronService` in feature modules, pass
+ * `isGlobal: true`, or export `DistributedCronModule` from the module that imports it.
+ *
  * @example
  * DistributedCronModule.forRootAsync({
  *   inject: [PrismaService, ConfigService],

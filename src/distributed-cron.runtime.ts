@@ -6,7 +6,7 @@ import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
 import type { DistributedCronModuleOptions } from './distributed-cron.interfaces.js';
 import { DISTRIBUTED_CRON_OPTIONS } from './distributed-cron.module-definition.js';
 import { isValidTimeZone } from './cron.schedule.js';
-import { parseDuration } from './duration.parse.js';
+import { MAX_TIMER_MS, parseDuration } from './duration.parse.js';
 import { DistributedCronConfigError } from './errors/distributed-cron-config.error.js';
 import type { JobExecutor } from './job.executor.js';
 import type { JobTimer } from './job.timer.js';
@@ -73,10 +73,19 @@ export class DistributedCronRuntime {
         return fail(option, (error as Error).message);
       }
     };
+    /** A duration that becomes a setTimeout/setInterval: Node fires a longer one after 1 ms. */
+    const timerDuration = (option: string, value: unknown, fallback: number, effect: string): number => {
+      const ms = duration(option, value, fallback);
+      return ms > MAX_TIMER_MS ? fail(option, messages.TIMER_TOO_LONG(ms, effect)) : ms;
+    };
 
     this.instanceId = options.instanceId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
     this.clock = options.clock ?? Date.now;
-    this.leases = new RedisLeaseStore(redis, keyPrefix, duration('redisTimeout', options.redisTimeout, 2_000));
+    this.leases = new RedisLeaseStore(
+      redis,
+      keyPrefix,
+      timerDuration('redisTimeout', options.redisTimeout, 2_000, 'every Redis call would time out at once and every slot fail closed'),
+    );
     this.history = new PrismaRunHistory(prisma);
     const alerts = options.alerts ?? {};
     const escalateAfter = alerts.escalateAfter ?? 3;
@@ -90,9 +99,14 @@ export class DistributedCronRuntime {
       this.clock,
       this.logger,
     );
-    this.sweepEveryMs = duration('sweepEvery', options.sweepEvery, 2_000);
+    this.sweepEveryMs = timerDuration('sweepEvery', options.sweepEvery, 2_000, 'the run history would be swept every millisecond');
     if (this.sweepEveryMs < 100) fail('sweepEvery', `must be at least 100ms, got ${this.sweepEveryMs} ms`);
-    this.shutdownTimeoutMs = duration('shutdownTimeout', options.shutdownTimeout, 10_000);
+    this.shutdownTimeoutMs = timerDuration(
+      'shutdownTimeout',
+      options.shutdownTimeout,
+      10_000,
+      'running executions would be aborted at once on shutdown',
+    );
     this.auditPlainSchedules = options.auditPlainSchedules ?? true;
   }
 }

@@ -2,7 +2,7 @@ import { businessDate, isValidTimeZone, parseCronSchedule, type CronSchedule } f
 import type { DistributedCronMetadata } from './distributed-cron.decorator.js';
 import type { CatchUpPolicy, DistributedCronModuleOptions, OverlapPolicy, SlotInfo } from './distributed-cron.interfaces.js';
 import * as messages from './distributed-cron.messages.js';
-import { parseDuration } from './duration.parse.js';
+import { MAX_TIMER_MS, parseDuration } from './duration.parse.js';
 import type { Backoff } from './backoff.js';
 import { DistributedCronConfigError } from './errors/distributed-cron-config.error.js';
 
@@ -61,7 +61,9 @@ export function resolveJobConfig(
   const options = { ...module.jobDefaults, ...metadata.options };
   const name = options.name ?? source;
   const fail = (option: string, problem: string): never => {
-    throw new DistributedCronConfigError(name, option, problem);
+    const defaults: Readonly<Record<string, unknown>> = module.jobDefaults ?? {};
+    const fromDefaults = defaults[option] !== undefined && (metadata.options as Record<string, unknown>)[option] === undefined;
+    throw new DistributedCronConfigError(name, option, fromDefaults ? `${problem} (set in the module's \`jobDefaults\`)` : problem);
   };
   if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
     fail('name', `must be 1-200 characters without white space or braces, got ${JSON.stringify(name)}`);
@@ -93,10 +95,13 @@ export function resolveJobConfig(
     fail('overlap', `must be one of ${OVERLAP_POLICIES.map((p) => `'${p}'`).join(', ')}, got ${JSON.stringify(overlap)}`);
   }
 
+  // The lease arms timers (its local deadline, the run-history deadlines); renewEvery is a setInterval.
   const leaseMs = duration('lease', options.lease, DEFAULT_LEASE_MS);
   if (leaseMs < 1_000) fail('lease', `must be at least 1s, got ${leaseMs} ms`);
+  if (leaseMs > MAX_TIMER_MS) fail('lease', messages.TIMER_TOO_LONG(leaseMs, 'the timers that guard the lease would fire at once'));
   const renewMs = duration('renewEvery', options.renewEvery, Math.floor(leaseMs / 3));
   if (renewMs < 100) fail('renewEvery', `must be at least 100ms, got ${renewMs} ms`);
+  if (renewMs > MAX_TIMER_MS) fail('renewEvery', messages.TIMER_TOO_LONG(renewMs, 'the lease would be renewed every millisecond'));
   if (leaseMs <= renewMs) fail('lease', messages.LEASE_NOT_LONGER_THAN_RENEWAL(leaseMs, renewMs));
 
   const halfPeriod = schedule.minPeriodMs / 2;
@@ -109,6 +114,9 @@ export function resolveJobConfig(
 
   const timeoutMs = options.timeout === undefined ? undefined : duration('timeout', options.timeout, 0);
   if (timeoutMs !== undefined && timeoutMs <= 0) fail('timeout', `must be positive, got ${timeoutMs} ms`);
+  if (timeoutMs !== undefined && timeoutMs > MAX_TIMER_MS) {
+    fail('timeout', messages.TIMER_TOO_LONG(timeoutMs, 'every run would be aborted at once and recorded `timed_out`'));
+  }
 
   const catchUpOption = typeof options.catchUp === 'string' ? { policy: options.catchUp } : options.catchUp;
   const defaultCatchUp: CatchUpPolicy = schedule.minPeriodMs < HOUR_MS ? 'none' : 'latest';

@@ -31,6 +31,9 @@ describe('bootstrap fails with an error naming the job and the option', () => {
     ['a missing Redis client', () => bootstrap([], { redis: undefined as never }), /option `redis`: missing/],
     ['a missing Prisma client', () => bootstrap([], { prisma: undefined as never }), /option `prisma`: missing/],
     ['an unknown module time zone', () => bootstrap([], { timeZone: 'Europe/Atlantis' }), /DistributedCronModule option `timeZone`: unknown IANA time zone/],
+    // Node fires a timer longer than 2^31-1 ms (~24.8 days) after 1 ms: every run would time out at once.
+    ['a timeout longer than a Node timer', () => bootstrap([jobProvider('0 0 * * *', { name: 'long-timeout', timeout: '30d' }, noop, 'x')]), /job 'long-timeout', option `timeout`: 2592000000 ms .*longest timer Node\.js can arm/],
+    ['a module sweep interval longer than a Node timer', () => bootstrap([], { sweepEvery: '30d' }), /DistributedCronModule option `sweepEvery`: 2592000000 ms .*longest timer Node\.js can arm/],
   ];
   for (const [what, run, message] of cases) {
     it(`for ${what}`, async () => {

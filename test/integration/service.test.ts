@@ -21,6 +21,21 @@ describe('DistributedCronService', () => {
     apps = [];
   });
 
+  it('rejects bad arguments with the method, the job and the parameter, instead of a bare RangeError', async () => {
+    const name = uniqueName('bad-args');
+    apps = await startFleet(1, name, '0 0 * * *', { name }, () => undefined);
+    const { cron } = apps[0]!;
+    await expect(cron.trigger(name, new Date('x'))).rejects.toThrow(`trigger('${name}'): \`scheduledAt\` must be a valid Date, got Invalid Date`);
+    // A Promise-returning method rejects; it does not throw synchronously.
+    const paused = cron.isPaused('no-such-job');
+    await expect(paused).rejects.toThrow(/^isPaused\('no-such-job'\): `jobName` must name a job of this app/);
+    await expect(cron.history({ jobName: name, status: 'done' as never })).rejects.toThrow(`history('${name}'): \`filter.status\` must be a status`);
+    expect(() => cron.nextRuns(name, 0)).toThrow(`nextRuns('${name}'): \`count\` must be an integer from 1 to 1000, got 0`);
+    expect(await prisma.distributedCronRun.count({ where: { jobName: name } })).toBe(0);
+    await closeAll(apps);
+    apps = [];
+  });
+
   it('pauses a job on every instance and resumes it', async () => {
     const name = uniqueName('pause');
     const runs: number[] = [];
