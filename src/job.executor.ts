@@ -585,7 +585,8 @@ export class JobExecutor {
         return false;
       } catch (failure) {
         const text = describeError(failure);
-        if (performance.now() - firstTry >= FINISH_RETRY_MS) {
+        // On shutdown the result gets one more try, not five minutes: the app is closing its clients.
+        if (performance.now() - firstTry >= FINISH_RETRY_MS || (this.stopping.signal.aborted && attempt > 1)) {
           this.deps.logger.error(messages.FINISH_NOT_RECORDED(this.job.name, executionId, text));
           this.alertFailure({ kind: 'unavailable', executionId, status, error: `could not record the result (${status}): ${text}` });
           return false;
@@ -593,7 +594,7 @@ export class JobExecutor {
         if (attempt === 1) {
           this.deps.logger.warn(`job '${this.job.name}': recording the result of ${executionId} (${status}) failed; retrying while holding its lease: ${text}`);
         }
-        await sleep(delay);
+        await sleep(delay, undefined, { signal: this.stopping.signal }).catch(() => undefined);
       }
     }
   }

@@ -89,6 +89,12 @@ function int(value: number): number {
 /** Statuses whose row may get a next attempt (`next_attempt_at`). */
 const RETRYABLE = `('failed', 'timed_out', 'lease_lost', 'aborted')`;
 
+/**
+ * A row with attempts left. A run that ended `lease_lost` or `aborted` under `recover` gets one
+ * more attempt even when the job has no retries (as `decideOutcome` and `mayRecover` decide).
+ */
+const ATTEMPTS_LEFT = `attempt < CASE WHEN status IN ('lease_lost', 'aborted') THEN GREATEST(max_attempts, 2) ELSE max_attempts END`;
+
 /** The job's fencing floor: no run may start with a token at or below it. */
 const FLOOR = (job: string): string => `COALESCE((SELECT max(f.fencing_token) FROM ${TABLE} f WHERE f.job_name = ${job}), 0)`;
 
@@ -206,7 +212,7 @@ export class PrismaRunHistory implements RunHistory {
     if (jobNames.length === 0) return [];
     const rows = await this.prisma.$queryRawUnsafe<Row[]>(
       `SELECT ${COLUMNS} FROM ${TABLE}
-       WHERE status IN ${RETRYABLE} AND next_attempt_at <= $2 AND attempt < max_attempts
+       WHERE status IN ${RETRYABLE} AND next_attempt_at <= $2 AND ${ATTEMPTS_LEFT}
          AND job_name = ANY($1::text[]) AND NOT (execution_id = ANY($4::text[]))
        ORDER BY next_attempt_at LIMIT $3`,
       jobNames,
@@ -251,7 +257,7 @@ export class PrismaRunHistory implements RunHistory {
       `SELECT ${COLUMNS} FROM ${TABLE}
        WHERE NOT (job_name = ANY($1::text[])) AND (
          (status IN ('running', 'queued') AND updated_at < $2)
-         OR (status IN ${RETRYABLE} AND next_attempt_at < $2 AND attempt < max_attempts))
+         OR (status IN ${RETRYABLE} AND next_attempt_at < $2 AND ${ATTEMPTS_LEFT}))
        ORDER BY updated_at LIMIT $3`,
       jobNames,
       before,

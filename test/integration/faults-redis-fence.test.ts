@@ -1,0 +1,192 @@
+/**
+ * Fault injection: Redis forgets the job's keys (FLUSHALL, a restart without data). Each test
+ * owns a private redis-server, so wiping it disturbs no other test.
+ */
+import { Redis } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { CronContext } from '../../src/index.js';
+import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
+import { createPrisma, startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
+
+const prisma = createPrisma();
+const apps: RunningApp[] = [];
+const servers: TestRedisServer[] = [];
+const admins: Redis[] = [];
+afterAll(async () => {
+  await closeAll(apps);
+  for (const admin of admins) admin.disconnect();
+  await Promise.all(servers.map((s) => s.stop()));
+  await prisma.$disconnect();
+});
+
+/** A client of the app under test: its errors are the app's to log. */
+function appClient(url: string): Redis {
+  return new Redis(url, { maxRetriesPerRequest: 1 }).on('error', () => undefined);
+}
+
+async function privateRedis(): Promise<{ server: TestRedisServer; admin: Redis }> {
+  const server = await startRedisServer();
+  servers.push(server);
+  const admin = appClient(server.url);
+  admins.push(admin);
+  return { server, admin };
+}
+
+/** Whole-second slot `secondsAgo` before now: recent enough for `recover`. */
+function recentSlot(secondsAgo: number): Date {
+  return new Date(Math.floor(Date.now() / 1_000) * 1_000 - secondsAgo * 1_000);
+}
+
+describe('fencing tokens when Redis loses its data', () => {
+  it('keeps growing per job across FLUSHALL and a restart without data; each run after it completes', async () => {
+    const { server, admin } = await privateRedis();
+    const name = uniqueName('fence-floor');
+    const label = `${name}-0`;
+    const tokens: Array<{ executionId: string; token: number }> = [];
+    const app = await startApp({
+      label,
+      redis: appClient(server.url),
+      providers: [jobProvider('0 0 1 1 *', { name, lease: '2s', catchUp: 'none' }, (ctx) => void tokens.push({ executionId: ctx.executionId, token: ctx.fencingToken }), label)],
+      module: { redisTimeout: 1_000 },
+    });
+    apps.push(app);
+    const slot = (day: number): Date => new Date(Date.UTC(2026, 0, day));
+    const expectCompletedWithLastToken = async (): Promise<void> => {
+      const last = tokens.at(-1)!;
+      const row = await prisma.distributedCronRun.findUnique({ where: { executionId: last.executionId } });
+      expect(row?.status).toBe('completed');
+      expect(row?.fencingToken).toBe(BigInt(last.token));
+    };
+
+    for (let day = 1; day <= 3; day++) expect(await app.cron.trigger(name, slot(day))).toBe('ran');
+    const before = tokens.map((t) => t.token);
+    expect(before).toHaveLength(3);
+
+    await admin.flushall();
+    expect(await admin.exists(`dcron:{${name}}:fence`)).toBe(0);
+    expect(await app.cron.trigger(name, slot(4))).toBe('ran');
+    expect(tokens).toHaveLength(4);
+    // Redis would have handed out 1 again; the run history's floor keeps the token above every earlier one.
+    expect(tokens[3]!.token).toBeGreaterThan(Math.max(...before));
+    await expectCompletedWithLastToken();
+    // And Redis's counter was raised with it, so the next run does not need the floor.
+    expect(Number(await admin.get(`dcron:{${name}}:fence`))).toBeGreaterThanOrEqual(tokens[3]!.token);
+
+    // A second wipe: a restart without data (no persistence on this server).
+    await server.kill();
+    await server.start();
+    await waitFor(async () => (await app.redis.ping()) === 'PONG', { timeoutMs: 15_000, message: "the app's client reconnects" });
+    expect(await admin.exists(`dcron:{${name}}:fence`)).toBe(0);
+    expect(await app.cron.trigger(name, slot(5))).toBe('ran');
+    expect(tokens).toHaveLength(5);
+    expect(tokens[4]!.token).toBeGreaterThan(Math.max(...tokens.slice(0, 4).map((t) => t.token)));
+    await expectCompletedWithLastToken();
+
+    // Per job: strictly increasing over every run, as the handler saw them and as the rows say.
+    const seen = tokens.map((t) => t.token);
+    expect(seen).toEqual([...seen].sort((a, b) => a - b));
+    expect(new Set(seen).size).toBe(seen.length);
+    const rows = await prisma.distributedCronRun.findMany({ where: { jobName: name }, orderBy: { scheduledAt: 'asc' } });
+    expect(rows.map((r) => [r.status, Number(r.fencingToken)])).toEqual(seen.map((t) => ['completed', t]));
+  });
+
+  it('recover: true after FLUSHALL under a live run: the stale owner stops before the recovery starts and never overwrites its row', async () => {
+    const { server, admin } = await privateRedis();
+    const name = uniqueName('fence-recover');
+    const LEASE_MS = 2_000;
+    const RENEW_MS = 500;
+    interface Run {
+      instance: string;
+      executionId: string;
+      token: number;
+      attempt: number;
+      start: number;
+      end?: number;
+      aborted?: boolean;
+    }
+    const runs: Run[] = [];
+    const handler = async (ctx: CronContext, instance: string): Promise<void> => {
+      const run: Run = { instance, executionId: ctx.executionId, token: ctx.fencingToken, attempt: ctx.attempt, start: performance.now() };
+      runs.push(run);
+      // The first attempt works long and honours its signal, with a short wind-down after an
+      // abort (a real handler stops at its next checkpoint); a recovery is short.
+      await sleep(ctx.attempt === 1 ? 30_000 : 300, undefined, { signal: ctx.signal }).catch(() => undefined);
+      if (ctx.signal.aborted) {
+        run.aborted = true;
+        await sleep(300);
+      }
+      run.end = performance.now();
+    };
+    const options = { name, lease: LEASE_MS, renewEvery: RENEW_MS, recover: true, catchUp: 'none' as const };
+    // A sweeps only at start-up; B sweeps often: B is the one that finds the run without a lease.
+    const a = await startApp({
+      label: `${name}-A`,
+      redis: appClient(server.url),
+      providers: [jobProvider('0 0 1 1 *', options, handler, `${name}-A`)],
+      module: { sweepEvery: '60s', redisTimeout: 1_000 },
+    });
+    const b = await startApp({
+      label: `${name}-B`,
+      redis: appClient(server.url),
+      providers: [jobProvider('0 0 1 1 *', options, handler, `${name}-B`)],
+      module: { sweepEvery: '200ms', redisTimeout: 1_000 },
+    });
+    apps.push(a, b);
+    await Promise.all([a.cron.history({ limit: 1 }), b.cron.history({ limit: 1 })]);
+
+    const firstRun = a.cron.trigger(name, recentSlot(1));
+    const first = await waitFor(() => runs[0], { timeoutMs: 10_000, message: 'A starts the run' });
+    expect(first.instance).toBe(`${name}-A`);
+    // Running for longer than a lease, so any instance would look at its row.
+    await sleep(LEASE_MS + 300);
+    // Wipe Redis right after one of A's renewals: A learns of it only at its next renewal.
+    const leaseKey = `dcron:{${name}}:lease`;
+    let last = await admin.pttl(leaseKey);
+    await waitFor(
+      async () => {
+        const ttl = await admin.pttl(leaseKey);
+        const renewed = ttl > last + 100;
+        last = ttl;
+        return renewed;
+      },
+      { timeoutMs: 5_000, intervalMs: 10, message: "one of A's renewals" },
+    );
+    await admin.flushall();
+    const wipedAt = performance.now();
+
+    const recovered = await waitFor(
+      async () => {
+        const row = await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId } });
+        return row?.status === 'completed' && row.attempt > 1 ? row : undefined;
+      },
+      { timeoutMs: 20_000, message: 'the execution is recovered and completes' },
+    );
+    expect(await firstRun).toBe('ran');
+    await sleep(500);
+
+    const ofExecution = runs.filter((r) => r.executionId === first.executionId).sort((x, y) => x.start - y.start);
+    expect(ofExecution.length).toBeGreaterThanOrEqual(2);
+    // A noticed the loss and stopped.
+    expect(ofExecution[0]!.aborted).toBe(true);
+    expect(ofExecution[0]!.end! - wipedAt).toBeLessThan(RENEW_MS + 1_500);
+    // Never two handlers of the execution at once: each starts after the previous one ended.
+    for (let i = 1; i < ofExecution.length; i++) {
+      expect(ofExecution[i]!.start, `run ${i} started before run ${i - 1} ended`).toBeGreaterThanOrEqual(ofExecution[i - 1]!.end!);
+    }
+    // Every later run of the execution has a larger token than the one before (no reuse after the wipe).
+    for (let i = 1; i < ofExecution.length; i++) expect(ofExecution[i]!.token).toBeGreaterThan(ofExecution[i - 1]!.token);
+    // B recovered it, and the final row is the newest run's, not overwritten by A's late result.
+    const newest = ofExecution.at(-1)!;
+    expect(newest.instance).toBe(`${name}-B`);
+    expect(newest.end).toBeDefined();
+    const row = await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId } });
+    expect(row?.status).toBe('completed');
+    expect(row?.instanceId).toBe(`${name}-B`);
+    expect(row?.fencingToken).toBe(BigInt(newest.token));
+    expect(row?.attempt).toBe(newest.attempt);
+    expect(row?.trigger).toBe('recover');
+    expect(row?.updatedAt.getTime()).toBe(recovered.updatedAt.getTime());
+    expect(newest.token).toBeGreaterThan(first.token);
+  });
+});
