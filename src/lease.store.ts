@@ -140,6 +140,10 @@ export class KeyBuilder {
   alerts(jobName: string): string {
     return `${this.base(jobName)}:alerts`;
   }
+  /** What a release answered (a hand-over, an ended failure streak), kept for a retry of the same release. */
+  handover(jobName: string, token: string): string {
+    return `${this.base(jobName)}:handover:${token}`;
+  }
   once(jobName: string, name: string): string {
     return `${this.base(jobName)}:once:${name}`;
   }

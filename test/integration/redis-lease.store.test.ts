@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { KeyBuilder, type ClaimRequest, type HeldLease } from '../../src/lease.store.js';
 import { RedisLeaseStore } from '../../src/redis-lease.store.js';
 import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
@@ -81,7 +81,7 @@ describe('RedisLeaseStore against a real Redis', () => {
 
   it('keeps all keys of a job under one hash tag and separate from other jobs', () => {
     const keys = new KeyBuilder('app');
-    const all = [keys.slot('a', 'a:1'), keys.lease('a'), keys.fence('a'), keys.queue('a'), keys.abort('a'), keys.paused('a')];
+    const all = [keys.slot('a', 'a:1'), keys.lease('a'), keys.fence('a'), keys.queue('a'), keys.abort('a'), keys.paused('a'), keys.alerts('a')];
     for (const key of all) expect(key).toMatch(/^app:\{a\}:/);
     expect(keys.lease('b')).toBe('app:{b}:lease');
   });
@@ -150,10 +150,60 @@ describe('RedisLeaseStore against a real Redis', () => {
     expect((await other.claim({ ...request(job, `${job}:1`), ahead: true })).kind).toBe('taken');
   });
 
+  it('connects a lazyConnect client itself (once) instead of waiting for it forever', async () => {
+    const job = uniqueName('lazy');
+    const lazy = new Redis(server.url, { lazyConnect: true });
+    const alsoLazy = new Redis(server.url, { lazyConnect: true });
+    try {
+      const store = new RedisLeaseStore(lazy, 'dcron', 2_000);
+      const connect = vi.spyOn(lazy, 'connect');
+      expect(lazy.status).toBe('wait');
+      // Several calls in the same turn, before any connection: one connect(), every call answered.
+      const [claim, again, paused] = await Promise.all([
+        store.claim(request(job, `${job}:1`)),
+        store.claim(request(job, `${job}:1`)),
+        store.isPaused(job),
+      ]);
+      expect([claim.kind, again.kind].sort()).toEqual(['taken', 'won']);
+      expect(paused).toBe(false);
+      expect(connect).toHaveBeenCalledTimes(1);
+      expect(lazy.status).toBe('ready');
+      // prepare() (called at bootstrap) connects a lazy client too.
+      await new RedisLeaseStore(alsoLazy, 'dcron', 2_000).prepare();
+      expect(alsoLazy.status).toBe('ready');
+    } finally {
+      lazy.disconnect();
+      alsoLazy.disconnect();
+    }
+  });
+
+  it("deduplicates failure alerts on the Redis server's clock, whatever the callers' clocks say", async () => {
+    const job = uniqueName('dedup-clock');
+    const a = new RedisLeaseStore(redisA, 'dcron', 2_000);
+    const b = new RedisLeaseStore(redisB, 'dcron', 2_000);
+    const now = Date.now();
+    const failure = (store: RedisLeaseStore, clockMs: number, dedupMs: number) =>
+      store.recordFailure(job, { now: clockMs, dedupMs, escalateAfter: 0, force: false });
+
+    // B's clock runs 2 h ahead of A's, C's 2 h behind; the window is 1 minute.
+    expect(await failure(a, now, 60_000)).toMatchObject({ failures: 1, send: true });
+    expect(await failure(b, now + 7_200_000, 60_000)).toMatchObject({ failures: 2, send: false });
+    expect(await failure(a, now - 7_200_000, 60_000)).toMatchObject({ failures: 3, send: false });
+    // Once the window has passed on the server's clock, the next failure is alerted, even from a
+    // caller whose clock says no time has passed at all.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await failure(b, now - 7_200_000, 300)).toMatchObject({ failures: 4, send: true });
+    expect(await failure(a, now + 7_200_000, 300)).toMatchObject({ failures: 5, send: false });
+  });
+
   it('recovers a batch of claims after Redis forgot its scripts: one SCRIPT LOAD, then EVALSHA again, no EVAL per call', async () => {
     const job = uniqueName('noscript');
     const store = new RedisLeaseStore(redisA, 'dcron', 2_000);
     await store.claim(request(`${job}-warm`, 'warm-up', 'allow'));
+    // How many scripts the store has: one SCRIPT LOAD each.
+    await admin.config('RESETSTAT');
+    await store.prepare();
+    const scripts = (await commandCounts())['script|load']!;
     await admin.script('FLUSH');
     await admin.config('RESETSTAT');
 
@@ -162,7 +212,7 @@ describe('RedisLeaseStore against a real Redis', () => {
     const counts = await commandCounts();
 
     expect(claims.map((c) => c.kind)).toEqual(Array(40).fill('won'));
-    expect(counts['script|load']).toBe(6);
+    expect(counts['script|load']).toBe(scripts);
     expect(counts.evalsha).toBe(80); // 40 refused with NOSCRIPT, 40 run after the load
     expect(counts.eval ?? 0).toBe(0);
     // The leases are real: each job's lease key holds the winner's token.

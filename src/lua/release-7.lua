@@ -3,27 +3,55 @@
   'queue', hands the lease straight to the waiting slot so no other slot can slip in between.
   A successful run also ends the job's failure streak, in the same round trip.
 
+  Idempotent, so the caller can retry a release whose reply was lost or that timed out (and may
+  have run after all): a release that handed the lease over or ended a streak records its answer
+  under KEYS[7], and a later call with the same token answers the same. A plain release leaves no
+  record: its retry finds the lease gone and answers 0, which the caller treats alike.
+
   KEYS[1] slot key
   KEYS[2] lease key
   KEYS[3] fence key
   KEYS[4] queue key
   KEYS[5] abort key
   KEYS[6] alert state key (hash: failures, lastSent)
+  KEYS[7] release record  <prefix>:{job}:handover:<token>
 
   ARGV[1] token
   ARGV[2] how long the slot key stays as 'done' under 'allow', ms
   ARGV[3] which key is the lease: 'slot' | 'lease'
-  ARGV[4] random part of the token for the queued slot, if one is waiting
-  ARGV[5] lease TTL, ms
+  ARGV[4] random part of the token for the queued slot, if one is waiting; the same on a retry
+  ARGV[5] lease TTL, ms (also how long the record is kept)
   ARGV[6] '1' if the run succeeded
 
   Output: { code, fence, payload, endedStreak }
     code 0  not the owner any more (nothing released)
     code 1  released
     code 2  released and handed to the queued slot, which now holds the lease with token
-            '<fence>:<ARGV[4]>'; payload is the queued slot
+            '<fence>:<ARGV[4]>'; payload is the queued slot. Answered again on a retry while the
+            queued slot still holds the lease, which is then extended to a full lease TTL (the
+            queued run starts when the caller gets this answer, not when the first call ran)
     endedStreak: the number of consecutive failures this success ended, or 0
 ]]
+local record = redis.call('GET', KEYS[7])
+if record then
+  local done = cjson.decode(record)
+  if done[1] == 2 then
+    local handed = string.format('%d', done[2]) .. ':' .. ARGV[4]
+    if done[5] ~= ARGV[4] or redis.call('GET', KEYS[2]) ~= handed then
+      return { 0, 0, '', done[4] }
+    end
+    redis.call('PEXPIRE', KEYS[2], ARGV[5])
+  end
+  return { done[1], done[2], done[3], done[4] }
+end
+
+local function answer(code, fence, payload, ended)
+  if code == 2 or ended > 0 then
+    redis.call('SET', KEYS[7], cjson.encode({ code, fence, payload, ended, ARGV[4] }), 'PX', ARGV[5])
+  end
+  return { code, fence, payload, ended }
+end
+
 local ended = 0
 if ARGV[6] == '1' then
   local failures = redis.call('HGET', KEYS[6], 'failures')
@@ -35,7 +63,7 @@ end
 if ARGV[3] == 'slot' then
   if redis.call('GET', KEYS[1]) == ARGV[1] then
     redis.call('SET', KEYS[1], 'done', 'PX', ARGV[2])
-    return { 1, 0, '', ended }
+    return answer(1, 0, '', ended)
   end
   return { 0, 0, '', ended }
 end
@@ -50,7 +78,7 @@ if queued then
   redis.call('DEL', KEYS[4])
   local fence = redis.call('INCR', KEYS[3])
   redis.call('SET', KEYS[2], fence .. ':' .. ARGV[4], 'PX', ARGV[5])
-  return { 2, fence, queued, ended }
+  return answer(2, fence, queued, ended)
 end
 redis.call('DEL', KEYS[2])
-return { 1, 0, '', ended }
+return answer(1, 0, '', ended)

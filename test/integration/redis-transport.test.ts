@@ -1,0 +1,287 @@
+/**
+ * The lease store when the way to Redis is not clean: a server that stops and starts again, a
+ * reply lost after the script ran, a server that stalls so a call times out and runs later.
+ * Each test owns its redis-server, so it can break it.
+ */
+import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis, type RedisOptions } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { KeyBuilder, type ClaimRequest, type HeldLease, type ReleaseResult } from '../../src/lease.store.js';
+import { LeaseStoreUnavailableError, RedisLeaseStore } from '../../src/redis-lease.store.js';
+import { startDurableRedis } from '../support/sentinel.js';
+import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
+
+const keys = new KeyBuilder('dcron');
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function ownServer(durable = false): Promise<TestRedisServer> {
+  const server = durable ? await startDurableRedis() : await startRedisServer();
+  cleanups.push(() => server.stop());
+  return server;
+}
+
+/** An app's client: reconnects quickly, fails a command after one reconnect attempt. */
+function client(url: string, options: RedisOptions = {}): Redis {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1, retryStrategy: () => 50, ...options });
+  redis.on('error', () => undefined);
+  cleanups.push(() => redis.disconnect());
+  return redis;
+}
+
+function request(jobName: string, executionId: string, overlap: ClaimRequest['overlap'] = 'skip', leaseMs = 10_000): ClaimRequest {
+  return { jobName, executionId, overlap, leaseMs, slotMs: leaseMs + 5_000, queued: { executionId, scheduledAt: 0, businessDate: '2026-01-01' } };
+}
+
+async function won(store: RedisLeaseStore, claim: ClaimRequest): Promise<HeldLease> {
+  const result = await store.claim(claim);
+  if (result.kind !== 'won') throw new Error(`expected to win ${claim.executionId}, got ${result.kind}`);
+  return result.lease;
+}
+
+/** A running job `job` under 'queue' with slot 2 waiting behind slot 1: what a release hands over. */
+async function runningWithQueued(store: RedisLeaseStore, job: string): Promise<HeldLease> {
+  const lease = await won(store, request(job, `${job}:1`, 'queue'));
+  expect((await store.claim(request(job, `${job}:2`, 'queue'))).kind).toBe('queued');
+  return lease;
+}
+
+type Settled<T> = { ok: true; value: T; atMs: number } | { ok: false; error: unknown; atMs: number };
+
+/** When and how a promise settled, in ms since `since` (performance.now()). */
+function timed<T>(promise: Promise<T>, since: number): Promise<Settled<T>> {
+  return promise.then(
+    (value) => ({ ok: true as const, value, atMs: performance.now() - since }),
+    (error: unknown) => ({ ok: false as const, error, atMs: performance.now() - since }),
+  );
+}
+
+/**
+ * A TCP proxy in front of Redis that can lose one reply: the request reaches Redis and runs, the
+ * reply is dropped and the connection cut, as when a network fails at the wrong moment.
+ */
+async function replyCutter(targetPort: number): Promise<{ port: number; cutNextReply(): void }> {
+  let cut = false;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((downstream) => {
+    const upstream = net.connect(targetPort, '127.0.0.1');
+    const close = (): void => {
+      downstream.destroy();
+      upstream.destroy();
+    };
+    for (const socket of [downstream, upstream]) {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      socket.on('close', close);
+      socket.on('error', close);
+    }
+    downstream.on('data', (chunk) => upstream.write(chunk));
+    upstream.on('data', (chunk) => {
+      if (!cut) return void downstream.write(chunk);
+      cut = false;
+      close();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  );
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    cutNextReply() {
+      cut = true;
+    },
+  };
+}
+
+describe('a Redis call while the client reconnects', () => {
+  it('gets its own full redisTimeout from when it was made, not what is left of an earlier call', async () => {
+    const server = await ownServer();
+    const redis = client(server.url);
+    const store = new RedisLeaseStore(redis, 'dcron', 2_000);
+    await store.prepare();
+    const job = uniqueName('budget');
+
+    await server.stop();
+    await waitFor(() => redis.status !== 'ready', { message: 'the client sees Redis gone' });
+    const t0 = performance.now();
+    const early = timed(store.claim(request(job, `${job}:1`)), t0);
+    await sleep(1_500);
+    // Made 1.5 s into the outage: each has until 3.5 s.
+    const late = timed(store.claim(request(`${job}-late`, `${job}-late:1`)), t0);
+    const lateCommand = timed(store.isPaused(job), t0);
+    await sleep(800);
+    await server.start(); // ~2.3 s: after the early call's deadline, well before the late ones'
+
+    const [e, l, c] = await Promise.all([early, late, lateCommand]);
+    // The early call waited for the client within its own budget, and not a moment longer.
+    expect(e.ok).toBe(false);
+    expect(e.ok === false && e.error).toBeInstanceOf(LeaseStoreUnavailableError);
+    expect(e.atMs).toBeGreaterThanOrEqual(1_950);
+    expect(e.atMs).toBeLessThan(2_400);
+    // The late calls were not cut short with it: they ran once Redis was back.
+    expect(l).toMatchObject({ ok: true, value: { kind: 'won' } });
+    expect(c).toMatchObject({ ok: true, value: false });
+    expect(l.atMs).toBeLessThan(3_500);
+  });
+
+  it('is never sent once its caller has given up: an expired claim does not take the lease later', async () => {
+    const server = await ownServer();
+    const redis = client(server.url);
+    const store = new RedisLeaseStore(redis, 'dcron', 500);
+    await store.prepare();
+    const job = uniqueName('expired');
+
+    await server.stop();
+    await waitFor(() => redis.status !== 'ready', { message: 'the client sees Redis gone' });
+    await expect(store.claim(request(job, `${job}:1`))).rejects.toBeInstanceOf(LeaseStoreUnavailableError);
+    await server.start();
+    const admin = client(server.url);
+    // The next claim of the slot wins: the one that failed closed left nothing behind.
+    expect((await store.claim(request(job, `${job}:1`))).kind).toBe('won');
+    expect(await admin.get(keys.fence(job))).toBe('1');
+  });
+});
+
+describe('releasing a lease while Redis is briefly unreachable', () => {
+  it('retries across a restart of Redis (data kept) until it succeeds: the lease is gone, the queued slot has it', async () => {
+    const server = await ownServer(true);
+    const redis = client(server.url);
+    const store = new RedisLeaseStore(redis, 'dcron', 500);
+    await store.prepare();
+    const job = uniqueName('restart');
+    const lease = await won(store, request(job, `${job}:1`));
+    const queuedJob = `${job}-q`;
+    const queuedLease = await runningWithQueued(store, queuedJob);
+    await redis.set(`${job}:marker`, '1');
+
+    await server.stop();
+    const t0 = performance.now();
+    const released = timed(store.release(lease, { leaseMs: 10_000, doneMs: 1_000, succeeded: true }), t0);
+    const handed = timed(store.release(queuedLease, { leaseMs: 10_000, doneMs: 1_000, succeeded: true }), t0);
+    // Several attempts time out meanwhile (500 ms each).
+    await sleep(1_500);
+    await server.start();
+    const admin = client(server.url);
+    expect(await admin.get(`${job}:marker`)).toBe('1'); // a restart with the data kept
+
+    const r = await released;
+    const h = await handed;
+    expect(r).toMatchObject({ ok: true, value: { kind: 'released', endedStreak: 0 } });
+    expect(r.atMs).toBeGreaterThan(1_400);
+    expect(await admin.exists(keys.lease(job))).toBe(0);
+    expect(h).toMatchObject({ ok: true, value: { kind: 'handed_over', next: { executionId: `${queuedJob}:2` } } });
+    const handedOver = (h as { value: Extract<ReleaseResult, { kind: 'handed_over' }> }).value;
+    expect(await admin.get(keys.lease(queuedJob))).toBe(handedOver.lease.token);
+    // The next slot of the first job runs at once instead of meeting a stale lease.
+    expect((await store.claim(request(job, `${job}:2`))).kind).toBe('won');
+  });
+
+  it('gives up when the lease has expired anyway (leaseMs after the first attempt), or at once when the client is closed', async () => {
+    const server = await ownServer();
+    const redis = client(server.url);
+    const store = new RedisLeaseStore(redis, 'dcron', 500);
+    const job = uniqueName('give-up');
+    const lease = await won(store, request(job, `${job}:1`, 'skip', 1_500));
+
+    await server.stop();
+    const t0 = performance.now();
+    const result = await timed(store.release(lease, { leaseMs: 1_500, doneMs: 1_000, succeeded: true }), t0);
+    expect(result.ok).toBe(false);
+    expect(result.atMs).toBeGreaterThanOrEqual(1_450);
+    expect(result.atMs).toBeLessThan(2_200);
+
+    // A client the app has closed: no retry at all.
+    await server.start();
+    await waitFor(() => redis.status === 'ready', { message: 'the client back' });
+    redis.disconnect();
+    await waitFor(() => redis.status === 'end', { message: 'the client closed' });
+    const t1 = performance.now();
+    const closed = await timed(store.release(lease, { leaseMs: 10_000, doneMs: 1_000, succeeded: true }), t1);
+    expect(closed.ok === false && closed.error).toBeInstanceOf(LeaseStoreUnavailableError);
+    expect(closed.atMs).toBeLessThan(100);
+  });
+
+  for (const resend of [true, false]) {
+    it(`returns the same hand-over when the reply of the first attempt was lost (ioredis ${resend ? 'resends' : 'does not resend'} the command)`, async () => {
+      const server = await ownServer();
+      const proxy = await replyCutter(server.port);
+      const redis = client(`redis://127.0.0.1:${proxy.port}`, { autoResendUnfulfilledCommands: resend });
+      const admin = client(server.url);
+      const store = new RedisLeaseStore(redis, 'dcron', 1_000);
+      // Scripts loaded: the reply that is lost is the release's own, not a NOSCRIPT.
+      await store.prepare();
+      const job = uniqueName('lost-reply');
+      const lease = await runningWithQueued(store, job);
+      await admin.config('RESETSTAT');
+
+      proxy.cutNextReply();
+      const released = await store.release(lease, { leaseMs: 10_000, doneMs: 1_000, succeeded: true });
+
+      // The script ran at least twice (the lost attempt, then a retry); the queued slot got the
+      // lease once, and the answer names exactly that lease.
+      expect(Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1])).toBeGreaterThanOrEqual(2);
+      expect(released).toMatchObject({ kind: 'handed_over', next: { executionId: `${job}:2` } });
+      const handedOver = released as Extract<ReleaseResult, { kind: 'handed_over' }>;
+      expect(await admin.get(keys.lease(job))).toBe(handedOver.lease.token);
+      expect(await admin.get(keys.fence(job))).toBe(String(handedOver.lease.fencingToken));
+      expect(handedOver.lease.fencingToken).toBe(lease.fencingToken + 1);
+      // The record of the hand-over lives under the job's hash tag.
+      expect(await admin.keys(`dcron:{${job}}:handover:*`)).toEqual([`dcron:{${job}}:handover:${lease.token}`]);
+    });
+  }
+
+  it('still reports the failure streak a successful run ended when the reply of the first attempt was lost', async () => {
+    const server = await ownServer();
+    const proxy = await replyCutter(server.port);
+    const redis = client(`redis://127.0.0.1:${proxy.port}`);
+    const store = new RedisLeaseStore(redis, 'dcron', 1_000);
+    await store.prepare();
+    const job = uniqueName('lost-streak');
+    for (let i = 0; i < 2; i++) await store.recordFailure(job, { now: Date.now(), dedupMs: 60_000, escalateAfter: 0, force: false });
+    const lease = await won(store, request(job, `${job}:1`));
+
+    proxy.cutNextReply();
+    // The first attempt ends the streak of 2 and its reply is lost; the retry must still say so,
+    // or the "recovered" alert is never sent.
+    expect(await store.release(lease, { leaseMs: 10_000, doneMs: 1_000, succeeded: true })).toEqual({ kind: 'released', endedStreak: 2 });
+    expect(await client(server.url).exists(keys.lease(job), keys.alerts(job))).toBe(0);
+  });
+
+  it('returns the same hand-over when attempts timed out while Redis stalled and all of them ran afterwards', async () => {
+    const server = await ownServer();
+    const redis = client(server.url);
+    const admin = client(server.url);
+    const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
+    const store = new RedisLeaseStore(redis, 'dcron', 300);
+    await store.prepare();
+    const job = uniqueName('stall');
+    const lease = await runningWithQueued(store, job);
+    await admin.config('RESETSTAT');
+
+    process.kill(pid, 'SIGSTOP');
+    const released = store.release(lease, { leaseMs: 10_000, doneMs: 1_000, succeeded: true });
+    released.catch(() => undefined);
+    try {
+      // Attempts time out after 300 ms each, but they are in the socket: all run on SIGCONT.
+      await sleep(1_000);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    const result = await released;
+    expect(Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1])).toBeGreaterThanOrEqual(2);
+    expect(result).toMatchObject({ kind: 'handed_over', next: { executionId: `${job}:2` } });
+    const handedOver = result as Extract<ReleaseResult, { kind: 'handed_over' }>;
+    expect(await admin.get(keys.lease(job))).toBe(handedOver.lease.token);
+    expect(handedOver.lease.fencingToken).toBe(lease.fencingToken + 1);
+    // The handed-over lease has a full TTL from the answer on, not from the first attempt.
+    expect(await admin.pttl(keys.lease(job))).toBeGreaterThan(9_000);
+  });
+});

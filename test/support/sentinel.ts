@@ -1,0 +1,396 @@
+/**
+ * A real Redis Sentinel setup owned by the calling test: one master, one replica and three
+ * sentinels (quorum 2), all `redis-server` processes on free ports of 127.0.0.1, no persistence.
+ * Use it for failover tests; everything is killed when the test process exits.
+ *
+ *   const setup = await startSentinel();
+ *   const redis = setup.client({ maxRetriesPerRequest: 1 });
+ *   await setup.killMaster();          // SIGKILL the current master
+ *   await setup.waitForFailover();     // the replica is master, a majority of sentinels says so
+ *   await setup.restartKilled();       // optional: the old master comes back, as a replica
+ *   await setup.stop();
+ *
+ * Needs `redis-server` (`apt-get install -y redis-server`); sentinels run as `redis-server
+ * <conf> --sentinel`, so no separate `redis-sentinel` binary is required.
+ *
+ * Also here: `startDurableRedis()`, a single server that keeps its data across a restart.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis, type RedisOptions } from 'ioredis';
+import { pingRedis, waitFor, type TestRedisServer } from './services.js';
+
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+export interface SentinelOptions {
+  /** Name the sentinels monitor the master under. @default 'dcron-master' */
+  masterName?: string;
+  /** A master silent this long is subjectively down. @default 1000 */
+  downAfterMs?: number;
+  /** Sentinel's failover-timeout (also the pause before the same master is failed over again). @default 5000 */
+  failoverTimeoutMs?: number;
+}
+
+export interface SentinelSetup {
+  /** The three sentinels, as ioredis' `sentinels` option wants them. */
+  readonly sentinels: HostPort[];
+  readonly masterName: string;
+  /**
+   * An ioredis client that finds the master through the sentinels (and follows a failover). The
+   * caller disconnects it; `stop()` also disconnects every client made here.
+   */
+  client(options?: RedisOptions): Redis;
+  /** The master's address as a majority of sentinels reports it now. */
+  master(): Promise<HostPort>;
+  /**
+   * SIGKILLs the current master and resolves with its address. By default it first waits (up to
+   * 1 s) until the replica has every write, so a test can count on what was written before; pass
+   * `{ waitForReplica: false }` to allow writes to be lost, as in a real crash.
+   */
+  killMaster(options?: { waitForReplica?: boolean }): Promise<HostPort>;
+  /**
+   * Resolves with the new master's address once a majority of sentinels reports a master other
+   * than the one `killMaster()` killed and that server answers as a master. Rejects after
+   * `timeoutMs` (default 20 000).
+   */
+  waitForFailover(options?: { timeoutMs?: number }): Promise<HostPort>;
+  /**
+   * Starts the last killed master again on its port, as a replica of the current master, and
+   * resolves once it is in sync and every sentinel counts it as a healthy replica: the setup can
+   * then fail over again (`killMaster()`, `waitForFailover()`).
+   */
+  restartKilled(): Promise<void>;
+  /** Kills every process of the setup, disconnects the clients made by `client()`. */
+  stop(): Promise<void>;
+}
+
+const HOST = '127.0.0.1';
+
+const live = new Set<ChildProcess>();
+const dirs = new Set<string>();
+let cleanupRegistered = false;
+
+function registerCleanup(): void {
+  if (cleanupRegistered) return;
+  cleanupRegistered = true;
+  process.on('exit', () => {
+    for (const child of live) child.kill('SIGKILL');
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+}
+
+function tempDir(): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'dcron-redis-'));
+  dirs.add(dir);
+  return dir;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, HOST, () => {
+      const address = server.address();
+      if (address === null || typeof address === 'string') return reject(new Error('no free port'));
+      server.close(() => resolve(address.port));
+    });
+  });
+}
+
+function exited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+function waitForExit(child: ChildProcess): Promise<void> {
+  if (exited(child)) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+/** One redis-server process (server or sentinel) on a fixed port, startable again after a kill. */
+class Node {
+  private child: ChildProcess | undefined;
+  private output = '';
+
+  constructor(
+    readonly port: number,
+    private readonly args: () => string[],
+  ) {}
+
+  get running(): boolean {
+    return this.child !== undefined && !exited(this.child);
+  }
+
+  /** Starts the process (with `extraArgs` after the usual ones) and waits until it answers PING. */
+  async start(extraArgs: string[] = []): Promise<void> {
+    if (this.running) return;
+    this.output = '';
+    const child = spawn('redis-server', [...this.args(), ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const collect = (chunk: Buffer): void => {
+      this.output = (this.output + chunk.toString()).slice(-4_000);
+    };
+    child.stdout?.on('data', collect);
+    child.stderr?.on('data', collect);
+    let spawnError: Error | undefined;
+    child.once('error', (error) => {
+      spawnError = error;
+    });
+    live.add(child);
+    child.once('exit', () => live.delete(child));
+    this.child = child;
+    await waitFor(
+      async () => {
+        if (spawnError) throw new Error(`spawn redis-server failed (apt-get install -y redis-server?): ${spawnError.message}`);
+        if (exited(child)) throw new Error(`redis-server on port ${this.port} exited: ${this.output.trim()}`);
+        return pingRedis(this.port);
+      },
+      { timeoutMs: 10_000, intervalMs: 25, message: `redis-server on port ${this.port} answering PING` },
+    );
+  }
+
+  /** SIGKILL: a crash. */
+  kill(): Promise<void> {
+    return this.signal('SIGKILL');
+  }
+
+  /** SIGTERM: a graceful shutdown (an append-only file is flushed). */
+  stop(): Promise<void> {
+    return this.signal('SIGTERM');
+  }
+
+  private async signal(signal: NodeJS.Signals): Promise<void> {
+    const child = this.child;
+    if (!child || exited(child)) return;
+    child.kill(signal);
+    await waitForExit(child);
+  }
+}
+
+/** Sends one command to 127.0.0.1:port on a short-lived connection; undefined if it fails. */
+async function ask(port: number, ...command: string[]): Promise<unknown> {
+  const redis = new Redis({ host: HOST, port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    return await redis.call(command[0]!, ...command.slice(1));
+  } catch {
+    return undefined;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/**
+ * Starts a master, a replica of it, and three sentinels monitoring the master with quorum 2, and
+ * resolves once the replica is in sync and every sentinel knows the replica and the two other
+ * sentinels (so a failover can actually happen).
+ */
+export async function startSentinel(options: SentinelOptions = {}): Promise<SentinelSetup> {
+  registerCleanup();
+  const masterName = options.masterName ?? 'dcron-master';
+  const downAfterMs = options.downAfterMs ?? 1_000;
+  const failoverTimeoutMs = options.failoverTimeoutMs ?? 5_000;
+  const dir = tempDir();
+
+  const ports: number[] = [];
+  while (ports.length < 5) {
+    const port = await freePort();
+    if (!ports.includes(port)) ports.push(port);
+  }
+  const [masterPort, replicaPort, ...sentinelPorts] = ports as [number, number, number, number, number];
+  const serverArgs = (port: number, replicaOf?: number): string[] => [
+    '--port', String(port),
+    '--bind', HOST,
+    '--save', '',
+    '--appendonly', 'no',
+    '--daemonize', 'no',
+    '--dir', dir,
+    '--dbfilename', `dump-${port}.rdb`,
+    '--loglevel', 'warning',
+    // A replica syncs at once instead of after Redis 7's default 5 s wait for more replicas.
+    '--repl-diskless-sync-delay', '0',
+    ...(replicaOf === undefined ? [] : ['--replicaof', HOST, String(replicaOf)]),
+  ];
+  const servers = [new Node(masterPort, () => serverArgs(masterPort)), new Node(replicaPort, () => serverArgs(replicaPort, masterPort))];
+  const sentinelNodes = sentinelPorts.map((port) => {
+    // Sentinel rewrites its config file (known replicas, epochs): one writable file each.
+    const file = path.join(dir, `sentinel-${port}.conf`);
+    writeFileSync(
+      file,
+      [
+        `port ${port}`,
+        `bind ${HOST}`,
+        'daemonize no',
+        `dir ${dir}`,
+        'loglevel warning',
+        `sentinel monitor ${masterName} ${HOST} ${masterPort} 2`,
+        `sentinel down-after-milliseconds ${masterName} ${downAfterMs}`,
+        `sentinel failover-timeout ${masterName} ${failoverTimeoutMs}`,
+        `sentinel parallel-syncs ${masterName} 1`,
+        '',
+      ].join('\n'),
+    );
+    return new Node(port, () => [file, '--sentinel']);
+  });
+  const clients = new Set<Redis>();
+  let killed: Node | undefined;
+
+  const stop = async (): Promise<void> => {
+    for (const client of clients) client.disconnect();
+    clients.clear();
+    await Promise.all([...sentinelNodes, ...servers].map((node) => node.kill()));
+    rmSync(dir, { recursive: true, force: true });
+    dirs.delete(dir);
+  };
+
+  /** The address that at least two sentinels agree on, or undefined. */
+  const agreedMaster = async (): Promise<HostPort | undefined> => {
+    const replies = await Promise.all(sentinelNodes.map((s) => (s.running ? ask(s.port, 'SENTINEL', 'get-master-addr-by-name', masterName) : undefined)));
+    const votes = new Map<string, number>();
+    for (const reply of replies) {
+      if (!Array.isArray(reply)) continue;
+      const key = `${String(reply[0])}:${String(reply[1])}`;
+      votes.set(key, (votes.get(key) ?? 0) + 1);
+    }
+    for (const [key, count] of votes) {
+      if (count < 2) continue;
+      const [host, port] = key.split(':');
+      return { host: host!, port: Number(port) };
+    }
+    return undefined;
+  };
+
+  const serverOn = (port: number): Node => {
+    const node = servers.find((s) => s.port === port);
+    if (!node) throw new Error(`no server of this setup on port ${port}`);
+    return node;
+  };
+
+  try {
+    await servers[0]!.start();
+    await servers[1]!.start();
+    await waitFor(async () => String(await ask(replicaPort, 'INFO', 'replication')).includes('master_link_status:up'), {
+      timeoutMs: 10_000,
+      message: 'the replica in sync with the master',
+    });
+    await Promise.all(sentinelNodes.map((s) => s.start()));
+    await waitFor(
+      async () => {
+        for (const s of sentinelNodes) {
+          const reply = await ask(s.port, 'SENTINEL', 'MASTER', masterName);
+          if (!Array.isArray(reply)) return false;
+          const fields = new Map<string, string>();
+          for (let i = 0; i + 1 < reply.length; i += 2) fields.set(String(reply[i]), String(reply[i + 1]));
+          if (fields.get('num-slaves') !== '1' || fields.get('num-other-sentinels') !== '2') return false;
+        }
+        return true;
+      },
+      { timeoutMs: 20_000, intervalMs: 100, message: 'every sentinel knows the replica and the other sentinels' },
+    );
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+
+  return {
+    sentinels: sentinelPorts.map((port) => ({ host: HOST, port })),
+    masterName,
+    client(clientOptions: RedisOptions = {}): Redis {
+      const client = new Redis({
+        sentinels: sentinelPorts.map((port) => ({ host: HOST, port })),
+        name: masterName,
+        ...clientOptions,
+      });
+      clients.add(client);
+      client.once('end', () => clients.delete(client));
+      return client;
+    },
+    async master(): Promise<HostPort> {
+      return waitFor(agreedMaster, { timeoutMs: 5_000, message: 'a majority of sentinels naming the master' });
+    },
+    async killMaster({ waitForReplica = true }: { waitForReplica?: boolean } = {}): Promise<HostPort> {
+      const master = await waitFor(agreedMaster, { timeoutMs: 5_000, message: 'a majority of sentinels naming the master' });
+      const node = serverOn(master.port);
+      if (waitForReplica) await ask(master.port, 'WAIT', '1', '1000');
+      await node.kill();
+      killed = node;
+      return master;
+    },
+    async waitForFailover({ timeoutMs = 20_000 }: { timeoutMs?: number } = {}): Promise<HostPort> {
+      const old = killed?.port;
+      return waitFor(
+        async () => {
+          const master = await agreedMaster();
+          if (!master || master.port === old) return undefined;
+          const role = await ask(master.port, 'ROLE');
+          return Array.isArray(role) && role[0] === 'master' ? master : undefined;
+        },
+        { timeoutMs, intervalMs: 50, message: 'the sentinels promoting the replica' },
+      );
+    },
+    async restartKilled(): Promise<void> {
+      const node = killed;
+      if (!node) return;
+      const master = await waitFor(agreedMaster, { timeoutMs: 5_000, message: 'a majority of sentinels naming the master' });
+      // As a replica straight away: the sentinels would convert it too, but only ~10 s later.
+      await node.start(['--replicaof', HOST, String(master.port)]);
+      killed = undefined;
+      await waitFor(async () => String(await ask(node.port, 'INFO', 'replication')).includes('master_link_status:up'), {
+        timeoutMs: 10_000,
+        message: 'the restarted server in sync with the master',
+      });
+      await waitFor(
+        async () => {
+          for (const s of sentinelNodes) {
+            const replicas = await ask(s.port, 'SENTINEL', 'REPLICAS', masterName);
+            if (!Array.isArray(replicas)) return false;
+            const healthy = replicas.some((reply) => {
+              const fields = new Map<string, string>();
+              for (let i = 0; i + 1 < (reply as unknown[]).length; i += 2) fields.set(String((reply as unknown[])[i]), String((reply as unknown[])[i + 1]));
+              return fields.get('port') === String(node.port) && fields.get('flags') === 'slave' && fields.get('master-link-status') === 'ok';
+            });
+            if (!healthy) return false;
+          }
+          return true;
+        },
+        { timeoutMs: 30_000, intervalMs: 200, message: 'every sentinel counting the restarted server as a healthy replica' },
+      );
+    },
+    stop,
+  };
+}
+
+/**
+ * A redis-server owned by the calling test that keeps its data across `stop()` and `start()`
+ * (append-only file, fsync always): a restart, where `startRedisServer()` from services.ts
+ * starts empty again. Same interface; killed when the test process exits.
+ */
+export async function startDurableRedis(): Promise<TestRedisServer> {
+  registerCleanup();
+  const dir = tempDir();
+  const port = await freePort();
+  const node = new Node(port, () => [
+    '--port', String(port),
+    '--bind', HOST,
+    '--save', '',
+    '--appendonly', 'yes',
+    '--appendfsync', 'always',
+    '--daemonize', 'no',
+    '--dir', dir,
+    '--loglevel', 'warning',
+  ]);
+  await node.start();
+  return {
+    port,
+    url: `redis://${HOST}:${port}`,
+    stop: () => node.stop(),
+    start: () => node.start(),
+    kill: () => node.kill(),
+  };
+}
