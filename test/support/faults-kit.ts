@@ -1,0 +1,94 @@
+/**
+ * Small helpers shared by the fault-injection tests (test/integration/faults-*.test.ts): a
+ * PrismaClient wrapper that fails or hangs chosen statements, a gate a handler waits on, and the
+ * names of a job's Redis keys and execution IDs as the library writes them.
+ */
+import type { PrismaClientLike } from '../../src/index.js';
+
+/** What a statement does: go through (undefined), fail with this error, or never answer ('hang'). */
+export type Fault = undefined | Error | 'hang';
+
+export interface FaultyPrisma extends PrismaClientLike {
+  /** Every statement seen, in order (the SQL text only). */
+  readonly seen: string[];
+  /** Rejects every statement left hanging (the "process" died); later hangs are rejected at once. */
+  unhang(): void;
+}
+
+/**
+ * Wraps a PrismaClient; `fault(sql)` decides, per statement, whether it reaches the database.
+ * Statements are matched on their text, e.g. `sql.startsWith("UPDATE distributed_cron_runs SET status = 'running'")`.
+ */
+export function faultyPrisma(base: PrismaClientLike, fault: (sql: string, values: unknown[]) => Fault): FaultyPrisma {
+  const seen: string[] = [];
+  const hanging = new Set<(error: Error) => void>();
+  let unhung = false;
+  const call = <T>(sql: string, values: unknown[], forward: () => PromiseLike<T>): Promise<T> => {
+    seen.push(sql);
+    const decision = fault(sql.trimStart(), values);
+    if (decision instanceof Error) return Promise.reject(decision);
+    if (decision === 'hang') {
+      if (unhung) return Promise.reject(new Error('the client is gone (injected hang ended)'));
+      return new Promise<T>((_, reject) => {
+        hanging.add(reject);
+      });
+    }
+    return Promise.resolve(forward());
+  };
+  return {
+    seen,
+    $queryRawUnsafe: <T = unknown>(query: string, ...values: unknown[]) => call<T>(query, values, () => base.$queryRawUnsafe<T>(query, ...values)),
+    $executeRawUnsafe: (query: string, ...values: unknown[]) => call<number>(query, values, () => base.$executeRawUnsafe(query, ...values)),
+    unhang() {
+      unhung = true;
+      for (const reject of hanging) reject(new Error('the client is gone (injected hang ended)'));
+      hanging.clear();
+    },
+  };
+}
+
+/** SQL prefixes of the statements the library writes (src/prisma-run-history.ts). */
+export const SQL = {
+  /** begin(): the INSERT of a started run's row. */
+  beginInsert: 'INSERT INTO distributed_cron_runs (job_name, execution_id, status, trigger, scheduled_at, business_date, started_at',
+  /** restart(): the next attempt of an existing row (retry, recovery, replay, queued slot). */
+  restart: "UPDATE distributed_cron_runs SET status = 'running'",
+  /** finish(): the batched result UPDATE. */
+  finish: 'UPDATE distributed_cron_runs AS t SET status = v.status',
+} as const;
+
+/** A promise a handler waits on until the test opens it. */
+export interface Gate {
+  readonly opened: Promise<void>;
+  open(): void;
+}
+
+export function gate(): Gate {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
+
+/** The default execution ID of a slot: `<job>:<ISO instant without milliseconds>Z`. */
+export function executionIdOf(jobName: string, scheduledAt: Date): string {
+  return `${jobName}:${scheduledAt.toISOString().slice(0, -5)}Z`;
+}
+
+/** A past slot on the whole second, `agoMs` before now (within the recovery window). */
+export function recentSlot(agoMs = 1_000): Date {
+  return new Date(Math.floor((Date.now() - agoMs) / 1_000) * 1_000);
+}
+
+/** Redis keys of a job under the default key prefix (src/lease.store.ts KeyBuilder). */
+export function keysOf(jobName: string, prefix = 'dcron') {
+  const base = `${prefix}:{${jobName}}`;
+  return {
+    lease: `${base}:lease`,
+    fence: `${base}:fence`,
+    queue: `${base}:queue`,
+    paused: `${base}:paused`,
+    slot: (executionId: string) => `${base}:slot:${executionId}`,
+  };
+}
