@@ -110,6 +110,8 @@ export class JobExecutor {
   private readonly running = new Set<AbortController>();
   private readonly stopping = new AbortController();
   private readonly lostClaims = new Map<string, LostClaim>();
+  /** `running` rows whose lease Redis may have forgotten: when this instance first saw each so. */
+  private readonly unsureSince = new Map<string, number>();
   private storeDown = false;
 
   constructor(
@@ -348,8 +350,23 @@ export class JobExecutor {
     if (row.status === 'queued') {
       trigger = row.trigger;
     } else if (row.status === 'running') {
-      // This instance holds the lease and the token is above the floor, so the previous owner's
-      // lease is gone (expired or released) and it stopped by its local deadline: it died or lost it.
+      // This instance holds the lease, so the previous owner's lease is gone: expired or released
+      // (it stopped by its local deadline), or forgotten by Redis under a live run. In that last
+      // case wait one lease, holding ours, so that run has passed its deadline and stopped.
+      const owner = row.fencingToken === null ? 'gone' : await this.deps.leases.owner(this.job.name, row.executionId, row.fencingToken);
+      if (owner === 'alive') {
+        this.stats.alreadyDone++;
+        return 'already_done';
+      }
+      if (owner === 'unsure') {
+        this.deps.logger.warn(`job '${this.job.name}': ${row.executionId} is running on ${row.instanceId} with no lease Redis still knows of; waiting one lease (${this.job.leaseMs} ms) before taking it over`);
+        try {
+          await sleep(this.job.leaseMs, undefined, { signal: this.stopping.signal });
+        } catch {
+          return 'shutting_down';
+        }
+        if (!keeper.valid()) return this.lapsed(row.executionId);
+      }
       if (this.mayRecover(row)) {
         trigger = 'recover';
       } else {
@@ -413,7 +430,7 @@ export class JobExecutor {
     const { job } = this;
     const before = keeper.lease.fencingToken;
     const sentAt = performance.now();
-    const fresh = await this.deps.leases.refence(keeper.lease, stale.floor, job.leaseMs);
+    const fresh = await this.deps.leases.refence(keeper.lease, stale.floor, job.leaseMs, 2 * job.leaseMs);
     if (!fresh) return this.lapsed(keeper.lease.executionId);
     keeper.rebind(fresh, sentAt);
     this.deps.logger.warn(
@@ -650,6 +667,9 @@ export class JobExecutor {
   async startDue(row: RunRecord): Promise<FireOutcome | 'busy' | 'alive'> {
     try {
       const result = await this.startAgain(row, row.status === 'lease_lost' || row.status === 'aborted' ? 'recover' : 'retry');
+      // A busy job would starve its retry (the lease is rarely free when a sweep looks): the
+      // retry waits in the job's queue and gets the lease when the current run releases it.
+      if (result === 'busy') await this.waitInQueue(row);
       return typeof result === 'string' ? result : 'ran';
     } catch (error) {
       this.deps.logger.warn(`job '${this.job.name}': next attempt of ${row.executionId} failed to start: ${describeError(error)}`);
@@ -663,21 +683,29 @@ export class JobExecutor {
    */
   async checkOwner(row: RunRecord): Promise<OwnerCheck> {
     if (this.stopping.signal.aborted || row.fencingToken === null) return 'skipped';
+    const key = `${row.executionId}\n${row.fencingToken}`;
     try {
-      if (await this.deps.leases.isAlive(this.job.name, row.executionId, row.fencingToken)) return 'alive';
+      const owner = await this.deps.leases.owner(this.job.name, row.executionId, row.fencingToken);
+      if (owner === 'alive') {
+        this.unsureSince.delete(key);
+        return 'alive';
+      }
+      if (owner === 'unsure') {
+        // Redis may have forgotten this lease under a live run: act only once a whole lease has
+        // passed since this instance first saw it so (by then a live owner reached its deadline).
+        const since = this.unsureSince.get(key) ?? performance.now();
+        if (this.unsureSince.size >= 10_000) this.unsureSince.clear(); // rows closed elsewhere leave entries
+        this.unsureSince.set(key, since);
+        if (performance.now() - since < this.job.leaseMs) return 'alive';
+      }
+      this.unsureSince.delete(key);
       if (this.mayRecover(row)) {
         const result = await this.startAgain(row, 'recover', row.fencingToken);
         if (result === 'alive') return 'alive';
-        if (result === 'busy') {
-          // Another slot holds the job's lease. Waiting for a free moment would starve behind a busy
-          // schedule, so the re-run waits in the job's queue: the lease passes straight to it when
-          // the current run releases (begin() then finds the dead owner's row and re-runs it).
-          await this.deps.leases.enqueue(
-            this.job.name,
-            { executionId: row.executionId, scheduledAt: row.scheduledAt.getTime(), businessDate: row.businessDate },
-            Math.max(this.job.leaseMs * 10, 3_600_000),
-          );
-        }
+        // Another slot holds the job's lease. Waiting for a free moment would starve behind a busy
+        // schedule, so the re-run waits in the job's queue: the lease passes straight to it when
+        // the current run releases (begin() then finds the dead owner's row and re-runs it).
+        if (result === 'busy') await this.waitInQueue(row);
         return 'handled';
       }
       const error = `instance ${row.instanceId} stopped renewing its lease before finishing`;
@@ -714,6 +742,12 @@ export class JobExecutor {
       this.deps.logger.warn(`job '${this.job.name}': starting queued ${row.executionId} failed: ${describeError(error)}`);
       return 'unavailable';
     }
+  }
+
+  /** Puts an execution in the job's queue (if none waits there), for the lease to pass to it on release. */
+  private async waitInQueue(row: RunRecord): Promise<void> {
+    const slot: QueuedSlot = { executionId: row.executionId, scheduledAt: row.scheduledAt.getTime(), businessDate: row.businessDate };
+    await this.deps.leases.enqueue(this.job.name, slot, Math.max(this.job.leaseMs * 10, 3_600_000));
   }
 
   /** Dead-man's switch: one alert per window, fleet-wide, when nothing completed within it. */

@@ -63,6 +63,8 @@ export interface FailureDecision {
   escalate: boolean;
 }
 
+export type OwnerState = 'alive' | 'gone' | 'unsure';
+
 export type AcquireResult = { kind: 'acquired'; lease: HeldLease } | { kind: 'held' } | { kind: 'superseded' };
 
 /**
@@ -82,14 +84,17 @@ export interface LeaseStore {
   take(jobName: string, executionId: string, on: HeldLease['on'], leaseMs: number, deadFence?: number): Promise<TakeResult>;
   /**
    * Whether the run with this fencing token still holds a lease (the job's lease key or the
-   * execution's slot key: a rolling deploy may have changed the job's overlap policy).
+   * execution's slot key: a rolling deploy may have changed the job's overlap policy). `unsure`:
+   * it holds none, but Redis may have forgotten the lease under a live run (its counter is behind
+   * the token, or an instance found it forgotten recently).
    */
-  isAlive(jobName: string, executionId: string, fencingToken: number): Promise<boolean>;
+  owner(jobName: string, executionId: string, fencingToken: number): Promise<OwnerState>;
   /**
    * Gives a held lease a fencing token above `floor` (Redis forgot the job's counter) and renews
-   * it; undefined when this token no longer holds it.
+   * it; undefined when this token no longer holds it. Marks the job for `forgotMs` so that no
+   * instance takes a missing lease of it for an expired one meanwhile.
    */
-  refence(lease: HeldLease, floor: number, leaseMs: number): Promise<HeldLease | undefined>;
+  refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<HeldLease | undefined>;
   /** Counts a failure in the job's streak; decides dedup and escalation fleet-wide. */
   recordFailure(jobName: string, options: { now: number; dedupMs: number; escalateAfter: number; force: boolean }): Promise<FailureDecision>;
   /** Puts a slot in the job's queue if none waits there; the lease passes to it on the next release. */
@@ -139,6 +144,10 @@ export class KeyBuilder {
   }
   alerts(jobName: string): string {
     return `${this.base(jobName)}:alerts`;
+  }
+  /** Set for a while after Redis was found to have forgotten the job's counter (and so its leases). */
+  forgot(jobName: string): string {
+    return `${this.base(jobName)}:forgot`;
   }
   /** What a release answered (a hand-over, an ended failure streak), kept for a retry of the same release. */
   handover(jobName: string, token: string): string {

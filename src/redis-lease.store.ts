@@ -10,6 +10,7 @@ import {
   type FailureDecision,
   type HeldLease,
   type LeaseStore,
+  type OwnerState,
   type QueuedSlot,
   type ReleaseResult,
   type RenewResult,
@@ -35,7 +36,8 @@ const SCRIPTS = {
   release: loadScript('release-7.lua'),
   acquire: loadScript('acquire-3.lua'),
   take: loadScript('take-5.lua'),
-  refence: loadScript('refence-2.lua'),
+  refence: loadScript('refence-3.lua'),
+  owner: loadScript('owner-4.lua'),
   failure: loadScript('failure-1.lua'),
 };
 
@@ -293,19 +295,27 @@ export class RedisLeaseStore implements LeaseStore {
     }
   }
 
-  async refence(lease: HeldLease, floor: number, leaseMs: number): Promise<HeldLease | undefined> {
+  async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<HeldLease | undefined> {
     const key = lease.on === 'slot' ? this.keys.slot(lease.jobName, lease.executionId) : this.keys.lease(lease.jobName);
-    const reply = (await this.run('refence', SCRIPTS.refence, [key, this.keys.fence(lease.jobName)], [lease.token, floor, leaseMs])) as [number, number?];
+    const reply = (await this.run('refence', SCRIPTS.refence, [key, this.keys.fence(lease.jobName), this.keys.forgot(lease.jobName)], [
+      lease.token,
+      floor,
+      leaseMs,
+      forgotMs,
+    ])) as [number, number?];
     if (reply[0] !== 1) return undefined;
     const fencingToken = Number(reply[1]);
     return { ...lease, fencingToken, token: `${fencingToken}:${lease.token.slice(lease.token.indexOf(':') + 1)}` };
   }
 
-  async isAlive(jobName: string, executionId: string, fencingToken: number): Promise<boolean> {
-    // Both keys: a rolling deploy may have changed the job's overlap policy under a live run.
-    const keys = [this.keys.lease(jobName), this.keys.slot(jobName, executionId)];
-    const holders = await this.command('isAlive', () => this.redis.mget(...keys));
-    return holders.some((holder) => holder !== null && holder.startsWith(`${fencingToken}:`));
+  async owner(jobName: string, executionId: string, fencingToken: number): Promise<OwnerState> {
+    const reply = await this.run('owner', SCRIPTS.owner, [
+      this.keys.lease(jobName),
+      this.keys.slot(jobName, executionId),
+      this.keys.fence(jobName),
+      this.keys.forgot(jobName),
+    ], [String(fencingToken)]);
+    return reply === 1 ? 'alive' : reply === 2 ? 'unsure' : 'gone';
   }
 
   async recordFailure(

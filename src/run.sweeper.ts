@@ -156,7 +156,8 @@ export class RunSweeper {
       const nobody = `job '${row.jobName}' is not scheduled on instance ${this.runtime.instanceId} (removed, renamed, disabled or stopped)`;
       let closed = false;
       if (row.status === 'running') {
-        if (row.fencingToken !== null && (await leases.isAlive(row.jobName, row.executionId, row.fencingToken))) continue;
+        // Closing starts nothing, and a live owner renews within any lease far shorter than the grace.
+        if (row.fencingToken !== null && (await leases.owner(row.jobName, row.executionId, row.fencingToken)) === 'alive') continue;
         closed = await history.closeOrphan(row, 'lease_lost', at, `${nobody}, and its run holds no lease`);
       } else if (row.status === 'queued') {
         closed = await history.closeOrphan(row, 'skipped_overlap', at, `${nobody}: the waiting slot will not run`);

@@ -6,10 +6,13 @@
 
   KEYS[1] the lease: the job's lease key, or (under 'allow') the execution's slot key
   KEYS[2] fence key
+  KEYS[3] forgot key: marks the job, for ARGV[4] ms, as one whose leases Redis may have forgotten
+          under live runs, so no instance takes a missing lease for an expired one meanwhile
 
   ARGV[1] token '<fence>:<random>' that must still hold the lease
   ARGV[2] floor: the highest fencing token of the job in the run history
   ARGV[3] lease TTL, ms
+  ARGV[4] how long the forgot key lives, ms
 
   Output: { 1, fence } the lease now has token '<fence>:<random>'
           { 0 }        the lease is not held by this token any more
@@ -23,6 +26,7 @@ if fence <= floor then
   fence = floor + 1
   redis.call('SET', KEYS[2], string.format('%d', fence))
 end
+redis.call('SET', KEYS[3], '1', 'PX', ARGV[4])
 local random = string.sub(ARGV[1], string.find(ARGV[1], ':', 1, true) + 1)
 redis.call('SET', KEYS[1], string.format('%d', fence) .. ':' .. random, 'PX', ARGV[3])
 return { 1, fence }
