@@ -6,26 +6,15 @@
  */
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { freePort } from '../../test/support/services.js';
+
+export { freePort };
 
 export const HOST = '127.0.0.1';
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, HOST, () => {
-      const address = server.address();
-      if (address === null || typeof address === 'string') return reject(new Error('no free port'));
-      server.close(() => resolve(address.port));
-    });
-  });
-}
 
 export interface CommandResult {
   code: number;

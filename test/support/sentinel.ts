@@ -17,11 +17,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';
-import { pingRedis, waitFor, type TestRedisServer } from './services.js';
+import { freePort, pingRedis, waitFor, type TestRedisServer } from './services.js';
 
 export interface HostPort {
   host: string;
@@ -89,19 +88,6 @@ function tempDir(): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'dcron-redis-'));
   dirs.add(dir);
   return dir;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, HOST, () => {
-      const address = server.address();
-      if (address === null || typeof address === 'string') return reject(new Error('no free port'));
-      server.close(() => resolve(address.port));
-    });
-  });
 }
 
 function exited(child: ChildProcess): boolean {

@@ -118,7 +118,8 @@ function registerCleanup(): void {
   }
 }
 
-async function freePort(): Promise<number> {
+/** A TCP port nothing listens on right now (on 127.0.0.1). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();
