@@ -77,7 +77,7 @@ if ! npx --no-install tsc -p "$stage/tsconfig.json" > "$work/tsc.log" 2>&1; then
   head -n 20 "$work/tsc.log" >&2
 fi
 [[ -f "$build/bench/chaos/run.js" ]] || { cat "$work/tsc.log" >&2; log "nothing was emitted"; exit 2; }
-cp -r "$stage/src/lua" "$build/src/lua"
+mkdir -p "$build/src/leasing" && cp -r "$stage/src/leasing/lua" "$build/src/leasing/lua"
 
 # The verdict logic against hand-made histories first: a figure must be the library's doing.
 node "$build/bench/chaos/selftest.js" || { log "the verdict's self-test failed"; exit 2; }

@@ -5,4 +5,4 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const target = process.argv[2] ?? 'dist';
-cpSync(`${root}/src/lua`, `${root}/${target}/lua`, { recursive: true });
+cpSync(`${root}/src/leasing/lua`, `${root}/${target}/leasing/lua`, { recursive: true });

@@ -1,8 +1,8 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { Alerter } from './alert.interfaces.js';
-import type { DstPolicy } from './cron.schedule.js';
+import type { Alerter } from './alerting/alert.interfaces.js';
+import type { DstPolicy } from './scheduling/cron.schedule.js';
 
-export type { DstPolicy } from './cron.schedule.js';
+export type { DstPolicy } from './scheduling/cron.schedule.js';
 
 /** A duration: milliseconds, or text such as `'500ms'`, `'30s'`, `'5m'`, `'2h'`, `'1d'`. */
 export type Duration = number | string;

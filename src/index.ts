@@ -1,6 +1,6 @@
-export { DistributedCron } from './distributed-cron.decorator.js';
-export { DistributedCronModule } from './distributed-cron.module.js';
-export { DistributedCronService, type JobDescription, type NextRun } from './distributed-cron.service.js';
+export { DistributedCron } from './nest/distributed-cron.decorator.js';
+export { DistributedCronModule } from './nest/distributed-cron.module.js';
+export { DistributedCronService, type JobDescription, type NextRun } from './nest/distributed-cron.service.js';
 export type {
   BackoffOptions,
   CatchUpOptions,
@@ -20,9 +20,9 @@ export type {
   RunTrigger,
   SlotInfo,
 } from './distributed-cron.interfaces.js';
-export type { HistoryFilter } from './run-history.js';
-export type { JobStats } from './job.executor.js';
+export type { HistoryFilter } from './history/run-history.js';
+export type { JobStats } from './execution/job.executor.js';
 export { DistributedCronConfigError } from './errors/distributed-cron-config.error.js';
 export { NonRetryableError } from './errors/non-retryable.error.js';
-export type { Alerter, AlertEvent, AlertKind } from './alert.interfaces.js';
-export { SlackAlerter, type SlackAlerterOptions } from './slack.alerter.js';
+export type { Alerter, AlertEvent, AlertKind } from './alerting/alert.interfaces.js';
+export { SlackAlerter, type SlackAlerterOptions } from './alerting/slack.alerter.js';

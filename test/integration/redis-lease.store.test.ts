@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { KeyBuilder, type ClaimRequest, type HeldLease } from '../../src/lease.store.js';
-import { RedisLeaseStore } from '../../src/redis-lease.store.js';
+import { KeyBuilder, type ClaimRequest, type HeldLease } from '../../src/leasing/lease.store.js';
+import { RedisLeaseStore } from '../../src/leasing/redis-lease.store.js';
 import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
 
 let server: TestRedisServer;

@@ -7,8 +7,8 @@ import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis, type RedisOptions } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { KeyBuilder, type ClaimRequest, type HeldLease, type ReleaseResult } from '../../src/lease.store.js';
-import { LeaseStoreUnavailableError, RedisLeaseStore } from '../../src/redis-lease.store.js';
+import { KeyBuilder, type ClaimRequest, type HeldLease, type ReleaseResult } from '../../src/leasing/lease.store.js';
+import { LeaseStoreUnavailableError, RedisLeaseStore } from '../../src/leasing/redis-lease.store.js';
 import { startDurableRedis } from '../support/sentinel.js';
 import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
 

@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AlertEvent } from '../../src/alert.interfaces.js';
-import { SlackAlerter, slackMessage, type SlackAlerterOptions } from '../../src/slack.alerter.js';
+import type { AlertEvent } from '../../src/alerting/alert.interfaces.js';
+import { SlackAlerter, slackMessage, type SlackAlerterOptions } from '../../src/alerting/slack.alerter.js';
 
 interface Received {
   path: string;

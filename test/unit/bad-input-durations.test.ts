@@ -5,10 +5,10 @@
  */
 import 'reflect-metadata';
 import { describe, expect, it } from 'vitest';
-import { DistributedCronRuntime } from '../../src/distributed-cron.runtime.js';
+import { DistributedCronRuntime } from '../../src/nest/distributed-cron.runtime.js';
 import type { DistributedCronModuleOptions, DistributedCronOptions } from '../../src/distributed-cron.interfaces.js';
 import { DistributedCronConfigError } from '../../src/errors/distributed-cron-config.error.js';
-import { resolveJobConfig, type JobConfig } from '../../src/job.config.js';
+import { resolveJobConfig, type JobConfig } from '../../src/config/job.config.js';
 
 const LONGEST_TIMER_MS = 2 ** 31 - 1;
 const TOO_LONG = /longer than the longest timer Node\.js can arm \(2147483647 ms, about 24\.8 days\): Node would fire it after 1 ms/;

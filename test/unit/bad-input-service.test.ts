@@ -5,9 +5,9 @@
  */
 import 'reflect-metadata';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { parseCronSchedule } from '../../src/cron.schedule.js';
-import type { DistributedCronRuntime } from '../../src/distributed-cron.runtime.js';
-import { DistributedCronService } from '../../src/distributed-cron.service.js';
+import { parseCronSchedule } from '../../src/scheduling/cron.schedule.js';
+import type { DistributedCronRuntime } from '../../src/nest/distributed-cron.runtime.js';
+import { DistributedCronService } from '../../src/nest/distributed-cron.service.js';
 
 const JOB = 'daily-report';
 

@@ -6,7 +6,7 @@ import {
   isValidTimeZone,
   parseCronSchedule,
   type DstPolicy,
-} from '../../src/cron.schedule.js';
+} from '../../src/scheduling/cron.schedule.js';
 
 const iso = (dates: readonly Date[]): string[] => dates.map((d) => d.toISOString());
 const at = (text: string): Date => new Date(text);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseDuration } from '../../src/duration.parse.js';
+import { parseDuration } from '../../src/config/duration.parse.js';
 
 describe('parseDuration', () => {
   it.each([

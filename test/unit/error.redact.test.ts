@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeError, redactSecrets } from '../../src/error.redact.js';
+import { describeError, redactSecrets } from '../../src/errors/error.redact.js';
 
 describe('redactSecrets', () => {
   it.each([

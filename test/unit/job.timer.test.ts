@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { resolveJobConfig, type JobConfig } from '../../src/job.config.js';
-import { JobTimer } from '../../src/job.timer.js';
+import { resolveJobConfig, type JobConfig } from '../../src/config/job.config.js';
+import { JobTimer } from '../../src/scheduling/job.timer.js';
 
 const SLOT = Date.parse('2026-06-01T10:00:00Z');
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NonRetryableError } from '../../src/index.js';
-import { decideOutcome, type RunEnd, type RunOutcome } from '../../src/run.outcome.js';
+import { decideOutcome, type RunEnd, type RunOutcome } from '../../src/execution/run.outcome.js';
 
 /** A NonRetryableError thrown by another copy of the library: recognised by its name. */
 const foreignNonRetryable = Object.assign(new Error('403 from billing'), { name: 'NonRetryableError' });

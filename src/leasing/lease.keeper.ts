@@ -1,5 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
-import { describeError } from './error.redact.js';
+import { describeError } from '../errors/error.redact.js';
 import type { HeldLease, LeaseStore } from './lease.store.js';
 
 /**

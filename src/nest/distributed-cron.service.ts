@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { formatInZone } from './cron.schedule.js';
-import type { FireOutcome, OverlapPolicy, RunRecord, RunStatus } from './distributed-cron.interfaces.js';
-import * as messages from './distributed-cron.messages.js';
+import { formatInZone } from '../scheduling/cron.schedule.js';
+import type { FireOutcome, OverlapPolicy, RunRecord, RunStatus } from '../distributed-cron.interfaces.js';
+import * as messages from '../distributed-cron.messages.js';
 import { DistributedCronRuntime, type MountedJob } from './distributed-cron.runtime.js';
-import { DistributedCronArgumentError } from './errors/distributed-cron-argument.error.js';
-import type { JobStats } from './job.executor.js';
-import type { HistoryFilter } from './run-history.js';
+import { DistributedCronArgumentError } from '../errors/distributed-cron-argument.error.js';
+import type { JobStats } from '../execution/job.executor.js';
+import type { HistoryFilter } from '../history/run-history.js';
 
 // Written as records so that a status or filter key added to the types fails to compile here.
 const RUN_STATUSES = Object.keys({

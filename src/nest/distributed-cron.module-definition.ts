@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { DistributedCronModuleOptions } from './distributed-cron.interfaces.js';
+import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 
 export const {
   ConfigurableModuleClass: DistributedCronConfigurableModule,

@@ -1,4 +1,4 @@
-import type { PrismaClientLike, RunRecord, RunStatus, RunTrigger } from './distributed-cron.interfaces.js';
+import type { PrismaClientLike, RunRecord, RunStatus, RunTrigger } from '../distributed-cron.interfaces.js';
 import type {
   BeginOutcome,
   BeginRequest,

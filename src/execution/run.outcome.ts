@@ -1,6 +1,6 @@
-import type { AlertKind } from './alert.interfaces.js';
-import { isNonRetryable } from './errors/non-retryable.error.js';
-import type { FinalStatus } from './run-history.js';
+import type { AlertKind } from '../alerting/alert.interfaces.js';
+import { isNonRetryable } from '../errors/non-retryable.error.js';
+import type { FinalStatus } from '../history/run-history.js';
 
 /** How a handler's run ended, as the executor observed it. */
 export interface RunEnd {

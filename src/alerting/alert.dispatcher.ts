@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { AlertEvent, Alerter } from './alert.interfaces.js';
-import { describeError, redactSecrets } from './error.redact.js';
-import type { LeaseStore } from './lease.store.js';
+import { describeError, redactSecrets } from '../errors/error.redact.js';
+import type { LeaseStore } from '../leasing/lease.store.js';
 
 export interface AlertPolicy {
   readonly dedupMs: number;

@@ -1,7 +1,7 @@
-import { describeError } from './error.redact.js';
-import type { DistributedCronRuntime } from './distributed-cron.runtime.js';
+import { describeError } from '../errors/error.redact.js';
+import type { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
 import type { JobExecutor } from './job.executor.js';
-import type { RunRecord } from './distributed-cron.interfaces.js';
+import type { RunRecord } from '../distributed-cron.interfaces.js';
 
 /** Rows looked at per kind per sweep; more wait for the next sweep. */
 const BATCH = 200;

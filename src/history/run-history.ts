@@ -1,4 +1,4 @@
-import type { RunRecord, RunStatus, RunTrigger } from './distributed-cron.interfaces.js';
+import type { RunRecord, RunStatus, RunTrigger } from '../distributed-cron.interfaces.js';
 
 export interface SlotIdentity {
   jobName: string;

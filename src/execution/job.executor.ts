@@ -1,16 +1,16 @@
 import type { LoggerService } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { AlertEvent } from './alert.interfaces.js';
-import type { AlertDispatcher } from './alert.dispatcher.js';
-import type { CronContext, FireOutcome, RunReport, RunRecord, RunTrigger, SlotInfo } from './distributed-cron.interfaces.js';
-import * as messages from './distributed-cron.messages.js';
+import type { AlertEvent } from '../alerting/alert.interfaces.js';
+import type { AlertDispatcher } from '../alerting/alert.dispatcher.js';
+import type { CronContext, FireOutcome, RunReport, RunRecord, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
+import * as messages from '../distributed-cron.messages.js';
 import { retryDelay } from './backoff.js';
-import { describeError } from './error.redact.js';
-import { defaultExecutionId, type JobConfig } from './job.config.js';
-import { CLAIM_AHEAD_MS } from './job.timer.js';
-import { LeaseKeeper } from './lease.keeper.js';
-import type { HeldLease, LeaseStore, QueuedSlot } from './lease.store.js';
-import type { FinalStatus, NotStartedRequest, RunHistory, StaleFence } from './run-history.js';
+import { describeError } from '../errors/error.redact.js';
+import { defaultExecutionId, type JobConfig } from '../config/job.config.js';
+import { CLAIM_AHEAD_MS } from '../scheduling/job.timer.js';
+import { LeaseKeeper } from '../leasing/lease.keeper.js';
+import type { HeldLease, LeaseStore, QueuedSlot } from '../leasing/lease.store.js';
+import type { FinalStatus, NotStartedRequest, RunHistory, StaleFence } from '../history/run-history.js';
 import { decideOutcome, type RunEnd } from './run.outcome.js';
 
 export interface ExecutorDeps {

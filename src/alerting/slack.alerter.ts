@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { AlertEvent, AlertKind, Alerter } from './alert.interfaces.js';
-import { describeError, redactSecrets } from './error.redact.js';
+import { describeError, redactSecrets } from '../errors/error.redact.js';
 
 export interface SlackAlerterOptions {
   /** Incoming-webhook URL. Treated as a secret: never logged. */

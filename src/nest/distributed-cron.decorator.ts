@@ -1,6 +1,6 @@
 import { SetMetadata, applyDecorators } from '@nestjs/common';
 import { DISTRIBUTED_CRON_METADATA } from './distributed-cron.constants.js';
-import type { DistributedCronOptions } from './distributed-cron.interfaces.js';
+import type { DistributedCronOptions } from '../distributed-cron.interfaces.js';
 
 /** What the decorator records; read by the explorer. */
 export interface DistributedCronMetadata {

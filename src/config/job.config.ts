@@ -1,10 +1,10 @@
-import { businessDate, isValidTimeZone, parseCronSchedule, type CronSchedule } from './cron.schedule.js';
-import type { DistributedCronMetadata } from './distributed-cron.decorator.js';
-import type { CatchUpPolicy, DistributedCronModuleOptions, OverlapPolicy, SlotInfo } from './distributed-cron.interfaces.js';
-import * as messages from './distributed-cron.messages.js';
+import { businessDate, isValidTimeZone, parseCronSchedule, type CronSchedule } from '../scheduling/cron.schedule.js';
+import type { DistributedCronMetadata } from '../nest/distributed-cron.decorator.js';
+import type { CatchUpPolicy, DistributedCronModuleOptions, OverlapPolicy, SlotInfo } from '../distributed-cron.interfaces.js';
+import * as messages from '../distributed-cron.messages.js';
 import { MAX_TIMER_MS, parseDuration } from './duration.parse.js';
-import type { Backoff } from './backoff.js';
-import { DistributedCronConfigError } from './errors/distributed-cron-config.error.js';
+import type { Backoff } from '../execution/backoff.js';
+import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
 
 const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['skip', 'queue', 'allow', 'replace'];
 const CATCH_UP_POLICIES: readonly CatchUpPolicy[] = ['none', 'latest', 'all'];

@@ -1,4 +1,4 @@
-import type { OverlapPolicy } from './distributed-cron.interfaces.js';
+import type { OverlapPolicy } from '../distributed-cron.interfaces.js';
 
 /** A slot waiting under `overlap: 'queue'`, as stored next to the lease. */
 export interface QueuedSlot {

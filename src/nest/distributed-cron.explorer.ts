@@ -11,16 +11,16 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import { DISTRIBUTED_CRON_METADATA } from './distributed-cron.constants.js';
 import type { DistributedCronMetadata } from './distributed-cron.decorator.js';
-import type { CronContext } from './distributed-cron.interfaces.js';
-import * as messages from './distributed-cron.messages.js';
+import type { CronContext } from '../distributed-cron.interfaces.js';
+import * as messages from '../distributed-cron.messages.js';
 import { DistributedCronRuntime } from './distributed-cron.runtime.js';
-import { describeError } from './error.redact.js';
-import { DistributedCronConfigError } from './errors/distributed-cron-config.error.js';
-import { catchUpMissedSlots } from './catch-up.js';
-import { resolveJobConfig } from './job.config.js';
-import { JobExecutor } from './job.executor.js';
-import { CLAIM_AHEAD_MS, JobTimer } from './job.timer.js';
-import { RunSweeper } from './run.sweeper.js';
+import { describeError } from '../errors/error.redact.js';
+import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
+import { catchUpMissedSlots } from '../scheduling/catch-up.js';
+import { resolveJobConfig } from '../config/job.config.js';
+import { JobExecutor } from '../execution/job.executor.js';
+import { CLAIM_AHEAD_MS, JobTimer } from '../scheduling/job.timer.js';
+import { RunSweeper } from '../execution/run.sweeper.js';
 
 /** @nestjs/schedule's own metadata keys (its constants are not exported). */
 const SCHEDULER_TYPE = 'SCHEDULER_TYPE';

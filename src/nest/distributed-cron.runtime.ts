@@ -1,20 +1,20 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { AlertDispatcher } from './alert.dispatcher.js';
+import { AlertDispatcher } from '../alerting/alert.dispatcher.js';
 import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
-import type { DistributedCronModuleOptions } from './distributed-cron.interfaces.js';
+import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import { DISTRIBUTED_CRON_OPTIONS } from './distributed-cron.module-definition.js';
-import { isValidTimeZone } from './cron.schedule.js';
-import { MAX_TIMER_MS, parseDuration } from './duration.parse.js';
-import { DistributedCronConfigError } from './errors/distributed-cron-config.error.js';
-import type { JobExecutor } from './job.executor.js';
-import type { JobTimer } from './job.timer.js';
-import type { LeaseStore } from './lease.store.js';
-import { PrismaRunHistory } from './prisma-run-history.js';
-import { RedisLeaseStore } from './redis-lease.store.js';
-import type { RunHistory } from './run-history.js';
-import * as messages from './distributed-cron.messages.js';
+import { isValidTimeZone } from '../scheduling/cron.schedule.js';
+import { MAX_TIMER_MS, parseDuration } from '../config/duration.parse.js';
+import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
+import type { JobExecutor } from '../execution/job.executor.js';
+import type { JobTimer } from '../scheduling/job.timer.js';
+import type { LeaseStore } from '../leasing/lease.store.js';
+import { PrismaRunHistory } from '../history/prisma-run-history.js';
+import { RedisLeaseStore } from '../leasing/redis-lease.store.js';
+import type { RunHistory } from '../history/run-history.js';
+import * as messages from '../distributed-cron.messages.js';
 
 /** A scheduled job on this instance. */
 export interface MountedJob {

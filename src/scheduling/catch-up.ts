@@ -1,9 +1,9 @@
 import type { LoggerService } from '@nestjs/common';
-import type { FireOutcome } from './distributed-cron.interfaces.js';
-import { describeError } from './error.redact.js';
-import { defaultExecutionId } from './job.config.js';
-import type { JobExecutor } from './job.executor.js';
-import type { RunHistory } from './run-history.js';
+import type { FireOutcome } from '../distributed-cron.interfaces.js';
+import { describeError } from '../errors/error.redact.js';
+import { defaultExecutionId } from '../config/job.config.js';
+import type { JobExecutor } from '../execution/job.executor.js';
+import type { RunHistory } from '../history/run-history.js';
 
 /** Outcomes after which the next missed slot is tried; anything else ends the catch-up. */
 const CONTINUE: ReadonlySet<FireOutcome> = new Set<FireOutcome>(['ran', 'already_done']);
