@@ -1,4 +1,5 @@
 /** Renders BENCHMARKS.md and the overhead chart (hand-built SVG) from the results of a run. */
+import { chaosSection } from './chaos/markdown.js';
 import type { FleetStepResult } from './fleet.js';
 import type { RoundTripResult, VariantResult } from './overhead.js';
 import type { TakeoverResult } from './takeover.js';
@@ -87,6 +88,7 @@ export function renderMarkdown(results: BenchResults, svgPath: string): string {
   if (results.fleet) out.push(...fleetSection(results));
   if (results.takeover) out.push(...takeoverSection(results.takeover));
   if (results.bullmq) out.push(...bullmqSection(results));
+  out.push(...chaosSection('bench/results'));
   out.push(...targetsSection(results));
   out.push(...findingsSection(results));
   return `${out.join('\n')}\n`;
