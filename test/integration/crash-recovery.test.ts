@@ -108,7 +108,8 @@ describe('crash recovery across child processes', () => {
     const name = uniqueName('retry-elsewhere');
     const events: FixtureEvent[] = [];
     const { expression } = oneShot(4_000);
-    await fleet(name, expression, { job: { name, retry: { attempts: 2, backoff: '2s' } }, workMs: 100, failAttempts: 1 }, events);
+    // A short lease: if the kill lands between the result and the release, the lease expires soon anyway.
+    await fleet(name, expression, { job: { name, lease: '2s', renewEvery: '500ms', retry: { attempts: 2, backoff: '2s' } }, workMs: 100, failAttempts: 1 }, events);
 
     const failed = await waitFor(() => events.find((e) => e.event === 'end' && e.failed), { timeoutMs: 10_000, message: 'attempt 1 fails' });
     await waitFor(async () => (await row(failed.executionId!))?.status === 'failed', { message: 'the failure is recorded' });

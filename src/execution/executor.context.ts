@@ -1,0 +1,195 @@
+import type { LoggerService } from '@nestjs/common';
+import type { AlertEvent } from '../alerting/alert.interfaces.js';
+import type { AlertDispatcher } from '../alerting/alert.dispatcher.js';
+import type { CronContext, FireOutcome, RunRecord, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
+import { describeError } from '../errors/error.redact.js';
+import type { JobConfig } from '../config/job.config.js';
+import { LeaseKeeper } from '../leasing/lease.keeper.js';
+import type { HeldLease, LeaseStore } from '../leasing/lease.store.js';
+import type { NotStartedRequest, RunHistory } from '../history/run-history.js';
+
+export interface ExecutorDeps {
+  readonly leases: LeaseStore;
+  readonly history: RunHistory;
+  readonly alerts: AlertDispatcher;
+  readonly instanceId: string;
+  readonly clock: () => number;
+  readonly logger: LoggerService;
+}
+
+/** Per-instance counters of what each trigger led to; losers and skips are counted here. */
+export interface JobStats {
+  fired: number;
+  ran: number;
+  lost: number;
+  paused: number;
+  skippedOverlap: number;
+  queued: number;
+  alreadyDone: number;
+  unavailable: number;
+  retried: number;
+  recovered: number;
+}
+
+/** A run-history call that did not answer in time. The statement may still complete later. */
+export class HistoryTimeoutError extends Error {
+  constructor(operation: string, ms: number) {
+    super(`the database did not answer ${operation} within ${ms} ms`);
+    this.name = 'HistoryTimeoutError';
+  }
+}
+
+/** An execution this instance may start now, as its row says. */
+export interface Started {
+  attempt: number;
+  trigger: RunTrigger;
+}
+
+/**
+ * What every part of one job's pipeline shares: its configuration, the adapters, its counters,
+ * the runs in flight, and the small rules every step follows (a deadline on every run-history
+ * call, best-effort rows for slots that did not start, alerts that never hold a run up).
+ */
+export class ExecutorContext {
+  readonly stats: JobStats = { fired: 0, ran: 0, lost: 0, paused: 0, skippedOverlap: 0, queued: 0, alreadyDone: 0, unavailable: 0, retried: 0, recovered: 0 };
+  /** Every promise this job has started and not yet seen settle (for a graceful shutdown). */
+  readonly inFlight = new Set<Promise<unknown>>();
+  /** The abort controllers of the handlers running now. */
+  readonly running = new Set<AbortController>();
+  /** Aborts when the app shuts down: no new slot, no new attempt. */
+  readonly stopping = new AbortController();
+  /** A release handed the lease to a queued slot: start it (set by the executor). */
+  onHandedOver: (slot: SlotInfo, executionId: string, keeper: LeaseKeeper) => void = () => undefined;
+
+  constructor(
+    readonly job: JobConfig,
+    readonly invoke: (ctx: CronContext) => unknown,
+    readonly deps: ExecutorDeps,
+  ) {}
+
+  /** Deadline of every run-history call: shorter than the lease by one renewal interval. */
+  get historyTimeoutMs(): number {
+    return this.job.leaseMs - this.job.renewMs;
+  }
+
+  track(promise: Promise<unknown>): void {
+    const settled = promise.catch((error: unknown) => {
+      this.deps.logger.error(`job '${this.job.name}': unexpected error: ${describeError(error)}`);
+    });
+    this.inFlight.add(settled);
+    void settled.finally(() => this.inFlight.delete(settled));
+  }
+
+  /** A run-history call with the executor's deadline. */
+  db<T>(operation: string, call: () => Promise<T>): Promise<T> {
+    const ms = this.historyTimeoutMs;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new HistoryTimeoutError(operation, ms)), ms);
+      call().then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /** How long a finished slot key keeps late (clock-skewed) instances from claiming it again. */
+  doneMs(): number {
+    return 2 * this.job.skewToleranceMs + 1_000;
+  }
+
+  /** The lease's local deadline passed before the run could start: the process was paused or starved. */
+  lapsed(executionId: string): FireOutcome {
+    this.deps.logger.warn(`job '${this.job.name}': the lease of ${executionId} lapsed before its run could start (was this process paused?); not started here`);
+    this.stats.lost++;
+    return 'lost';
+  }
+
+  mayRecover(row: RunRecord): boolean {
+    return this.job.recover && row.attempt < Math.max(row.maxAttempts, 2) && this.withinRecoveryWindow(row.scheduledAt);
+  }
+
+  retryDue(row: RunRecord, now: Date): boolean {
+    if (row.nextAttemptAt === null || row.nextAttemptAt.getTime() > now.getTime()) return false;
+    if (row.status === 'failed' || row.status === 'timed_out') return row.attempt < row.maxAttempts;
+    return row.status === 'lease_lost' || row.status === 'aborted';
+  }
+
+  withinRecoveryWindow(scheduledAt: Date): boolean {
+    return this.deps.clock() - scheduledAt.getTime() <= Math.max(this.job.catchUp.windowMs, 3_600_000);
+  }
+
+  /**
+   * Releases the lease; under 'queue' the lease may come back for the waiting slot, which then
+   * runs here. Returns the failure streak a successful run ended.
+   */
+  async releaseAndContinue(lease: HeldLease, succeeded = false): Promise<number> {
+    let result;
+    const sentAt = performance.now();
+    try {
+      result = await this.deps.leases.release(lease, { leaseMs: this.job.leaseMs, doneMs: this.doneMs(), succeeded });
+    } catch (error) {
+      this.deps.logger.warn(
+        `job '${this.job.name}': releasing the lease of ${lease.executionId} failed (it expires within ${this.job.leaseMs} ms): ${describeError(error)}`,
+      );
+      return 0;
+    }
+    if (result.kind !== 'handed_over') return result.endedStreak;
+    const slot = this.job.slotInfo(new Date(result.next.scheduledAt));
+    if (this.stopping.signal.aborted) {
+      // The queued slot keeps its `queued` row; another instance's sweep starts it once the lease is free.
+      await this.releaseAndContinue(result.lease);
+    } else {
+      // Runs after this call returns, so the finished run's alerts are not held up by the next one.
+      this.onHandedOver(slot, result.next.executionId, this.keep(result.lease, sentAt));
+    }
+    return result.endedStreak;
+  }
+
+  /** Writes a row for a slot that did not start. Best effort: the database may be down too. */
+  async notStarted(
+    slot: SlotInfo,
+    executionId: string,
+    why: string,
+    status: NotStartedRequest['status'],
+    trigger: RunTrigger,
+    nextAttemptAt: Date | null = null,
+  ): Promise<'inserted' | 'exists' | 'error'> {
+    try {
+      const inserted = await this.db('a not-started row', () =>
+        this.deps.history.recordNotStarted({
+          ...slot,
+          executionId,
+          instanceId: this.deps.instanceId,
+          status,
+          error: why,
+          trigger,
+          now: new Date(this.deps.clock()),
+          nextAttemptAt,
+          maxAttempts: this.job.maxAttempts,
+        }),
+      );
+      return inserted ? 'inserted' : 'exists';
+    } catch (error) {
+      this.deps.logger.error(`job '${this.job.name}': could not record that ${executionId} did not start (${why}): ${describeError(error)}`);
+      return 'error';
+    }
+  }
+
+  keep(lease: HeldLease, sentAt: number): LeaseKeeper {
+    return new LeaseKeeper(this.deps.leases, lease, sentAt, this.job.leaseMs, this.job.renewMs, this.deps.logger, this.job.name);
+  }
+
+  alert(event: Omit<AlertEvent, 'jobName' | 'instanceId'>): void {
+    this.track(this.deps.alerts.send({ ...event, jobName: this.job.name, instanceId: this.deps.instanceId }));
+  }
+
+  alertFailure(event: Omit<AlertEvent, 'jobName' | 'instanceId'>): void {
+    this.track(this.deps.alerts.failure({ ...event, jobName: this.job.name, instanceId: this.deps.instanceId }));
+  }
+}

@@ -1,0 +1,195 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { CronContext, RunReport, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
+import * as messages from '../distributed-cron.messages.js';
+import { describeError } from '../errors/error.redact.js';
+import type { LeaseKeeper } from '../leasing/lease.keeper.js';
+import type { HeldLease } from '../leasing/lease.store.js';
+import type { FinalStatus } from '../history/run-history.js';
+import { retryDelay } from './backoff.js';
+import type { ExecutorContext } from './executor.context.js';
+import { decideOutcome, type RunEnd } from './run.outcome.js';
+
+/*
+ * One attempt of an execution: the handler with its context, signal and counts, then its
+ * outcome written (fenced), the lease released, and the alert.
+ */
+
+export type AbortKind = NonNullable<RunEnd['abortedBy']>;
+
+export function abortReason(name: AbortKind, message: string): Error {
+  const error = new Error(message);
+  error.name = name;
+  return error;
+}
+
+/** The largest count a run-history column holds. */
+const INT_MAX = 2_147_483_647;
+
+/**
+ * How long the result of a finished run is retried while the database cannot be written. The
+ * lease stays held (renewed) meanwhile, so no instance re-runs or closes the execution.
+ */
+export const FINISH_RETRY_MS = 5 * 60_000;
+
+function assertCount(value: unknown, field: string, jobName: string, total: number): number {
+  if (value === undefined) return 0;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || !Number.isInteger(value)) {
+    throw new TypeError(`job '${jobName}': ctx.report(): \`${field}\` must be a non-negative integer, got ${String(value)}`);
+  }
+  if (total + value > INT_MAX) {
+    throw new RangeError(`job '${jobName}': ctx.report(): the run's \`${field}\` total would exceed ${INT_MAX} (the run history's limit); report batches, not bytes`);
+  }
+  return value;
+}
+
+export async function execute(ctx: ExecutorContext, slot: SlotInfo, executionId: string, keeper: LeaseKeeper, attempt: number, trigger: RunTrigger): Promise<void> {
+  const { job, deps } = ctx;
+  const controller = new AbortController();
+  ctx.running.add(controller);
+  const counts = { processed: 0, failed: 0 };
+  let lostAt: number | undefined;
+  const abort = (reason: Error): void => {
+    if (controller.signal.aborted) return;
+    keeper.startGrace();
+    controller.abort(reason);
+  };
+  keeper.onLost = (reason) => {
+    lostAt ??= performance.now();
+    abort(reason);
+  };
+  keeper.onStopRequested = () => abort(abortReason('ReplacedError', `replaced by a newer slot of job '${job.name}' (overlap: replace)`));
+
+  const context: CronContext = Object.freeze({
+    ...slot,
+    executionId,
+    attempt,
+    fencingToken: keeper.lease.fencingToken,
+    instanceId: deps.instanceId,
+    trigger,
+    signal: controller.signal,
+    report: (report: RunReport): void => {
+      const processed = assertCount(report?.processed, 'processed', job.name, counts.processed);
+      const failed = assertCount(report?.failed, 'failed', job.name, counts.failed);
+      counts.processed += processed;
+      counts.failed += failed;
+    },
+  });
+
+  const timeoutTimer =
+    job.timeoutMs === undefined ? undefined : setTimeout(() => abort(abortReason('TimeoutError', `timed out after ${job.timeoutMs} ms`)), job.timeoutMs);
+
+  const started = performance.now();
+  let failure: unknown;
+  let threw = false;
+  try {
+    // The lease may be gone already (a slow run-history write, a paused process): then the
+    // handler must not start with a token another run may have superseded.
+    if (!keeper.valid()) {
+      lostAt ??= performance.now();
+      abort(abortReason('LeaseLostError', `the lease of ${executionId} lapsed before the handler could start`));
+      throw controller.signal.reason;
+    }
+    await ctx.invoke(context);
+  } catch (error) {
+    threw = true;
+    failure = error;
+  } finally {
+    clearTimeout(timeoutTimer);
+    ctx.running.delete(controller);
+  }
+  const ended = performance.now();
+  keeper.settled();
+  const durationMs = ended - started;
+  const leaseLost = keeper.lost || !keeper.valid();
+  if (leaseLost) lostAt ??= ended;
+
+  const abortedBy = controller.signal.aborted ? ((controller.signal.reason as Error | undefined)?.name as AbortKind | undefined) : undefined;
+  const outcome = decideOutcome(
+    { threw, failure, abortedBy: leaseLost ? 'LeaseLostError' : abortedBy, leaseLost, failedItems: counts.failed, attempt },
+    { maxAttempts: job.maxAttempts, recover: job.recover && ctx.withinRecoveryWindow(slot.scheduledAt) },
+  );
+  const reason = controller.signal.aborted ? describeError(controller.signal.reason) : undefined;
+  let error: string | null = null;
+  if (outcome.status !== 'completed' && outcome.status !== 'completed_with_errors') {
+    const parts = [reason, threw && failure !== controller.signal.reason ? describeError(failure) : undefined];
+    if (leaseLost && !threw) {
+      // A paused process can wake after its lease expired and finish its handler: say so.
+      parts.push(`the handler finished normally ${Math.round(ended - (lostAt ?? ended))} ms after the lease was lost`);
+    }
+    error = parts.filter((part, i, all): part is string => !!part && all.indexOf(part) === i).join(': ') || null;
+  }
+  const nextAttemptAt =
+    outcome.next === 'backoff' ? new Date(deps.clock() + retryDelay(attempt, job.backoff)) : outcome.next === 'now' ? new Date(deps.clock()) : null;
+
+  const written = await recordFinish(ctx, executionId, keeper.lease, outcome.status, durationMs, counts, error, nextAttemptAt);
+  keeper.stop();
+  const succeeded = outcome.status === 'completed' || outcome.status === 'completed_with_errors';
+  const endedStreak = await ctx.releaseAndContinue(keeper.lease, succeeded);
+
+  if (!written) return;
+  const event = { executionId, scheduledAt: slot.scheduledAt, attempt, maxAttempts: job.maxAttempts, status: outcome.status, durationMs };
+  if (succeeded && endedStreak > 0) {
+    ctx.track(ctx.deps.alerts.recovered({ ...event, jobName: job.name, instanceId: deps.instanceId }, endedStreak));
+  } else if (outcome.alert) {
+    ctx.alertFailure({
+      ...event,
+      kind: outcome.alert,
+      error: error ?? undefined,
+      detail: nextAttemptAt ? `next attempt at ${nextAttemptAt.toISOString()}` : undefined,
+    });
+  }
+}
+
+/**
+ * Writes a run's result, fenced by its token. While the database cannot be written, retries
+ * with backoff for up to FINISH_RETRY_MS, holding the lease (the caller's keeper still renews it),
+ * so nobody re-runs or closes the execution meanwhile. True when the row now says this result.
+ */
+async function recordFinish(ctx: ExecutorContext, 
+  executionId: string,
+  lease: HeldLease,
+  status: FinalStatus,
+  durationMs: number,
+  counts: { processed: number; failed: number },
+  error: string | null,
+  nextAttemptAt: Date | null,
+): Promise<boolean> {
+  const firstTry = performance.now();
+  for (let attempt = 1, delay = 200; ; attempt++, delay = Math.min(delay * 2, 5_000)) {
+    try {
+      const written = await ctx.db('the run result', () =>
+        ctx.deps.history.finish({
+          executionId,
+          fencingToken: lease.fencingToken,
+          status,
+          finishedAt: new Date(ctx.deps.clock()),
+          durationMs,
+          processedCount: counts.processed,
+          failedCount: counts.failed,
+          error,
+          nextAttemptAt,
+        }),
+      );
+      if (written) return true;
+      if (attempt > 1) {
+        // An earlier attempt may have been written, its reply lost.
+        const row = await ctx.db('the row', () => ctx.deps.history.get(executionId));
+        if (row?.fencingToken === lease.fencingToken && row.status === status) return true;
+      }
+      ctx.deps.logger.warn(messages.STALE_FINISH(ctx.job.name, executionId));
+      return false;
+    } catch (failure) {
+      const text = describeError(failure);
+      // On shutdown the result gets one more try, not five minutes: the app is closing its clients.
+      if (performance.now() - firstTry >= FINISH_RETRY_MS || (ctx.stopping.signal.aborted && attempt > 1)) {
+        ctx.deps.logger.error(messages.FINISH_NOT_RECORDED(ctx.job.name, executionId, text));
+        ctx.alertFailure({ kind: 'unavailable', executionId, status, error: `could not record the result (${status}): ${text}` });
+        return false;
+      }
+      if (attempt === 1) {
+        ctx.deps.logger.warn(`job '${ctx.job.name}': recording the result of ${executionId} (${status}) failed; retrying while holding its lease: ${text}`);
+      }
+      await sleep(delay, undefined, { signal: ctx.stopping.signal }).catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,153 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FireOutcome, RunRecord, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
+import type { LeaseKeeper } from '../leasing/lease.keeper.js';
+import type { StaleFence } from '../history/run-history.js';
+import type { ExecutorContext, Started } from './executor.context.js';
+
+/*
+ * Starting a run: the row that says it started (new, or the next attempt of an existing one),
+ * fenced by the run history's floor, for an execution whose lease this instance holds.
+ */
+
+/**
+ * Writes the row that starts a run: a new row, or the next attempt of an existing one. Raises
+ * the fencing token when it is at or below the run history's floor.
+ */
+export async function beginRun(ctx: ExecutorContext, slot: SlotInfo, executionId: string, keeper: LeaseKeeper, trigger: RunTrigger): Promise<Started | FireOutcome> {
+  for (let round = 0; round < 3; round++) {
+    if (!keeper.valid()) return ctx.lapsed(executionId);
+    const begin = await ctx.db('the run start', () =>
+      ctx.deps.history.begin({
+        ...slot,
+        executionId,
+        instanceId: ctx.deps.instanceId,
+        fencingToken: keeper.lease.fencingToken,
+        maxAttempts: ctx.job.maxAttempts,
+        trigger,
+        // Claimed ahead: the run starts at the slot instant.
+        now: new Date(trigger === 'schedule' ? Math.max(ctx.deps.clock(), slot.scheduledAt.getTime()) : ctx.deps.clock()),
+      }),
+    );
+    if (begin.kind === 'start') return { attempt: begin.attempt, trigger: begin.trigger };
+    if (begin.kind === 'stale_fence') {
+      const stop = await refence(ctx, keeper, begin);
+      if (stop) return stop;
+      continue;
+    }
+    const next = await continueExisting(ctx, begin.row, keeper, trigger);
+    if (typeof next === 'object' && 'kind' in next) {
+      const stop = await refence(ctx, keeper, next);
+      if (stop) return stop;
+      continue;
+    }
+    return next;
+  }
+  throw new Error(`the fencing token of ${executionId} stayed at or below the run history's floor after it was raised`);
+}
+
+/** An execution ID that has a row; this instance holds its lease. What the row says decides. */
+async function continueExisting(ctx: ExecutorContext, row: RunRecord, keeper: LeaseKeeper, requested: RunTrigger): Promise<Started | FireOutcome | StaleFence> {
+  const { lease } = keeper;
+  const now = new Date(ctx.deps.clock());
+  // Our own INSERT, whose reply was lost (a timeout, a dropped connection): it is ours to run.
+  if (row.status === 'running' && row.fencingToken === lease.fencingToken) return { attempt: row.attempt, trigger: row.trigger };
+  let trigger: RunTrigger | undefined;
+  if (row.status === 'queued') {
+    trigger = row.trigger;
+  } else if (row.status === 'running') {
+    // This instance holds the lease, so the previous owner's lease is gone: expired or released
+    // (it stopped by its local deadline), or forgotten by Redis under a live run. In that last
+    // case wait one lease, holding ours, so that run has passed its deadline and stopped.
+    const owner = row.fencingToken === null ? 'gone' : await ctx.deps.leases.owner(ctx.job.name, row.executionId, row.fencingToken);
+    if (owner === 'alive') {
+      ctx.stats.alreadyDone++;
+      return 'already_done';
+    }
+    if (owner === 'unsure') {
+      ctx.deps.logger.warn(`job '${ctx.job.name}': ${row.executionId} is running on ${row.instanceId} with no lease Redis still knows of; waiting one lease (${ctx.job.leaseMs} ms) before taking it over`);
+      try {
+        await sleep(ctx.job.leaseMs, undefined, { signal: ctx.stopping.signal });
+      } catch {
+        return 'shutting_down';
+      }
+      if (!keeper.valid()) return ctx.lapsed(row.executionId);
+    }
+    if (ctx.mayRecover(row)) {
+      trigger = 'recover';
+    } else {
+      const error = `instance ${row.instanceId} stopped renewing its lease before finishing`;
+      if (await ctx.db('closing a dead run', () => ctx.deps.history.markLeaseLost(row.executionId, row.fencingToken ?? -1, now, error))) {
+        ctx.alertFailure({ kind: 'lease_lost', executionId: row.executionId, scheduledAt: row.scheduledAt, attempt: row.attempt, status: 'lease_lost', detail: error });
+      }
+      ctx.stats.alreadyDone++;
+      return 'already_done';
+    }
+  } else if (row.attempt === 0 && (row.status === 'failed' || row.status === 'lease_lost')) {
+    // A slot that never started (an outage, or a claimant that vanished): its first real attempt.
+    trigger = requested;
+  } else if (ctx.retryDue(row, now)) {
+    trigger = row.status === 'lease_lost' || row.status === 'aborted' ? 'recover' : 'retry';
+  }
+  if (trigger === undefined) {
+    ctx.stats.alreadyDone++;
+    await ctx.db('counting a duplicate trigger', () => ctx.deps.history.skippedTrigger(row.executionId)).catch(() => undefined);
+    return 'already_done';
+  }
+  const restarted = await restartRow(ctx, row, keeper, trigger, trigger === 'recover' ? row.attempt + 1 : ctx.job.maxAttempts);
+  if (restarted === 'changed') {
+    ctx.stats.alreadyDone++;
+    return 'already_done';
+  }
+  return restarted;
+}
+
+export async function restartRow(ctx: ExecutorContext, row: RunRecord, keeper: LeaseKeeper, trigger: RunTrigger, maxAttempts: number): Promise<Started | StaleFence | 'changed'> {
+  const result = await ctx.db('the run restart', () =>
+    ctx.deps.history.restart({
+      executionId: row.executionId,
+      jobName: ctx.job.name,
+      from: { status: row.status, attempt: row.attempt, fencingToken: row.fencingToken },
+      trigger,
+      fencingToken: keeper.lease.fencingToken,
+      instanceId: ctx.deps.instanceId,
+      now: new Date(ctx.deps.clock()),
+      maxAttempts: Math.max(maxAttempts, ctx.job.maxAttempts),
+    }),
+  );
+  if (result.kind === 'changed') return 'changed';
+  if (result.kind === 'stale_fence') return result;
+  if (trigger === 'recover') {
+    ctx.stats.recovered++;
+    ctx.deps.logger.warn(`job '${ctx.job.name}': re-running ${row.executionId}, whose run on ${row.instanceId} did not finish (attempt ${row.attempt + 1})`);
+  } else if (trigger === 'retry' || trigger === 'replay') {
+    ctx.stats.retried++;
+  }
+  return { attempt: row.attempt + 1, trigger };
+}
+
+/**
+ * Redis handed out a fencing token at or below the highest one in the run history: it forgot
+ * the job's counter. Raise it above the floor; if a run of the job may still be going (its lease
+ * forgotten with the rest), wait one lease so that run has passed its local deadline and stopped.
+ * Returns an outcome when the run must not go on.
+ */
+export async function refence(ctx: ExecutorContext, keeper: LeaseKeeper, stale: StaleFence): Promise<FireOutcome | undefined> {
+  const { job } = ctx;
+  const before = keeper.lease.fencingToken;
+  const sentAt = performance.now();
+  const fresh = await ctx.deps.leases.refence(keeper.lease, stale.floor, job.leaseMs, 2 * job.leaseMs);
+  if (!fresh) return ctx.lapsed(keeper.lease.executionId);
+  keeper.rebind(fresh, sentAt);
+  ctx.deps.logger.warn(
+    `job '${job.name}': Redis had forgotten the job's fencing counter (token ${before}, run history ${stale.floor}: a restart without ` +
+      `data, FLUSHALL or a failover that lost writes); raised to ${fresh.fencingToken}` +
+      (stale.running ? `; waiting one lease (${job.leaseMs} ms) before starting, so a run whose lease Redis forgot has stopped` : ''),
+  );
+  if (!stale.running) return undefined;
+  try {
+    await sleep(job.leaseMs, undefined, { signal: ctx.stopping.signal });
+  } catch {
+    return 'shutting_down';
+  }
+  return keeper.valid() ? undefined : ctx.lapsed(keeper.lease.executionId);
+}
