@@ -78,7 +78,7 @@ function render(r: ChaosResult, title: string): string[] {
 function read(file: string): ChaosResult | undefined {
   if (!existsSync(file)) return undefined;
   const result = JSON.parse(readFileSync(file, 'utf8')) as ChaosResult;
-  return result.variant === 'full' ? result : undefined;
+  return result.variant.startsWith('full') ? result : undefined;
 }
 
 /** Lines of the `## Chaos` section; empty when there is no full chaos result. */
