@@ -189,4 +189,63 @@ describe('fencing tokens when Redis loses its data', () => {
     expect(row?.updatedAt.getTime()).toBe(recovered.updatedAt.getTime());
     expect(newest.token).toBeGreaterThan(first.token);
   });
+
+  it('overlap skip: a live run whose lease Redis forgot is not taken for a dead one; the next slot starts only after it stopped', async () => {
+    const { admin, server } = await privateRedis();
+    const name = uniqueName('fence-forgot');
+    const LEASE_MS = 2_000;
+    const RENEW_MS = 500;
+    const runs: Array<{ instance: string; executionId: string; token: number; start: number; end?: number }> = [];
+    const handler = async (ctx: CronContext, instance: string): Promise<void> => {
+      const run = { instance, executionId: ctx.executionId, token: ctx.fencingToken, start: performance.now(), end: undefined as number | undefined };
+      runs.push(run);
+      await sleep(runs.length === 1 ? 30_000 : 100, undefined, { signal: ctx.signal }).catch(() => undefined);
+      if (ctx.signal.aborted) await sleep(300); // a real handler stops at its next checkpoint
+      run.end = performance.now();
+    };
+    const options = { name, lease: LEASE_MS, renewEvery: RENEW_MS, catchUp: 'none' as const };
+    const a = await startApp({
+      label: `${name}-A`,
+      redis: appClient(server.url),
+      providers: [jobProvider('0 0 1 1 *', options, handler, `${name}-A`)],
+      module: { sweepEvery: '60s', redisTimeout: 1_000 },
+    });
+    // B sweeps often: before the fix it found A's row without a lease, closed it as lease_lost at
+    // once, and its next slot then started beside A's run.
+    const b = await startApp({
+      label: `${name}-B`,
+      redis: appClient(server.url),
+      providers: [jobProvider('0 0 1 1 *', options, handler, `${name}-B`)],
+      module: { sweepEvery: '100ms', redisTimeout: 1_000 },
+    });
+    apps.push(a, b);
+    await Promise.all([a.cron.history({ limit: 1 }), b.cron.history({ limit: 1 })]);
+
+    const firstRun = a.cron.trigger(name, new Date('2026-01-01T00:00:00Z'));
+    const first = await waitFor(() => runs[0], { timeoutMs: 10_000, message: 'A starts the run' });
+    await sleep(LEASE_MS + 300);
+    const leaseKey = `dcron:{${name}}:lease`;
+    let last = await admin.pttl(leaseKey);
+    await waitFor(
+      async () => {
+        const ttl = await admin.pttl(leaseKey);
+        const renewed = ttl > last + 100;
+        last = ttl;
+        return renewed;
+      },
+      { timeoutMs: 5_000, intervalMs: 10, message: "one of A's renewals" },
+    );
+    await admin.flushall();
+    await sleep(300); // B has swept since
+    expect(await b.cron.trigger(name, new Date('2026-01-02T00:00:00Z'))).toBe('ran');
+    expect(await firstRun).toBe('ran');
+
+    const second = runs.find((r) => r.executionId !== first.executionId)!;
+    expect(second.instance).toBe(`${name}-B`);
+    expect(first.end, "A's run ended").toBeDefined();
+    expect(second.start, 'the next slot started while the run whose lease Redis forgot was still going').toBeGreaterThanOrEqual(first.end!);
+    expect(second.token).toBeGreaterThan(first.token);
+    const rows = await prisma.distributedCronRun.findMany({ where: { jobName: name }, orderBy: { scheduledAt: 'asc' } });
+    expect(rows.map((r) => r.status)).toEqual(['lease_lost', 'completed']);
+  });
 });
