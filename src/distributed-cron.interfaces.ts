@@ -73,7 +73,7 @@ export type RunStatus =
   | 'dead';
 
 /** Why an execution started. */
-export type RunTrigger = 'schedule' | 'catch_up' | 'retry' | 'replay' | 'recover' | 'manual';
+export type RunTrigger = 'schedule' | 'catch_up' | 'retry' | 'replay' | 'recover' | 'manual' | 'backfill';
 
 /** The scheduled slot an execution belongs to; input of a custom `executionId`. */
 export interface SlotInfo {

@@ -85,3 +85,10 @@ export const UNKNOWN_JOB = (jobName: string, known: string[]) =>
 
 export const UNMOUNTED_EXECUTION = (executionId: string, known: string[]) =>
   `${JSON.stringify(executionId)} belongs to a job this app does not schedule; replay it from an app that has the job (known here: ${known.join(', ') || 'none'})`;
+
+export const BIRTHS_UNAVAILABLE = (catchingUp: string[], error: string) =>
+  `could not record when the fleet first saw its jobs (table distributed_cron_jobs, migration 20261130010000_known_jobs): ${error}` +
+  (catchingUp.length > 0 ? `; no missed slots are caught up on this start-up (jobs ${catchingUp.map((name) => `'${name}'`).join(', ')})` : '');
+
+export const BACKFILL_TOO_MANY_SLOTS = (max: number) =>
+  `makes the range hold more than ${max.toLocaleString('en-US')} slots of the job's schedule (the most one call runs); backfill a shorter range at a time`;

@@ -94,16 +94,39 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
     // Scripts loaded before the first slot; if Redis is not there yet, the first claims load them.
     if (runtime.jobs.size > 0) void runtime.leases.prepare().catch(() => undefined);
     for (const { executor, timer } of runtime.jobs.values()) {
-      if (executor.job.disabled) continue;
-      timer.start();
-      if (executor.job.catchUp.policy !== 'none') {
-        void catchUpMissedSlots(executor, runtime.history, new Date(runtime.clock()), runtime.logger);
-      }
+      if (!executor.job.disabled) timer.start();
     }
+    void this.recordBirthsThenCatchUp();
     this.sweeper = new RunSweeper(runtime, runtime.sweepEveryMs);
     this.sweeper.start();
     if (runtime.jobs.size > 0) {
       runtime.logger.log(`${runtime.jobs.size} distributed cron job(s) scheduled on instance ${runtime.instanceId}`);
+    }
+  }
+
+  /**
+   * Records when the fleet first saw each scheduled job (one statement), then catches up each
+   * job's missed slots since then. Without its birth a job does not catch up: it fails closed.
+   */
+  private async recordBirthsThenCatchUp(): Promise<void> {
+    const { runtime } = this;
+    const executors = [...runtime.jobs.values()].map(({ executor }) => executor).filter((executor) => !executor.job.disabled);
+    if (executors.length === 0) return;
+    const now = new Date(runtime.clock());
+    let births: Map<string, Date>;
+    try {
+      births = await runtime.births.record(
+        executors.map(({ job }) => ({ jobName: job.name, expression: job.expression, timeZone: job.timeZone })),
+        now,
+      );
+    } catch (error) {
+      const catchingUp = executors.filter(({ job }) => job.catchUp.policy !== 'none').map(({ job }) => job.name);
+      runtime.logger.error(messages.BIRTHS_UNAVAILABLE(catchingUp, describeError(error)));
+      return;
+    }
+    for (const executor of executors) {
+      if (executor.job.catchUp.policy === 'none') continue;
+      void catchUpMissedSlots(executor, runtime.history, now, runtime.logger, births.get(executor.job.name) ?? now);
     }
   }
 

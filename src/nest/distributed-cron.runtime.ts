@@ -14,6 +14,8 @@ import type { LeaseStore } from '../leasing/lease.store.js';
 import { PrismaRunHistory } from '../history/prisma-run-history.js';
 import { RedisLeaseStore } from '../leasing/redis-lease.store.js';
 import type { RunHistory } from '../history/run-history.js';
+import type { JobBirths } from '../history/job-births.js';
+import { PrismaJobBirths } from '../history/prisma-job-births.js';
 import * as messages from '../distributed-cron.messages.js';
 
 /** A scheduled job on this instance. */
@@ -35,6 +37,8 @@ export class DistributedCronRuntime {
   readonly clock: () => number;
   readonly leases: LeaseStore;
   readonly history: RunHistory;
+  /** When the fleet first saw each job (catch-up never runs a slot before it). */
+  readonly births: JobBirths;
   readonly alerts: AlertDispatcher;
   readonly shutdownTimeoutMs: number;
   readonly sweepEveryMs: number;
@@ -87,6 +91,7 @@ export class DistributedCronRuntime {
       timerDuration('redisTimeout', options.redisTimeout, 2_000, 'every Redis call would time out at once and every slot fail closed'),
     );
     this.history = new PrismaRunHistory(prisma);
+    this.births = new PrismaJobBirths(prisma);
     const alerts = options.alerts ?? {};
     const escalateAfter = alerts.escalateAfter ?? 3;
     if (!Number.isInteger(escalateAfter) || escalateAfter < 0) {

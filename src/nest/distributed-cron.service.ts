@@ -1,10 +1,12 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { formatInZone } from '../scheduling/cron.schedule.js';
 import type { FireOutcome, OverlapPolicy, RunRecord, RunStatus } from '../distributed-cron.interfaces.js';
 import * as messages from '../distributed-cron.messages.js';
 import { DistributedCronRuntime, type MountedJob } from './distributed-cron.runtime.js';
 import { DistributedCronArgumentError } from '../errors/distributed-cron-argument.error.js';
-import type { JobStats } from '../execution/job.executor.js';
+import type { JobExecutor, JobStats } from '../execution/job.executor.js';
+import { defaultExecutionId } from '../config/job.config.js';
 import type { HistoryFilter } from '../history/run-history.js';
 
 // Written as records so that a status or filter key added to the types fails to compile here.
@@ -23,6 +25,14 @@ const RUN_STATUSES = Object.keys({
 const FILTER_KEYS = Object.keys({ jobName: true, status: true, since: true, until: true, limit: true } satisfies Record<keyof HistoryFilter, true>);
 /** nextRuns() computes every slot in one go; more than this is a mistake, not a schedule. */
 const MAX_NEXT_RUNS = 1_000;
+/** backfill() lists every slot of its range in one go, and reports on each. */
+const MAX_BACKFILL_SLOTS = 1_000;
+const BACKFILL_OVERLAPS = Object.keys({ skip: true, wait: true } satisfies Record<BackfillOverlap, true>);
+const BACKFILL_OPTION_KEYS = Object.keys({ overlap: true } satisfies Record<keyof BackfillOptions, true>);
+/** How often a backfill looks again at a slot another instance runs, or at a busy job. */
+const BACKFILL_POLL_MS = 100;
+/** After these outcomes the rest of a backfill's range is left (call backfill again for it). */
+const BACKFILL_STOPS: ReadonlySet<FireOutcome> = new Set<FireOutcome>(['paused', 'shutting_down', 'unavailable']);
 
 const isValidDate = (value: unknown): value is Date =>
   Object.prototype.toString.call(value) === '[object Date]' && !Number.isNaN((value as Date).getTime());
@@ -49,16 +59,52 @@ export interface NextRun {
   local: string;
 }
 
+/** What backfill() does with a slot while another run of the job (not a backfill's) is going. */
+export type BackfillOverlap = 'skip' | 'wait';
+
+export interface BackfillOptions {
+  /**
+   * `'skip'`: trigger each slot at once; while another run of the job is going, the job's
+   * `overlap` policy decides, so under the default `overlap: 'skip'` the slot is recorded
+   * `skipped_overlap` (and stays so: backfill runs only slots without a row). `'wait'`: before each
+   * slot, wait until no run of the job is going anywhere in the fleet. Either way, backfills of
+   * the same job on several instances take turns slot by slot and never skip each other's slots.
+   * @default 'skip'
+   */
+  overlap?: BackfillOverlap;
+}
+
+/** What backfill() did with one slot of its range. */
+export interface BackfilledSlot {
+  scheduledAt: Date;
+  executionId: string;
+  /**
+   * `'ran'` here; `'lost'` when this backfill triggered it and another instance had claimed it
+   * (that instance ran it); `'already_done'` when it had a row before this backfill came to it
+   * (it was not triggered); `'skipped_overlap'`,
+   * `'queued'` as the job's overlap policy decided; `'paused'`, `'shutting_down'` or
+   * `'unavailable'` end the list early.
+   */
+  outcome: FireOutcome;
+}
+
 /**
- * Runtime API: run history, fleet-wide pause, manual triggers, upcoming slots.
+ * Runtime API: run history, fleet-wide pause, manual triggers, backfills, upcoming slots.
  *
  * Every argument is checked: a wrong one gives a `DistributedCronArgumentError` (a TypeError)
  * naming the method, the job and the parameter, rejected by the methods that return a Promise and
  * thrown by the others.
  */
 @Injectable()
-export class DistributedCronService {
+export class DistributedCronService implements BeforeApplicationShutdown {
+  /** Ends the waits of running backfills when the application shuts down. */
+  private readonly closing = new AbortController();
+
   constructor(private readonly runtime: DistributedCronRuntime) {}
+
+  beforeApplicationShutdown(): void {
+    this.closing.abort();
+  }
 
   /** This process's instance ID, as written in the run history. */
   get instanceId(): string {
@@ -148,6 +194,124 @@ export class DistributedCronService {
     const { executor } = mounted;
     if (!['dead', 'failed', 'timed_out', 'lease_lost', 'aborted'].includes(row.status)) return 'not_replayable';
     return executor.retry(row, 'replay');
+  }
+
+  /**
+   * Runs every slot of the job's schedule in `[from, to)` that has no row in the run history yet,
+   * oldest first, one after another, each once fleet-wide: through the same claim and unique row
+   * as a scheduled slot, with trigger `'backfill'`. Slots that have a row (any status) are left as
+   * they are. Unlike catch-up, a backfill may run slots from before the job was first deployed.
+   * Resolves, once the range is done, with what happened to each slot; at most 1,000 slots, none
+   * after now. When several instances backfill the same range at once, they take turns: each
+   * missing slot runs once, and every caller resolves when the range is done.
+   * @example const slots = await cron.backfill('daily-report', new Date('2026-11-01'), new Date('2026-11-15'))
+   */
+  async backfill(jobName: string, from: Date, to: Date, options?: BackfillOptions): Promise<BackfilledSlot[]> {
+    const { executor } = this.job('backfill', jobName);
+    const fail = (parameter: string, problem: string): never => {
+      throw new DistributedCronArgumentError('backfill', jobName, parameter, problem);
+    };
+    if (!isValidDate(from)) fail('from', messages.NOT_A_VALID_DATE(from));
+    if (!isValidDate(to)) fail('to', messages.NOT_A_VALID_DATE(to));
+    if (from.getTime() >= to.getTime()) fail('from', `(${from.toISOString()}) must be before \`to\` (${to.toISOString()})`);
+    const now = this.runtime.clock();
+    if (to.getTime() > now) fail('to', `(${to.toISOString()}) must not be after now (${new Date(now).toISOString()}): later slots run on schedule`);
+    if (options !== undefined) {
+      if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+        fail('options', `must be an object like { overlap: 'wait' }, got ${messages.shown(options)}`);
+      }
+      const unknown = Object.keys(options).filter((key) => !BACKFILL_OPTION_KEYS.includes(key));
+      if (unknown.length > 0) fail(`options.${unknown[0]}`, `is not an option; known: ${BACKFILL_OPTION_KEYS.join(', ')}`);
+      if (options.overlap !== undefined && !BACKFILL_OVERLAPS.includes(options.overlap as string)) {
+        fail('options.overlap', `must be ${BACKFILL_OVERLAPS.map((o) => `'${o}'`).join(' or ')}, got ${messages.shown(options.overlap)}`);
+      }
+    }
+    const overlap = options?.overlap ?? 'skip';
+    const { job } = executor;
+    // slotsBetween takes (from, to]; the range is [from, to).
+    const slots = job.schedule.slotsBetween(new Date(from.getTime() - 1), new Date(to.getTime() - 1), MAX_BACKFILL_SLOTS + 1);
+    if (slots.length > MAX_BACKFILL_SLOTS) fail('to', messages.BACKFILL_TOO_MANY_SLOTS(MAX_BACKFILL_SLOTS));
+
+    // Slots sharing an execution ID (business-date IDs) are one execution: the earliest stands for it.
+    const todo: Array<{ scheduledAt: Date; executionId: string }> = [];
+    const seen = new Set<string>();
+    for (const scheduledAt of slots) {
+      const info = job.slotInfo(scheduledAt);
+      let executionId: string;
+      try {
+        executionId = job.executionIdFor(info);
+      } catch {
+        executionId = defaultExecutionId(info); // as the executor records it
+      }
+      if (seen.has(executionId)) continue;
+      seen.add(executionId);
+      todo.push({ scheduledAt, executionId });
+    }
+    const existing = await this.runtime.history.existing(todo.map((slot) => slot.executionId));
+    const results: BackfilledSlot[] = [];
+    for (const slot of todo) {
+      const outcome = await this.backfillSlot(executor, slot.scheduledAt, slot.executionId, overlap, existing.has(slot.executionId));
+      results.push({ ...slot, outcome });
+      if (BACKFILL_STOPS.has(outcome)) break;
+    }
+    return results;
+  }
+
+  /**
+   * One slot of a backfill: triggers it unless it has a row (`hasRow`, or found now). Another
+   * instance may be backfilling the same range: whoever claims a slot runs it, and the others wait
+   * until its row is final and its lease released before they go on, so that no instance claims
+   * the next slot while this one still holds the job's lease (which would record the next slot as
+   * an overlap instead of running it). A slot that had a row is waited for alike: its run may be
+   * going.
+   */
+  private async backfillSlot(
+    executor: JobExecutor,
+    scheduledAt: Date,
+    executionId: string,
+    overlap: BackfillOverlap,
+    hasRow: boolean,
+  ): Promise<FireOutcome> {
+    const { history, leases } = this.runtime;
+    const { job } = executor;
+    let fired: FireOutcome | undefined;
+    // A claimant that vanished before writing its row: its executor records the slot later.
+    let noRowUntil = Infinity;
+    for (;;) {
+      if (this.closing.signal.aborted) return fired ?? 'shutting_down';
+      const row = await history.get(executionId);
+      if (row) {
+        const holds = row.fencingToken !== null && (await leases.owner(job.name, executionId, row.fencingToken)) === 'alive';
+        // Done once no lease holds it and it does not wait for one; a `running` row that holds
+        // none lost its owner (a sweep closes it), so the next slot's claim cannot overlap it.
+        if (!holds && row.status !== 'queued') return fired ?? 'already_done';
+      } else if (hasRow) {
+        return 'already_done'; // deleted meanwhile: left alone, as found
+      } else if (fired !== undefined) {
+        if (performance.now() > noRowUntil) return fired;
+      } else if (overlap === 'wait' && (await this.busy(executor))) {
+        // Wait for the job's other run.
+      } else {
+        fired = await executor.fire(scheduledAt, 'backfill');
+        if (fired !== 'lost' && fired !== 'queued') return fired;
+        noRowUntil = performance.now() + 2 * job.leaseMs;
+        continue;
+      }
+      try {
+        await sleep(BACKFILL_POLL_MS, undefined, { signal: this.closing.signal });
+      } catch {
+        return fired ?? 'shutting_down';
+      }
+    }
+  }
+
+  /** Whether a run of the job holds its lease anywhere in the fleet. */
+  private async busy(executor: JobExecutor): Promise<boolean> {
+    const rows = await this.runtime.history.running([executor.job.name], 10, []);
+    for (const row of rows) {
+      if (row.fencingToken !== null && (await this.runtime.leases.owner(row.jobName, row.executionId, row.fencingToken)) === 'alive') return true;
+    }
+    return false;
   }
 
   /** The job's next `count` slots (1 to 1,000) after now (or after `from`). */

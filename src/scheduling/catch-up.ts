@@ -25,7 +25,8 @@ function short(slot: Date): string {
  * On start-up, runs the slots of `executor.job` that came due while no instance was up, per the
  * job's `catchUp` policy. Never rejects; problems are logged.
  *
- * Missed slots are the slots of the last `catchUp.window` before `now` that have no row in the
+ * Missed slots are the slots of the last `catchUp.window` before `now`, and not before the job's
+ * birth (`bornAt`: when the fleet first saw it with its expression and zone), that have no row in the
  * run history (one query), leaving out the last `startGraceMs` before `now`, which the timers
  * fire themselves. Only the missed slots after the newest slot that has a row count: an older gap was
  * already seen (and dealt with) by an instance that started after it, so later start-ups do not
@@ -42,16 +43,24 @@ function short(slot: Date): string {
  * that only says the slot could not start, a `failed` first attempt, is started by that claim,
  * as by any later trigger of its execution ID.)
  */
-export async function catchUpMissedSlots(executor: JobExecutor, history: RunHistory, now: Date, logger: LoggerService): Promise<void> {
+export async function catchUpMissedSlots(
+  executor: JobExecutor,
+  history: RunHistory,
+  now: Date,
+  logger: LoggerService,
+  bornAt: Date,
+): Promise<void> {
   const { job } = executor;
   const { policy, windowMs, max } = job.catchUp;
   if (policy === 'none' || job.disabled) return;
   try {
     const to = new Date(now.getTime() - job.startGraceMs);
-    const from = new Date(now.getTime() - windowMs);
+    // slotsBetween excludes `from`: a slot at the very instant of the birth counts.
+    const bornWithin = bornAt.getTime() > now.getTime() - windowMs;
+    const from = new Date(bornWithin ? bornAt.getTime() - 1 : now.getTime() - windowMs);
+    const scope = bornWithin ? `since the job was first seen (${short(bornAt)})` : `in the last ${windowMs} ms`;
     const slots = job.schedule.slotsBetween(from, to, policy === 'latest' ? 1 : max);
-    const nothingMissed = (): void =>
-      logger.debug?.(`job '${job.name}': catch-up (${policy}) found no missed slot in the last ${windowMs} ms`);
+    const nothingMissed = (): void => logger.debug?.(`job '${job.name}': catch-up (${policy}) found no missed slot ${scope}`);
     if (slots.length === 0) {
       nothingMissed();
       return;
@@ -95,7 +104,7 @@ export async function catchUpMissedSlots(executor: JobExecutor, history: RunHist
       const outcome = await executor.fire(before, 'catch_up');
       if (!CONTINUE.has(outcome)) {
         logger.log(
-          `job '${job.name}': catch-up (${policy}) found ${missed.length} missed slot(s) in the last ${windowMs} ms ` +
+          `job '${job.name}': catch-up (${policy}) found ${missed.length} missed slot(s) ${scope} ` +
             `and left them: ${short(before)} ${outcome} (${WHY_STOPPED[outcome] ?? outcome})`,
         );
         return;
@@ -115,7 +124,7 @@ export async function catchUpMissedSlots(executor: JobExecutor, history: RunHist
     const ran = results.filter((r) => r.endsWith(' ran')).length;
     const left = missed.length - results.length;
     logger.log(
-      `job '${job.name}': catch-up (${policy}) found ${missed.length} missed slot(s) in the last ${windowMs} ms, ` +
+      `job '${job.name}': catch-up (${policy}) found ${missed.length} missed slot(s) ${scope}, ` +
         `ran ${ran} here: ${results.join(', ')}` +
         (stopped === undefined ? '' : `; stopped (${stopped})${left > 0 ? `, ${left} left to other instances` : ''}`),
     );

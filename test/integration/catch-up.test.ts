@@ -1,17 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CatchUpOptions, CatchUpPolicy, CronContext } from '../../src/index.js';
-import { closeAll, jobProvider, logs, startApp, type Handler, type RunningApp } from '../support/app.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { jobProvider, logs, startApp, type Handler, type RunningApp } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-afterAll(() => prisma.$disconnect());
-
-let apps: RunningApp[] = [];
-afterEach(async () => {
-  await closeAll(apps);
-  apps = [];
-});
+const { prisma, apps, closeApps } = integrationSetup();
 
 const iso = (date: Date): string => date.toISOString().replace(/\.000Z$/, 'Z');
 
@@ -25,6 +19,11 @@ async function startFleetAt(
   count: number,
   jobs: Array<{ name: string; catchUp: CatchUpPolicy | CatchUpOptions; handler: Handler }>,
 ): Promise<RunningApp[]> {
+  // The jobs existed before the outage: catch-up never runs a slot before a job's birth.
+  for (const job of jobs) {
+    const birth = { expression: '0 * * * *', timeZone: 'UTC', firstSeenAt: new Date('2026-06-01T00:00:00Z') };
+    await prisma.distributedCronJob.upsert({ where: { jobName: job.name }, create: { jobName: job.name, ...birth }, update: birth });
+  }
   const realStart = Date.now();
   const base = Date.parse(fakeNow);
   return Promise.all(
@@ -64,14 +63,13 @@ describe('catch-up after the whole fleet was down', () => {
       runs.push({ job: ctx.jobName, scheduledAt: iso(ctx.scheduledAt), trigger: ctx.trigger, instance });
       await sleep(200);
     };
-    apps = await startFleetAt('2026-06-01T10:00:30Z', 3, [
+    apps.push(...(await startFleetAt('2026-06-01T10:00:30Z', 3, [
       { name: latest, catchUp: 'latest', handler },
       { name: none, catchUp: 'none', handler },
-    ]);
+    ])));
 
     const lines = await settled(latest, 3);
-    await closeAll(apps);
-    apps = [];
+    await closeApps();
 
     const rows = await rowsOf(latest);
     expect(rows.map((r) => [iso(r.scheduledAt), r.trigger, r.status])).toEqual([['2026-06-01T10:00:00Z', 'catch_up', 'completed']]);
@@ -94,11 +92,10 @@ describe('catch-up after the whole fleet was down', () => {
       await sleep(300);
     };
     // Slots 05:00 .. 10:00 fall in the 6 h window; only the newest 3 may run.
-    apps = await startFleetAt('2026-06-01T10:00:30Z', 3, [{ name, catchUp: { policy: 'all', window: '6h', max: 3 }, handler }]);
+    apps.push(...(await startFleetAt('2026-06-01T10:00:30Z', 3, [{ name, catchUp: { policy: 'all', window: '6h', max: 3 }, handler }])));
 
     await settled(name, 3);
-    await closeAll(apps);
-    apps = [];
+    await closeApps();
 
     const expected = ['2026-06-01T08:00:00Z', '2026-06-01T09:00:00Z', '2026-06-01T10:00:00Z'];
     const rows = await rowsOf(name);
@@ -109,7 +106,7 @@ describe('catch-up after the whole fleet was down', () => {
 
     // An instance starting later within the window finds the newest slot done: 05:00-07:00 stay missed.
     const earlier = catchUpLines(name).length;
-    apps = await startFleetAt('2026-06-01T10:20:00Z', 1, [{ name, catchUp: { policy: 'all', window: '6h', max: 3 }, handler }]);
+    apps.push(...(await startFleetAt('2026-06-01T10:20:00Z', 1, [{ name, catchUp: { policy: 'all', window: '6h', max: 3 }, handler }])));
     const [line] = await settled(name, 1, earlier);
     expect(line).toMatch(/found no missed slot/);
     expect((await rowsOf(name)).map((r) => iso(r.scheduledAt))).toEqual(expected);
@@ -127,7 +124,7 @@ describe('catch-up after the whole fleet was down', () => {
       if (iso(ctx.scheduledAt) === '2026-06-01T08:00:00Z') await gate;
     };
     const catchUp: CatchUpOptions = { policy: 'all', window: '150m', max: 10 };
-    apps = await startFleetAt('2026-06-01T10:00:30Z', 1, [{ name, catchUp, handler }]);
+    apps.push(...(await startFleetAt('2026-06-01T10:00:30Z', 1, [{ name, catchUp, handler }])));
     // The first instance is running 08:00 (its row exists) when the second one looks.
     await waitFor(async () => (await rowsOf(name)).some((r) => r.status === 'running'), { message: 'the 08:00 run started' });
     apps.push(...(await startFleetAt('2026-06-01T10:00:31Z', 1, [{ name, catchUp, handler }])));
@@ -138,8 +135,7 @@ describe('catch-up after the whole fleet was down', () => {
       release();
     }
     await settled(name, 2);
-    await closeAll(apps);
-    apps = [];
+    await closeApps();
 
     const expected = ['2026-06-01T08:00:00Z', '2026-06-01T09:00:00Z', '2026-06-01T10:00:00Z'];
     expect((await rowsOf(name)).map((r) => [iso(r.scheduledAt), r.trigger, r.status])).toEqual(expected.map((at) => [at, 'catch_up', 'completed']));
@@ -154,10 +150,9 @@ describe('catch-up after the whole fleet was down', () => {
       runs.push(iso(ctx.scheduledAt));
     };
     // Window 2 h 30 min back from 10:00:30: 08:00, 09:00, 10:00.
-    apps = await startFleetAt('2026-06-01T10:00:30Z', 3, [{ name, catchUp: { policy: 'all', window: '150m', max: 10 }, handler }]);
+    apps.push(...(await startFleetAt('2026-06-01T10:00:30Z', 3, [{ name, catchUp: { policy: 'all', window: '150m', max: 10 }, handler }])));
     await settled(name, 3);
-    await closeAll(apps);
-    apps = [];
+    await closeApps();
 
     const expected = ['2026-06-01T08:00:00Z', '2026-06-01T09:00:00Z', '2026-06-01T10:00:00Z'];
     expect((await rowsOf(name)).map((r) => [iso(r.scheduledAt), r.trigger])).toEqual(expected.map((at) => [at, 'catch_up']));

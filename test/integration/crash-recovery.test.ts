@@ -1,22 +1,14 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
-import { startFakeSlack, type FakeSlack } from '../support/slack.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 import type { FixtureConfig } from '../fixtures/instance.js';
 
-const prisma = createPrisma();
-let slack: FakeSlack;
+const { prisma, slack } = integrationSetup({ slack: true });
 let instances: ChildInstance[] = [];
-beforeAll(async () => {
-  slack = await startFakeSlack();
-});
 afterEach(async () => {
   await Promise.all(instances.map((i) => i.kill()));
   instances = [];
-});
-afterAll(async () => {
-  await slack.close();
-  await prisma.$disconnect();
 });
 
 /** A cron expression (6 fields, UTC) that fires once, `inMs` from now, rounded up to a second. */

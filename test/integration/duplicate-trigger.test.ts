@@ -1,22 +1,18 @@
-import { afterAll, describe, expect, it } from 'vitest';
-import { closeAll, startFleet, type RunningApp } from '../support/app.js';
-import { createPrisma, uniqueName } from '../support/services.js';
+import { describe, expect, it } from 'vitest';
+import { startFleet } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName } from '../support/services.js';
 
-const prisma = createPrisma();
-let apps: RunningApp[] = [];
-afterAll(async () => {
-  await closeAll(apps);
-  await prisma.$disconnect();
-});
+const { prisma, apps, closeApps } = integrationSetup({ closeApps: 'all' });
 
 describe('the same execution ID triggered again after it completed', () => {
   it('is skipped by every instance and never runs twice, also when Redis has lost the slot key', async () => {
     const name = uniqueName('dup');
     const runs: string[] = [];
-    apps = await startFleet(3, name, '0 0 1 1 *', { name, executionId: ({ businessDate }) => `${name}:${businessDate}` }, (ctx) => {
+    apps.push(...(await startFleet(3, name, '0 0 1 1 *', { name, executionId: ({ businessDate }) => `${name}:${businessDate}` }, (ctx) => {
       runs.push(ctx.executionId);
       ctx.report({ processed: 3 });
-    });
+    })));
     const slot = new Date('2026-08-14T00:00:00Z');
     const executionId = `${name}:2026-08-14`;
 

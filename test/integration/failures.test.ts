@@ -1,32 +1,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { NonRetryableError, SlackAlerter, type CronContext, type DistributedCronModuleOptions, type DistributedCronOptions } from '../../src/index.js';
-import { closeAll, logs, startFleet, type Handler, type RunningApp } from '../support/app.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
-import { startFakeSlack, type FakeSlack } from '../support/slack.js';
+import { logs, startFleet, type Handler } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-let slack: FakeSlack;
-let apps: RunningApp[] = [];
-beforeAll(async () => {
-  slack = await startFakeSlack();
-});
-afterEach(async () => {
-  await closeAll(apps);
-  apps = [];
-});
-afterAll(async () => {
-  await slack.close();
-  await prisma.$disconnect();
-});
+const { prisma, apps, closeApps, slack } = integrationSetup({ slack: true });
 
 /** Three instances of a job that never fires by itself; slots are triggered by the test. */
 async function fleet(options: DistributedCronOptions & { name: string }, handler: Handler, module: Partial<DistributedCronModuleOptions> = {}) {
-  apps = await startFleet(3, options.name, '0 0 1 1 *', options, handler, {
+  apps.push(...(await startFleet(3, options.name, '0 0 1 1 *', options, handler, {
     alerter: new SlackAlerter({ webhookUrl: slack.url, retries: 2, retryDelayMs: 20, timeoutMs: 1_000 }),
     sweepEvery: '100ms',
     ...module,
-  });
+  })));
   return apps;
 }
 const row = (executionId: string) => prisma.distributedCronRun.findUnique({ where: { executionId } });
@@ -142,12 +129,12 @@ describe('alert delivery never changes the outcome', () => {
     await waitFor(() => slack.of('failed', name).length === 1, { message: 'delivered after a retry' });
     expect(slack.requests.length - before).toBe(2);
     expect((await row(slotId(name)))!.status).toBe('failed');
-    await closeAll(apps);
+    await closeApps();
 
     const downName = uniqueName('slack-down');
-    apps = await startFleet(1, downName, '0 0 1 1 *', { name: downName }, () => {
+    apps.push(...(await startFleet(1, downName, '0 0 1 1 *', { name: downName }, () => {
       throw new Error('boom');
-    }, { alerter: new SlackAlerter({ webhookUrl: 'http://127.0.0.1:9/hooks', retries: 1, retryDelayMs: 10, timeoutMs: 300 }) });
+    }, { alerter: new SlackAlerter({ webhookUrl: 'http://127.0.0.1:9/hooks', retries: 1, retryDelayMs: 10, timeoutMs: 300 }) })));
     expect(await apps[0]!.cron.trigger(downName, SLOT)).toBe('ran');
     expect((await row(slotId(downName)))!.status).toBe('failed');
   });
@@ -192,13 +179,13 @@ describe("dead-man's switch", () => {
   it('stays quiet while the job succeeds, then alerts once, from one instance, when it stops succeeding', async () => {
     const name = uniqueName('deadman');
     let healthy = true;
-    apps = await startFleet(3, name, '* * * * * *', { name, expectSuccessWithin: '2s' }, () => {
+    apps.push(...(await startFleet(3, name, '* * * * * *', { name, expectSuccessWithin: '2s' }, () => {
       if (!healthy) throw new Error('stuck');
     }, {
       alerter: new SlackAlerter({ webhookUrl: slack.url }),
       sweepEvery: '100ms',
       alerts: { dedupWindow: '1h', escalateAfter: 0 },
-    });
+    })));
     await waitFor(async () => (await prisma.distributedCronRun.count({ where: { jobName: name, status: 'completed' } })) >= 3, {
       timeoutMs: 10_000,
       message: 'three successes',

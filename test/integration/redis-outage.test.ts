@@ -1,16 +1,12 @@
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
-import { closeAll, logs, startApp, jobProvider, type RunningApp } from '../support/app.js';
+import { describe, expect, it } from 'vitest';
+import { logs, startApp, jobProvider } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
 import { createPrisma, startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
 
-const prisma = createPrisma();
-let apps: RunningApp[] = [];
+const { prisma, apps, atEnd } = integrationSetup({ closeApps: 'all' });
 let server: TestRedisServer | undefined;
-afterAll(async () => {
-  await closeAll(apps);
-  await server?.stop();
-  await prisma.$disconnect();
-});
+atEnd(() => server?.stop());
 
 const completed = (jobName: string, after = new Date(0)) =>
   prisma.distributedCronRun.count({ where: { jobName, status: 'completed', scheduledAt: { gt: after } } });

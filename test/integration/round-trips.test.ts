@@ -1,17 +1,13 @@
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { PrismaClientLike } from '../../src/index.js';
-import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
-import { createPrisma, startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
+import { jobProvider, startApp } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
 
-const prisma = createPrisma();
-let apps: RunningApp[] = [];
+const { prisma, apps, atEnd } = integrationSetup({ closeApps: 'all' });
 let server: TestRedisServer | undefined;
-afterAll(async () => {
-  await closeAll(apps);
-  await server?.stop();
-  await prisma.$disconnect();
-});
+atEnd(() => server?.stop());
 
 /** The app's PrismaClient, counting the statements the library sends through it. */
 function counting(): PrismaClientLike & { statements: string[]; sweeps: number } {

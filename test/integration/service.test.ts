@@ -1,29 +1,24 @@
-import { afterAll, describe, expect, it } from 'vitest';
-import { closeAll, startFleet, type RunningApp } from '../support/app.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { describe, expect, it } from 'vitest';
+import { startFleet } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-let apps: RunningApp[] = [];
-afterAll(async () => {
-  await closeAll(apps);
-  await prisma.$disconnect();
-});
+const { prisma, apps, closeApps } = integrationSetup({ closeApps: 'all' });
 
 describe('DistributedCronService', () => {
   it("lists a job's next runs in its zone and in UTC", async () => {
     const name = uniqueName('next-runs');
-    apps = await startFleet(1, name, '0 8 * * *', { name, timeZone: 'Asia/Shanghai' }, () => undefined);
+    apps.push(...(await startFleet(1, name, '0 8 * * *', { name, timeZone: 'Asia/Shanghai' }, () => undefined)));
     const runs = apps[0]!.cron.nextRuns(name, 3, new Date('2026-08-14T12:00:00Z'));
     expect(runs.map((r) => r.at.toISOString())).toEqual(['2026-08-15T00:00:00.000Z', '2026-08-16T00:00:00.000Z', '2026-08-17T00:00:00.000Z']);
     expect(runs.map((r) => r.local)).toEqual(['2026-08-15T08:00:00+08:00', '2026-08-16T08:00:00+08:00', '2026-08-17T08:00:00+08:00']);
     expect(() => apps[0]!.cron.nextRuns('no-such-job')).toThrow(/no @DistributedCron job named 'no-such-job'/);
-    await closeAll(apps);
-    apps = [];
+    await closeApps();
   });
 
   it('rejects bad arguments with the method, the job and the parameter, instead of a bare RangeError', async () => {
     const name = uniqueName('bad-args');
-    apps = await startFleet(1, name, '0 0 * * *', { name }, () => undefined);
+    apps.push(...(await startFleet(1, name, '0 0 * * *', { name }, () => undefined)));
     const { cron } = apps[0]!;
     await expect(cron.trigger(name, new Date('x'))).rejects.toThrow(`trigger('${name}'): \`scheduledAt\` must be a valid Date, got Invalid Date`);
     // A Promise-returning method rejects; it does not throw synchronously.
@@ -32,14 +27,13 @@ describe('DistributedCronService', () => {
     await expect(cron.history({ jobName: name, status: 'done' as never })).rejects.toThrow(`history('${name}'): \`filter.status\` must be a status`);
     expect(() => cron.nextRuns(name, 0)).toThrow(`nextRuns('${name}'): \`count\` must be an integer from 1 to 1000, got 0`);
     expect(await prisma.distributedCronRun.count({ where: { jobName: name } })).toBe(0);
-    await closeAll(apps);
-    apps = [];
+    await closeApps();
   });
 
   it('pauses a job on every instance and resumes it', async () => {
     const name = uniqueName('pause');
     const runs: number[] = [];
-    apps = await startFleet(3, name, '* * * * * *', { name }, (ctx) => void runs.push(ctx.scheduledAt.getTime()));
+    apps.push(...(await startFleet(3, name, '* * * * * *', { name }, (ctx) => void runs.push(ctx.scheduledAt.getTime()))));
     await waitFor(() => runs.length >= 1, { timeoutMs: 5_000, message: 'a first run' });
     await apps[0]!.cron.pause(name);
     expect(await apps[2]!.cron.isPaused(name)).toBe(true);
@@ -51,14 +45,13 @@ describe('DistributedCronService', () => {
     await apps[1]!.cron.resume(name);
     const resumedAt = Date.now();
     await waitFor(() => runs.some((t) => t > resumedAt), { timeoutMs: 5_000, message: 'runs again after resume' });
-    await closeAll(apps);
-    apps = [];
+    await closeApps();
   });
 
   it("shows each job in SchedulerRegistry, where stop() and start() control this instance's timer", async () => {
     const name = uniqueName('registry');
     const runs: string[] = [];
-    apps = await startFleet(1, name, '* * * * * *', { name }, (ctx) => void runs.push(ctx.executionId));
+    apps.push(...(await startFleet(1, name, '* * * * * *', { name }, (ctx) => void runs.push(ctx.executionId))));
     const job = apps[0]!.registry.getCronJob(name);
     expect(job.isActive).toBe(true);
     job.stop();

@@ -1,16 +1,10 @@
-import { afterEach, afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CronContext } from '../../src/index.js';
-import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { jobProvider, startApp } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-afterAll(() => prisma.$disconnect());
-
-let apps: RunningApp[] = [];
-afterEach(async () => {
-  await closeAll(apps);
-  apps = [];
-});
+const { prisma, apps, closeApps } = integrationSetup();
 
 const iso = (date: Date): string => date.toISOString().replace(/\.000Z$/, 'Z');
 
@@ -24,7 +18,7 @@ describe('instances whose clocks disagree by up to 3 s', () => {
     // 3.5 s after the slot, and that slot would be skipped as an overlap.
     await new Promise((resolve) => setTimeout(resolve, 5_000 - ((Date.now() - 2_000) % 5_000)));
     const startedAt = Date.now();
-    apps = await Promise.all(
+    apps.push(...(await Promise.all(
       offsets.map((offset, i) => {
         const label = `${name}-${i}`;
         return startApp({
@@ -39,15 +33,14 @@ describe('instances whose clocks disagree by up to 3 s', () => {
           module: { clock: () => Date.now() + offset },
         });
       }),
-    );
+    )));
 
     // Three slots after start-up: the fastest clock fires each one 1.5 s early, the slowest 1.5 s late.
     await waitFor(
       async () => (await prisma.distributedCronRun.count({ where: { jobName: name, status: 'completed', scheduledAt: { gt: new Date(startedAt) } } })) >= 3,
       { timeoutMs: 20_000, message: '3 completed slots' },
     );
-    await closeAll(apps);
-    apps = [];
+    await closeApps();
 
     const rows = await prisma.distributedCronRun.findMany({ where: { jobName: name }, orderBy: { scheduledAt: 'asc' } });
     expect(rows.length).toBeGreaterThanOrEqual(3);
@@ -85,7 +78,7 @@ describe('the New York fall-back night (2026-11-01, 01:00-01:59 happens twice)',
     let jump = 0;
     const clock = (): number => firstPass - 6_000 + (Date.now() - realStart) + jump;
 
-    apps = [
+    apps.push(
       await startApp({
         label: uniqueName('ny'),
         providers: [
@@ -99,7 +92,7 @@ describe('the New York fall-back night (2026-11-01, 01:00-01:59 happens twice)',
         ],
         module: { clock },
       }),
-    ];
+    );
     const cron = apps[0]!.cron;
     expect(cron.nextRuns(daily, 3).map((r) => r.local)).toEqual(['2026-11-01T01:00:00-04:00', '2026-11-01T01:00:00-05:00', '2026-11-02T01:00:00-05:00']);
     expect(cron.nextRuns(hourly, 3).map((r) => r.local)).toEqual(['2026-11-01T01:00:00-04:00', '2026-11-01T01:00:00-05:00', '2026-11-01T02:00:00-05:00']);
@@ -116,8 +109,7 @@ describe('the New York fall-back night (2026-11-01, 01:00-01:59 happens twice)',
     // The daily job's second pass is fired by the same timer tick as the hourly one; wait until
     // its trigger has been handled (it finds the execution ID already claimed).
     await waitFor(() => cron.jobs().find((j) => j.name === daily)!.stats.fired >= 2, { timeoutMs: 5_000, message: 'two daily triggers' });
-    await closeAll(apps);
-    apps = [];
+    await closeApps();
 
     const dailyRows = await prisma.distributedCronRun.findMany({ where: { jobName: daily } });
     expect(dailyRows).toHaveLength(1);

@@ -156,6 +156,9 @@ describe('the 2026 change nights slot by slot (wall time with offset = an exact 
     ['Berlin spring, 02:30 daily, gap: skip', 'Europe/Berlin', '30 2 * * *', { gap: 'skip' }, '2026-03-28T12:00:00Z', ['2026-03-30T02:30:00+02:00']],
     ['Berlin spring, hourly: no 02:00', 'Europe/Berlin', '0 * * * *', undefined, '2026-03-28T23:30:00Z', ['2026-03-29T01:00:00+01:00', '2026-03-29T03:00:00+02:00', '2026-03-29T04:00:00+02:00']],
     ['Berlin spring, */15: no 02:xx', 'Europe/Berlin', '*/15 * * * *', undefined, '2026-03-29T00:40:00Z', ['2026-03-29T01:45:00+01:00', '2026-03-29T03:00:00+02:00', '2026-03-29T03:15:00+02:00']],
+    ['Berlin spring, every second: every real second across the jump', 'Europe/Berlin', '* * * * * *', undefined, '2026-03-29T00:59:58Z', ['2026-03-29T01:59:59+01:00', '2026-03-29T03:00:00+02:00', '2026-03-29T03:00:01+02:00']],
+    // Asia/Shanghai has no DST: 02:30 is 18:30Z every day, whatever Europe does.
+    ['Shanghai, 02:30 daily across the Berlin spring night', 'Asia/Shanghai', '30 2 * * *', undefined, '2026-03-27T00:00:00Z', ['2026-03-28T02:30:00+08:00', '2026-03-29T02:30:00+08:00', '2026-03-30T02:30:00+08:00', '2026-03-31T02:30:00+08:00']],
     // Europe/Berlin, Sunday 2026-10-25: 03:00 CEST becomes 02:00 CET at 01:00Z.
     ['Berlin autumn, 02:30 daily, default: first pass only', 'Europe/Berlin', '30 2 * * *', undefined, '2026-10-24T12:00:00Z', ['2026-10-25T02:30:00+02:00', '2026-10-26T02:30:00+01:00']],
     ['Berlin autumn, 02:30 daily, repeated: both', 'Europe/Berlin', '30 2 * * *', { repeated: 'both' }, '2026-10-24T12:00:00Z', ['2026-10-25T02:30:00+02:00', '2026-10-25T02:30:00+01:00', '2026-10-26T02:30:00+01:00']],
@@ -377,18 +380,14 @@ describe('daylight-saving rules for a fixed-time 02:30 daily job', () => {
     expect(nextSlots(expression, zone, after, expected.length, dst)).toEqual(expected);
   });
 
-  it('hands out the change slot to a search starting less than a second before it, and not again after it', () => {
-    const schedule = parseCronSchedule('30 2 * * *', 'Europe/Berlin');
-    expect(schedule.next(at('2026-03-29T00:59:59.999Z')).toISOString()).toBe('2026-03-29T01:00:00.000Z');
-    expect(schedule.next(at('2026-03-29T01:00:00Z')).toISOString()).toBe('2026-03-30T00:30:00.000Z');
-    expect(schedule.next(at('2026-03-29T01:10:00Z')).toISOString()).toBe('2026-03-30T00:30:00.000Z');
-  });
-
-  it('does not rerun the first pass when asked from inside the repeated hour', () => {
-    const schedule = parseCronSchedule('30 2 * * *', 'Europe/Berlin');
-    expect(schedule.next(at('2026-10-25T01:10:00Z')).toISOString()).toBe('2026-10-26T01:30:00.000Z');
-    const both = parseCronSchedule('30 2 * * *', 'Europe/Berlin', { repeated: 'both' });
-    expect(both.next(at('2026-10-25T01:10:00Z')).toISOString()).toBe('2026-10-25T01:30:00.000Z');
+  it.each<[string, DstPolicy | undefined, string, string]>([
+    ['hands out the change slot to a search starting less than a second before it', undefined, '2026-03-29T00:59:59.999Z', '2026-03-29T01:00:00.000Z'],
+    ['does not hand out the change slot to a search starting at it', undefined, '2026-03-29T01:00:00Z', '2026-03-30T00:30:00.000Z'],
+    ['does not hand out the change slot to a search starting after it', undefined, '2026-03-29T01:10:00Z', '2026-03-30T00:30:00.000Z'],
+    ['does not rerun the first pass when asked from inside the repeated hour', undefined, '2026-10-25T01:10:00Z', '2026-10-26T01:30:00.000Z'],
+    ['runs the second pass when asked from inside the repeated hour with repeated: both', { repeated: 'both' }, '2026-10-25T01:10:00Z', '2026-10-25T01:30:00.000Z'],
+  ])('Berlin 02:30 daily: %s', (_name, dst, after, expected) => {
+    expect(parseCronSchedule('30 2 * * *', 'Europe/Berlin', dst).next(at(after)).toISOString()).toBe(expected);
   });
 });
 
@@ -442,14 +441,6 @@ describe('daylight-saving behaviour of jobs whose minute or hour field starts wi
     expect(slots.every((s) => businessDate(s, zone) === day)).toBe(true);
   });
 
-  it('keeps firing every real second across the Berlin spring-forward jump', () => {
-    expect(nextSlots('* * * * * *', 'Europe/Berlin', '2026-03-29T00:59:58Z', 3)).toEqual([
-      '2026-03-29T00:59:59.000Z',
-      '2026-03-29T01:00:00.000Z',
-      '2026-03-29T01:00:01.000Z',
-    ]);
-  });
-
   it('runs every second of the repeated New York hour twice', () => {
     const schedule = parseCronSchedule('* * * * * *', 'America/New_York');
     const slots = schedule.slotsBetween(at('2026-11-01T04:59:59Z'), at('2026-11-01T06:59:59Z'), 10_000);
@@ -459,15 +450,6 @@ describe('daylight-saving behaviour of jobs whose minute or hour field starts wi
 });
 
 describe('zones without DST and with half-hour DST', () => {
-  it('runs a 02:30 Asia/Shanghai daily job at 18:30Z every day, whatever Europe does', () => {
-    expect(nextSlots('30 2 * * *', 'Asia/Shanghai', '2026-03-27T00:00:00Z', 4)).toEqual([
-      '2026-03-27T18:30:00.000Z',
-      '2026-03-28T18:30:00.000Z',
-      '2026-03-29T18:30:00.000Z',
-      '2026-03-30T18:30:00.000Z',
-    ]);
-  });
-
   it.each<[string, string, DstPolicy | undefined, string, string[]]>([
     [
       'runs a 02:15 Lord Howe job at 02:30 +11:00 (15:30Z, the change) when the clocks skip 02:00-02:30',
@@ -508,11 +490,6 @@ describe('zones without DST and with half-hour DST', () => {
     expect(nextSlots(expression, 'Australia/Lord_Howe', after, expected.length, dst)).toEqual(expected);
   });
 
-  it('shows the Lord Howe changes in formatInZone', () => {
-    expect(formatInZone(at('2026-04-04T14:45:00Z'), 'Australia/Lord_Howe')).toBe('2026-04-05T01:45:00+11:00');
-    expect(formatInZone(at('2026-04-04T15:15:00Z'), 'Australia/Lord_Howe')).toBe('2026-04-05T01:45:00+10:30');
-    expect(formatInZone(at('2026-10-03T15:45:00Z'), 'Australia/Lord_Howe')).toBe('2026-10-04T02:45:00+11:00');
-  });
 });
 
 describe('independence from the process time zone', () => {
@@ -557,18 +534,13 @@ describe('slotFor', () => {
     expect(schedule.slotFor(now, 2_000).toISOString()).toBe(slot);
   });
 
-  it('maps an early clock to the previous slot without tolerance', () => {
-    expect(schedule.slotFor(new Date(at(slot).getTime() - 1_500), 0).toISOString()).toBe('2026-06-01T12:00:00.000Z');
-  });
-
-  it('maps the repeated-hour firings of a Berlin fall-back job with repeated: both to distinct slots', () => {
-    const both = parseCronSchedule('30 2 * * *', 'Europe/Berlin', { repeated: 'both' });
-    expect(both.slotFor(at('2026-10-25T00:30:00.800Z'), 2_000).toISOString()).toBe('2026-10-25T00:30:00.000Z');
-    expect(both.slotFor(at('2026-10-25T01:29:59.100Z'), 2_000).toISOString()).toBe('2026-10-25T01:30:00.000Z');
-  });
-
-  it('still finds a slot more than five years back', () => {
-    expect(parseCronSchedule('0 0 29 2 *', 'UTC').slotFor(at('2104-02-28T00:00:00Z'), 0).toISOString()).toBe('2096-02-29T00:00:00.000Z');
+  it.each<[string, string, string, DstPolicy | undefined, string, number, string]>([
+    ['maps an early clock to the previous slot without tolerance', '*/5 * * * * *', 'Europe/Berlin', undefined, '2026-06-01T12:00:03.500Z', 0, '2026-06-01T12:00:00.000Z'],
+    ['maps the first pass of a Berlin fall-back job with repeated: both to its own slot', '30 2 * * *', 'Europe/Berlin', { repeated: 'both' }, '2026-10-25T00:30:00.800Z', 2_000, '2026-10-25T00:30:00.000Z'],
+    ['maps the second pass of a Berlin fall-back job with repeated: both to its own slot', '30 2 * * *', 'Europe/Berlin', { repeated: 'both' }, '2026-10-25T01:29:59.100Z', 2_000, '2026-10-25T01:30:00.000Z'],
+    ['still finds a slot more than five years back', '0 0 29 2 *', 'UTC', undefined, '2104-02-28T00:00:00Z', 0, '2096-02-29T00:00:00.000Z'],
+  ])('%s', (_name, expression, zone, dst, now, toleranceMs, expected) => {
+    expect(parseCronSchedule(expression, zone, dst).slotFor(at(now), toleranceMs).toISOString()).toBe(expected);
   });
 
   it('rejects a negative tolerance', () => {
@@ -614,30 +586,39 @@ describe('slotsBetween', () => {
     expect(iso(hourly.slotsBetween(at(from), at(to), limit))).toEqual(expected);
   });
 
-  it('returns the latest 3 seconds of a 30-day catch-up window of an every-second job quickly', () => {
-    const schedule = parseCronSchedule('* * * * * *', 'UTC');
-    expect(iso(schedule.slotsBetween(at('2026-01-01T00:00:00Z'), at('2026-01-31T00:00:00.500Z'), 3))).toEqual([
-      '2026-01-30T23:59:58.000Z',
-      '2026-01-30T23:59:59.000Z',
-      '2026-01-31T00:00:00.000Z',
-    ]);
-  });
-
-  it('returns the latest slots of a bursty job (every second of 00:xx only)', () => {
-    const schedule = parseCronSchedule('* * 0 * * *', 'UTC');
-    expect(iso(schedule.slotsBetween(at('2026-01-01T00:00:00Z'), at('2026-01-10T12:00:00Z'), 2))).toEqual([
-      '2026-01-10T00:59:58.000Z',
-      '2026-01-10T00:59:59.000Z',
-    ]);
-  });
-
-  it('lists both Berlin fall-back passes with repeated: both', () => {
-    const schedule = parseCronSchedule('30 2 * * *', 'Europe/Berlin', { repeated: 'both' });
-    expect(iso(schedule.slotsBetween(at('2026-10-24T12:00:00Z'), at('2026-10-26T12:00:00Z'), 10))).toEqual([
-      '2026-10-25T00:30:00.000Z',
-      '2026-10-25T01:30:00.000Z',
-      '2026-10-26T01:30:00.000Z',
-    ]);
+  it.each<[string, string, string, DstPolicy | undefined, string, string, number, string[]]>([
+    [
+      'returns the latest 3 seconds of a 30-day catch-up window of an every-second job quickly',
+      '* * * * * *',
+      'UTC',
+      undefined,
+      '2026-01-01T00:00:00Z',
+      '2026-01-31T00:00:00.500Z',
+      3,
+      ['2026-01-30T23:59:58.000Z', '2026-01-30T23:59:59.000Z', '2026-01-31T00:00:00.000Z'],
+    ],
+    [
+      'returns the latest slots of a bursty job (every second of 00:xx only)',
+      '* * 0 * * *',
+      'UTC',
+      undefined,
+      '2026-01-01T00:00:00Z',
+      '2026-01-10T12:00:00Z',
+      2,
+      ['2026-01-10T00:59:58.000Z', '2026-01-10T00:59:59.000Z'],
+    ],
+    [
+      'lists both Berlin fall-back passes with repeated: both',
+      '30 2 * * *',
+      'Europe/Berlin',
+      { repeated: 'both' },
+      '2026-10-24T12:00:00Z',
+      '2026-10-26T12:00:00Z',
+      10,
+      ['2026-10-25T00:30:00.000Z', '2026-10-25T01:30:00.000Z', '2026-10-26T01:30:00.000Z'],
+    ],
+  ])('%s', (_name, expression, zone, dst, from, to, limit, expected) => {
+    expect(iso(parseCronSchedule(expression, zone, dst).slotsBetween(at(from), at(to), limit))).toEqual(expected);
   });
 });
 
@@ -707,6 +688,9 @@ describe('businessDate, formatInZone and isValidTimeZone', () => {
     ['2026-01-01T00:00:00.123Z', 'UTC', '2026-01-01T00:00:00.123+00:00'],
     ['2026-01-01T00:00:00Z', 'Asia/Kolkata', '2026-01-01T05:30:00+05:30'],
     ['2026-01-01T00:00:00Z', 'Pacific/Chatham', '2026-01-01T13:45:00+13:45'],
+    ['2026-04-04T14:45:00Z', 'Australia/Lord_Howe', '2026-04-05T01:45:00+11:00'],
+    ['2026-04-04T15:15:00Z', 'Australia/Lord_Howe', '2026-04-05T01:45:00+10:30'],
+    ['2026-10-03T15:45:00Z', 'Australia/Lord_Howe', '2026-10-04T02:45:00+11:00'],
   ])('formats %s in %s as %s', (instant, zone, expected) => {
     expect(formatInZone(at(instant), zone)).toBe(expected);
   });
@@ -766,9 +750,11 @@ describe('validation', () => {
     expect(call).toThrow(message);
   });
 
-  it('accepts a day that exists only in leap years and a 31st restricted by weekday', () => {
-    expect(() => parseCronSchedule('0 0 29 2 *', 'UTC')).not.toThrow();
-    expect(() => parseCronSchedule('0 0 31 2 MON', 'UTC')).not.toThrow();
+  it.each([
+    ['a day that exists only in leap years', '0 0 29 2 *'],
+    ['a 31st restricted by weekday', '0 0 31 2 MON'],
+  ])('accepts %s (%s)', (_name, expression) => {
+    expect(() => parseCronSchedule(expression, 'UTC')).not.toThrow();
   });
 
   it('names the error class', () => {
@@ -781,13 +767,11 @@ describe('validation', () => {
     expect(call).toThrow(`unknown IANA time zone '${zone}'`);
   });
 
-  it('rejects an unknown DST policy value', () => {
-    expect(() => parseCronSchedule('30 2 * * *', 'UTC', { gap: 'later' as never })).toThrow(
-      new RangeError(`dst.gap must be 'shift' or 'skip', got "later"`),
-    );
-    expect(() => parseCronSchedule('30 2 * * *', 'UTC', { repeated: 'twice' as never })).toThrow(
-      new RangeError(`dst.repeated must be 'once' or 'both', got "twice"`),
-    );
+  it.each<[DstPolicy, string]>([
+    [{ gap: 'later' as never }, `dst.gap must be 'shift' or 'skip', got "later"`],
+    [{ repeated: 'twice' as never }, `dst.repeated must be 'once' or 'both', got "twice"`],
+  ])('rejects the unknown DST policy %j', (dst, message) => {
+    expect(() => parseCronSchedule('30 2 * * *', 'UTC', dst)).toThrow(new RangeError(message));
   });
 });
 

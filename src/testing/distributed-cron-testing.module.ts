@@ -1,0 +1,90 @@
+import { Logger, Module, type DynamicModule } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { AlertDispatcher } from '../alerting/alert.dispatcher.js';
+import type { Alerter } from '../alerting/alert.interfaces.js';
+import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
+import { LOGGER_CONTEXT } from '../nest/distributed-cron.constants.js';
+import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
+import { DistributedCronService } from '../nest/distributed-cron.service.js';
+import { CronTestController } from './cron-test.controller.js';
+import { InMemoryLeaseStore } from './in-memory-lease.store.js';
+import { InMemoryJobBirths } from './in-memory-job-births.js';
+import { InMemoryRunHistory } from './in-memory-run-history.js';
+import { TestClock } from './test.clock.js';
+import { TestingExplorer } from './testing.explorer.js';
+
+/** Options of `DistributedCronTestingModule.forRoot`. */
+export interface DistributedCronTestingOptions {
+  /** Default IANA time zone for jobs that do not set one. @default 'UTC' */
+  timeZone?: string;
+  /** The wall clock the jobs see; `runNext` moves it to each slot. @default a TestClock at the real time of module creation */
+  clock?: TestClock;
+  /** Receives the alerts the jobs' runs send, as in production. @default none */
+  alerter?: Alerter;
+  /** As the module option of the same name. */
+  jobDefaults?: DistributedCronModuleOptions['jobDefaults'];
+  /** The instance ID written in the run history. @default 'test' */
+  instanceId?: string;
+}
+
+export const TESTING_OPTIONS = 'nestjs-distributed-cron:testing-options';
+
+/**
+ * The runtime of `DistributedCronModule`, on in-memory stores and a test clock. Its shape is
+ * checked against the real runtime's, so a field added there fails to compile here.
+ */
+export function testingRuntime(options: DistributedCronTestingOptions, clock: TestClock): DistributedCronRuntime {
+  const now = (): number => clock.now();
+  const logger = new Logger(LOGGER_CONTEXT);
+  const leases = new InMemoryLeaseStore(now);
+  const runtime: { [K in keyof DistributedCronRuntime]: DistributedCronRuntime[K] } = {
+    logger,
+    instanceId: options.instanceId ?? 'test',
+    clock: now,
+    leases,
+    history: new InMemoryRunHistory(),
+    births: new InMemoryJobBirths(),
+    alerts: new AlertDispatcher(options.alerter, leases, { dedupMs: 3_600_000, escalateAfter: 3 }, now, logger),
+    shutdownTimeoutMs: 10_000,
+    sweepEveryMs: 2_000,
+    auditPlainSchedules: false,
+    jobs: new Map(),
+    // Only `timeZone` and `jobDefaults` are read once the stores exist; there is no Redis or PostgreSQL.
+    options: { timeZone: options.timeZone ?? 'UTC', jobDefaults: options.jobDefaults } as DistributedCronModuleOptions,
+  };
+  return runtime;
+}
+
+/**
+ * Runs your `@DistributedCron` methods in unit tests with the library's real executor on an
+ * in-memory lease store and run history: no Redis, no PostgreSQL, and no timer fires by itself.
+ * Inject `CronTestController` to run slots, and `DistributedCronService` as in production.
+ *
+ * @example
+ * const moduleRef = await Test.createTestingModule({
+ *   imports: [DistributedCronTestingModule.forRoot({ timeZone: 'Asia/Shanghai' })],
+ *   providers: [ReportService],
+ * }).compile();
+ * const cron = moduleRef.get(CronTestController);
+ * expect((await cron.runNext('daily-report')).status).toBe('completed');
+ */
+@Module({})
+export class DistributedCronTestingModule {
+  static forRoot(options: DistributedCronTestingOptions = {}): DynamicModule {
+    return {
+      module: DistributedCronTestingModule,
+      global: true,
+      imports: [DiscoveryModule],
+      providers: [
+        { provide: TESTING_OPTIONS, useValue: options },
+        { provide: TestClock, useFactory: (o: DistributedCronTestingOptions) => o.clock ?? new TestClock(), inject: [TESTING_OPTIONS] },
+        { provide: DistributedCronRuntime, useFactory: testingRuntime, inject: [TESTING_OPTIONS, TestClock] },
+        TestingExplorer,
+        DistributedCronService,
+        CronTestController,
+      ],
+      exports: [DistributedCronService, CronTestController, TestClock],
+    };
+  }
+}
+

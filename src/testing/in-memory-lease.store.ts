@@ -1,0 +1,315 @@
+import { randomUUID } from 'node:crypto';
+import {
+  KeyBuilder,
+  type AcquireResult,
+  type ClaimRequest,
+  type ClaimResult,
+  type FailureDecision,
+  type HeldLease,
+  type LeaseStore,
+  type OwnerState,
+  type QueuedSlot,
+  type ReleaseResult,
+  type RenewResult,
+  type TakeResult,
+} from '../leasing/lease.store.js';
+
+/** Failure streaks are forgotten after a week without failures (as in Redis). */
+const ALERT_STATE_TTL_MS = 7 * 24 * 3_600_000;
+
+interface Entry {
+  value: string | Map<string, string>;
+  /** Clock ms at which the key is gone; undefined: never. */
+  expiresAt?: number;
+}
+
+function parseQueued(payload: string | undefined): QueuedSlot | undefined {
+  if (!payload) return undefined;
+  try {
+    return JSON.parse(payload) as QueuedSlot;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Leases in process memory, with the semantics of the Redis scripts in `src/leasing/lua/` step
+ * by step (the same keys, values and TTLs; each operation is atomic because it is synchronous).
+ * TTLs run on the injected clock, so a test moves time instead of waiting. For one process: the
+ * library's own unit tests, and users' tests through `DistributedCronTestingModule`.
+ */
+export class InMemoryLeaseStore implements LeaseStore {
+  private readonly data = new Map<string, Entry>();
+  private readonly keys: KeyBuilder;
+
+  constructor(
+    private readonly clock: () => number = Date.now,
+    keyPrefix = 'dcron',
+  ) {
+    this.keys = new KeyBuilder(keyPrefix);
+  }
+
+  /** Forgets every key, fencing counters included: what FLUSHALL or a restart without data does to Redis. */
+  flush(): void {
+    this.data.clear();
+  }
+
+  async prepare(): Promise<void> {}
+
+  async claim(request: ClaimRequest): Promise<ClaimResult> {
+    const { jobName, executionId } = request;
+    const k = this.keys;
+    const slotKey = k.slot(jobName, executionId);
+    const random = randomUUID();
+    if (this.exists(k.paused(jobName))) return { kind: 'paused' };
+    if (request.overlap === 'allow') {
+      if (this.exists(slotKey)) return { kind: 'taken' };
+      const fence = this.incr(k.fence(jobName));
+      this.set(slotKey, `${fence}:${random}`, request.leaseMs);
+      return { kind: 'won', lease: { jobName, executionId, token: `${fence}:${random}`, fencingToken: fence, on: 'slot' } };
+    }
+    if (this.exists(slotKey)) return { kind: 'taken' };
+    this.set(slotKey, random, request.slotMs);
+    const holder = this.get(k.lease(jobName));
+    if (holder !== undefined) {
+      if (request.ahead) {
+        this.del(slotKey);
+        return { kind: 'ahead' };
+      }
+      if (request.overlap === 'queue') {
+        const previous = this.get(k.queue(jobName));
+        this.set(k.queue(jobName), JSON.stringify(request.queued), Math.max(request.leaseMs * 10, 3_600_000));
+        return { kind: 'queued', superseded: parseQueued(previous) };
+      }
+      if (request.overlap === 'replace') {
+        this.set(k.abort(jobName), holder, request.leaseMs);
+        return { kind: 'replacing', holderToken: holder };
+      }
+      return { kind: 'overlap' };
+    }
+    const fence = this.incr(k.fence(jobName));
+    this.set(k.lease(jobName), `${fence}:${random}`, request.leaseMs);
+    const superseded = this.get(k.queue(jobName));
+    if (superseded !== undefined) this.del(k.queue(jobName));
+    return {
+      kind: 'won',
+      lease: { jobName, executionId, token: `${fence}:${random}`, fencingToken: fence, on: 'lease' },
+      superseded: parseQueued(superseded),
+    };
+  }
+
+  async renew(lease: HeldLease, leaseMs: number): Promise<RenewResult> {
+    const key = lease.on === 'slot' ? this.keys.slot(lease.jobName, lease.executionId) : this.keys.lease(lease.jobName);
+    if (this.get(key) !== lease.token) return 'lost';
+    this.pexpire(key, leaseMs);
+    return this.get(this.keys.abort(lease.jobName)) === lease.token ? 'stop_requested' : 'renewed';
+  }
+
+  async release(lease: HeldLease, options: { leaseMs: number; doneMs: number; succeeded: boolean }): Promise<ReleaseResult> {
+    const k = this.keys;
+    const { jobName } = lease;
+    const leaseKey = k.lease(jobName);
+    const recordKey = k.handover(jobName, lease.token);
+    // A release already made with this token (its answer recorded). The Redis store retries a
+    // release whose reply was lost with the same random part and gets the same hand-over; a new
+    // release() call has a new random part, so after a hand-over it answers not_owner, as here.
+    const record = this.get(recordKey);
+    if (record !== undefined) {
+      const done = JSON.parse(record) as [number, number, string, number, string];
+      if (done[0] === 2) return { kind: 'not_owner', endedStreak: done[3] };
+      return this.releaseResult(lease, done[0], done[1], done[2], done[3], done[4]);
+    }
+    const nextRandom = randomUUID();
+    const answer = (code: number, fence: number, payload: string, ended: number): ReleaseResult => {
+      if (code === 2 || ended > 0) this.set(recordKey, JSON.stringify([code, fence, payload, ended, nextRandom]), options.leaseMs);
+      return this.releaseResult(lease, code, fence, payload, ended, nextRandom);
+    };
+    let ended = 0;
+    if (options.succeeded) {
+      const alerts = this.hash(k.alerts(jobName));
+      const failures = alerts?.get('failures');
+      if (failures !== undefined) {
+        this.del(k.alerts(jobName));
+        ended = Number(failures);
+      }
+    }
+    if (lease.on === 'slot') {
+      const slotKey = k.slot(jobName, lease.executionId);
+      if (this.get(slotKey) !== lease.token) return { kind: 'not_owner', endedStreak: ended };
+      this.set(slotKey, 'done', options.doneMs);
+      return answer(1, 0, '', ended);
+    }
+    if (this.get(leaseKey) !== lease.token) return { kind: 'not_owner', endedStreak: ended };
+    if (this.get(k.abort(jobName)) === lease.token) this.del(k.abort(jobName));
+    const queued = this.get(k.queue(jobName));
+    if (queued !== undefined) {
+      this.del(k.queue(jobName));
+      const fence = this.incr(k.fence(jobName));
+      this.set(leaseKey, `${fence}:${nextRandom}`, options.leaseMs);
+      return answer(2, fence, queued, ended);
+    }
+    this.del(leaseKey);
+    return answer(1, 0, '', ended);
+  }
+
+  private releaseResult(lease: HeldLease, code: number, fence: number, payload: string, endedStreak: number, random: string): ReleaseResult {
+    if (code === 0) return { kind: 'not_owner', endedStreak };
+    const next = code === 2 ? parseQueued(payload) : undefined;
+    if (!next) return { kind: 'released', endedStreak };
+    return {
+      kind: 'handed_over',
+      next,
+      lease: { jobName: lease.jobName, executionId: next.executionId, token: `${fence}:${random}`, fencingToken: fence, on: 'lease' },
+      endedStreak,
+    };
+  }
+
+  async take(jobName: string, executionId: string, on: HeldLease['on'], leaseMs: number, deadFence?: number): Promise<TakeResult> {
+    const k = this.keys;
+    const slotKey = k.slot(jobName, executionId);
+    const leaseKey = k.lease(jobName);
+    const [key, other] = on === 'slot' ? [slotKey, leaseKey] : [leaseKey, slotKey];
+    if (this.exists(k.paused(jobName))) return { kind: 'paused' };
+    const holder = this.get(key);
+    if (deadFence !== undefined) {
+      const prefix = `${deadFence}:`;
+      if (holder?.startsWith(prefix) || this.get(other)?.startsWith(prefix)) return { kind: 'alive' };
+    }
+    if (holder !== undefined && holder !== 'done') return { kind: 'busy' };
+    const queued = this.get(k.queue(jobName));
+    if (queued !== undefined && queued.includes(`"executionId":${JSON.stringify(executionId)},`)) this.del(k.queue(jobName));
+    const random = randomUUID();
+    const fence = this.incr(k.fence(jobName));
+    this.set(key, `${fence}:${random}`, leaseMs);
+    return { kind: 'taken', lease: { jobName, executionId, token: `${fence}:${random}`, fencingToken: fence, on } };
+  }
+
+  async owner(jobName: string, executionId: string, fencingToken: number): Promise<OwnerState> {
+    const prefix = `${fencingToken}:`;
+    for (const key of [this.keys.lease(jobName), this.keys.slot(jobName, executionId)]) {
+      if (this.get(key)?.startsWith(prefix)) return 'alive';
+    }
+    if (this.exists(this.keys.forgot(jobName))) return 'unsure';
+    return Number(this.get(this.keys.fence(jobName)) ?? '0') < fencingToken ? 'unsure' : 'gone';
+  }
+
+  async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<HeldLease | undefined> {
+    const key = lease.on === 'slot' ? this.keys.slot(lease.jobName, lease.executionId) : this.keys.lease(lease.jobName);
+    if (this.get(key) !== lease.token) return undefined;
+    const fenceKey = this.keys.fence(lease.jobName);
+    let fence = this.incr(fenceKey);
+    if (fence <= floor) {
+      fence = floor + 1;
+      this.set(fenceKey, String(fence));
+    }
+    this.set(this.keys.forgot(lease.jobName), '1', forgotMs);
+    const random = lease.token.slice(lease.token.indexOf(':') + 1);
+    this.set(key, `${fence}:${random}`, leaseMs);
+    return { ...lease, fencingToken: fence, token: `${fence}:${random}` };
+  }
+
+  async recordFailure(
+    jobName: string,
+    options: { now: number; dedupMs: number; escalateAfter: number; force: boolean },
+  ): Promise<FailureDecision> {
+    const key = this.keys.alerts(jobName);
+    let alerts = this.hash(key);
+    if (!alerts) {
+      alerts = new Map();
+      this.data.set(key, { value: alerts });
+    }
+    const failures = Number(alerts.get('failures') ?? '0') + 1;
+    alerts.set('failures', String(failures));
+    // Redis measures the window on its own clock; here the store's clock plays that part.
+    const now = this.clock();
+    const last = Number(alerts.get('lastSent') ?? '-1');
+    let send = false;
+    if (options.force || last < 0 || now - last >= options.dedupMs) {
+      send = true;
+      alerts.set('lastSent', String(now));
+    }
+    const escalate = options.escalateAfter > 0 && failures === options.escalateAfter;
+    this.pexpire(key, ALERT_STATE_TTL_MS);
+    return { failures, send, escalate };
+  }
+
+  async enqueue(jobName: string, slot: QueuedSlot, ttlMs: number): Promise<boolean> {
+    return this.setNx(this.keys.queue(jobName), JSON.stringify(slot), ttlMs);
+  }
+
+  async once(jobName: string, name: string, ttlMs: number): Promise<boolean> {
+    return this.setNx(this.keys.once(jobName, name), '1', ttlMs);
+  }
+
+  async acquireAfter(jobName: string, executionId: string, holderToken: string, leaseMs: number): Promise<AcquireResult> {
+    const k = this.keys;
+    const holder = this.get(k.lease(jobName));
+    if (holder !== undefined) return holder === holderToken ? { kind: 'held' } : { kind: 'superseded' };
+    if (this.get(k.abort(jobName)) === holderToken) this.del(k.abort(jobName));
+    const random = randomUUID();
+    const fence = this.incr(k.fence(jobName));
+    this.set(k.lease(jobName), `${fence}:${random}`, leaseMs);
+    return { kind: 'acquired', lease: { jobName, executionId, token: `${fence}:${random}`, fencingToken: fence, on: 'lease' } };
+  }
+
+  async setPaused(jobName: string, paused: boolean): Promise<void> {
+    if (paused) this.set(this.keys.paused(jobName), '1');
+    else this.del(this.keys.paused(jobName));
+  }
+
+  async isPaused(jobName: string): Promise<boolean> {
+    return this.exists(this.keys.paused(jobName));
+  }
+
+  // A few Redis commands over the map; an expired key reads as absent and is dropped on access.
+
+  private entry(key: string): Entry | undefined {
+    const entry = this.data.get(key);
+    if (entry?.expiresAt !== undefined && entry.expiresAt <= this.clock()) {
+      this.data.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  private get(key: string): string | undefined {
+    const value = this.entry(key)?.value;
+    return typeof value === 'string' ? value : undefined;
+  }
+
+  private hash(key: string): Map<string, string> | undefined {
+    const value = this.entry(key)?.value;
+    return value instanceof Map ? value : undefined;
+  }
+
+  private exists(key: string): boolean {
+    return this.entry(key) !== undefined;
+  }
+
+  /** SET key value [PX ttlMs]: a SET without PX makes the key persistent, as in Redis. */
+  private set(key: string, value: string, ttlMs?: number): void {
+    this.data.set(key, { value, expiresAt: ttlMs === undefined ? undefined : this.clock() + ttlMs });
+  }
+
+  private setNx(key: string, value: string, ttlMs: number): boolean {
+    if (this.exists(key)) return false;
+    this.set(key, value, ttlMs);
+    return true;
+  }
+
+  private del(key: string): void {
+    this.data.delete(key);
+  }
+
+  private incr(key: string): number {
+    const entry = this.entry(key);
+    const next = Number(typeof entry?.value === 'string' ? entry.value : '0') + 1;
+    this.data.set(key, { value: String(next), expiresAt: entry?.expiresAt });
+    return next;
+  }
+
+  private pexpire(key: string, ttlMs: number): void {
+    const entry = this.entry(key);
+    if (entry) entry.expiresAt = this.clock() + ttlMs;
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * The per-file set-up of an integration test: one Prisma client for the test's own queries, the
+ * apps the tests start, and optionally a fake Slack webhook, all closed by vitest hooks.
+ *
+ *   const { prisma, apps, closeApps } = integrationSetup();
+ *   apps.push(...(await startFleet(3, name, '* * * * * *', { name }, handler)));
+ */
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { closeAll, type RunningApp } from './app.js';
+import { createPrisma } from './services.js';
+import { startFakeSlack, type FakeSlack } from './slack.js';
+
+export interface IntegrationSetupOptions {
+  /** When the apps still open are closed: after each test, or once after the file. @default 'each' */
+  closeApps?: 'each' | 'all';
+  /** Start a fake Slack webhook before the file's tests (see `slack`). @default false */
+  slack?: boolean;
+}
+
+export interface IntegrationSetup {
+  readonly prisma: ReturnType<typeof createPrisma>;
+  /** The apps the tests started; push onto it. The hooks close them and empty it. */
+  readonly apps: RunningApp[];
+  /** Closes the apps started so far and empties `apps` (for a test that checks the rows after shutdown). */
+  closeApps(): Promise<void>;
+  /** The fake Slack webhook; usable from `beforeAll` on (only with `slack: true`). */
+  readonly slack: FakeSlack;
+  /** Runs `stop` after the file's tests, after the apps are closed and before Prisma disconnects. */
+  atEnd(stop: () => unknown): void;
+}
+
+export function integrationSetup({ closeApps: when = 'each', slack: withSlack = false }: IntegrationSetupOptions = {}): IntegrationSetup {
+  const prisma = createPrisma();
+  const apps: RunningApp[] = [];
+  const stops: Array<() => unknown> = [];
+  let fakeSlack: FakeSlack | undefined;
+
+  const closeApps = async (): Promise<void> => {
+    await closeAll(apps.splice(0));
+  };
+  // A handle that can be taken at import time and forwards to the webhook started in beforeAll.
+  const slack = new Proxy({} as FakeSlack, {
+    get(_, key) {
+      if (fakeSlack === undefined) throw new Error('integrationSetup: the fake Slack is not started (slack: true, used from beforeAll on)');
+      const value: unknown = Reflect.get(fakeSlack, key);
+      return typeof value === 'function' ? value.bind(fakeSlack) : value;
+    },
+  });
+
+  if (withSlack) {
+    beforeAll(async () => {
+      fakeSlack = await startFakeSlack();
+    });
+  }
+  if (when === 'each') afterEach(closeApps);
+  afterAll(async () => {
+    await closeApps();
+    for (const stop of stops) await stop();
+    await fakeSlack?.close();
+    await prisma.$disconnect();
+  });
+
+  return { prisma, apps, closeApps, slack, atEnd: (stop) => void stops.push(stop) };
+}

@@ -1,0 +1,190 @@
+/**
+ * JobExecutor on the in-memory lease store and run history: the run pipeline without Redis or
+ * PostgreSQL. Wall time (slots, TTLs, next attempts) is a hand-moved clock; the lease keeper's
+ * monotonic deadlines and the executor's waits are short real timers (lease 1 s, the minimum).
+ */
+import type { LoggerService } from '@nestjs/common';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AlertDispatcher } from '../../src/alerting/alert.dispatcher.js';
+import type { AlertEvent } from '../../src/alerting/alert.interfaces.js';
+import { resolveJobConfig } from '../../src/config/job.config.js';
+import type { CronContext, DistributedCronOptions } from '../../src/distributed-cron.interfaces.js';
+import { JobExecutor } from '../../src/execution/job.executor.js';
+import type { BeginRequest } from '../../src/history/run-history.js';
+import { InMemoryLeaseStore } from '../../src/testing/in-memory-lease.store.js';
+import { InMemoryRunHistory } from '../../src/testing/in-memory-run-history.js';
+
+const SLOT = new Date('2026-05-01T10:00:00.000Z');
+const LEASE_MS = 1_000;
+
+interface Rig {
+  executor: JobExecutor;
+  leases: InMemoryLeaseStore;
+  history: InMemoryRunHistory;
+  clock: { now: number };
+  alerts: AlertEvent[];
+  warnings: string[];
+  calls: CronContext[];
+}
+
+const executors: JobExecutor[] = [];
+afterEach(async () => {
+  await Promise.all(executors.splice(0).map((executor) => executor.shutdown(2_000)));
+});
+
+function rig(options: DistributedCronOptions = {}, handler: (ctx: CronContext) => unknown = () => undefined, shared?: Pick<Rig, 'leases' | 'history' | 'clock'>): Rig {
+  const clock = shared?.clock ?? { now: SLOT.getTime() };
+  const leases = shared?.leases ?? new InMemoryLeaseStore(() => clock.now);
+  const history = shared?.history ?? new InMemoryRunHistory();
+  const warnings: string[] = [];
+  const alerts: AlertEvent[] = [];
+  const calls: CronContext[] = [];
+  const logger: LoggerService = {
+    log: () => undefined,
+    error: (message: unknown) => warnings.push(String(message)),
+    warn: (message: unknown) => warnings.push(String(message)),
+  };
+  const job = resolveJobConfig(
+    { expression: '0 * * * *', options: { name: 'report', lease: LEASE_MS, renewEvery: 200, ...options } },
+    'ReportJob.run',
+    { timeZone: 'UTC' },
+  );
+  const dispatcher = new AlertDispatcher({ send: async (event) => void alerts.push(event) }, leases, { dedupMs: 3_600_000, escalateAfter: 3 }, () => clock.now, logger);
+  const executor = new JobExecutor(
+    job,
+    async (ctx) => {
+      calls.push(ctx);
+      return handler(ctx);
+    },
+    { leases, history, alerts: dispatcher, instanceId: 'instance-a', clock: () => clock.now, logger },
+  );
+  executors.push(executor);
+  return { executor, leases, history, clock, alerts, warnings, calls };
+}
+
+const executionId = 'report:2026-05-01T10:00:00Z';
+
+function runningRow(jobName: string, id: string, fencingToken: number): BeginRequest {
+  const at = new Date(SLOT.getTime() - 3_600_000);
+  return { jobName, executionId: id, scheduledAt: at, businessDate: '2026-05-01', instanceId: 'instance-gone', fencingToken, maxAttempts: 1, trigger: 'schedule', now: at };
+}
+
+describe('JobExecutor on in-memory adapters', () => {
+  it('a won slot runs once and ends completed, releasing its lease', async () => {
+    const r = rig({}, (ctx) => ctx.report({ processed: 3 }));
+    expect(await r.executor.fire(SLOT)).toBe('ran');
+    expect(r.calls).toHaveLength(1);
+    expect(r.calls[0]).toMatchObject({ executionId, attempt: 1, fencingToken: 1, trigger: 'schedule', instanceId: 'instance-a' });
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'completed', attempt: 1, fencingToken: 1, processedCount: 3, error: null });
+    expect(await r.leases.owner('report', executionId, 1)).toBe('gone');
+  });
+
+  it('a second trigger of a finished slot does not run it again', async () => {
+    const r = rig();
+    await r.executor.fire(SLOT);
+    expect(await r.executor.fire(SLOT)).toBe('lost');
+    expect(r.calls).toHaveLength(1);
+  });
+
+  it('a lost claim writes nothing and does not run the handler', async () => {
+    const r = rig();
+    const other = await r.leases.claim({
+      jobName: 'report', executionId, overlap: 'skip', leaseMs: LEASE_MS, slotMs: 10_000,
+      queued: { executionId, scheduledAt: SLOT.getTime(), businessDate: '2026-05-01' },
+    });
+    expect(other.kind).toBe('won');
+    expect(await r.executor.fire(SLOT)).toBe('lost');
+    expect(r.calls).toHaveLength(0);
+    expect(r.history.all()).toEqual([]);
+    expect(r.executor.stats.lost).toBe(1);
+  });
+
+  it('overlap skip: a slot that finds the previous run holding the lease is recorded as skipped_overlap', async () => {
+    const r = rig({ overlap: 'skip' });
+    const previous = 'report:2026-05-01T09:00:00Z';
+    await r.leases.claim({
+      jobName: 'report', executionId: previous, overlap: 'skip', leaseMs: LEASE_MS, slotMs: 10_000,
+      queued: { executionId: previous, scheduledAt: SLOT.getTime() - 3_600_000, businessDate: '2026-05-01' },
+    });
+    expect(await r.executor.fire(SLOT)).toBe('skipped_overlap');
+    expect(r.calls).toHaveLength(0);
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'skipped_overlap', attempt: 0, fencingToken: null });
+  });
+
+  it('a failure with retries left ends failed with next_attempt_at after the backoff', async () => {
+    const r = rig({ retry: { attempts: 3, backoff: '10s' } }, () => {
+      throw new Error('upstream 503');
+    });
+    expect(await r.executor.fire(SLOT)).toBe('ran');
+    const row = await r.history.get(executionId);
+    expect(row).toMatchObject({ status: 'failed', attempt: 1, maxAttempts: 3 });
+    expect(row!.error).toContain('upstream 503');
+    expect(row!.nextAttemptAt).toEqual(new Date(SLOT.getTime() + 10_000));
+    await expect.poll(() => r.alerts.map((a) => a.kind)).toEqual(['failed']);
+  });
+
+  it('a failure on the last attempt ends dead, with no next attempt', async () => {
+    const r = rig({ retry: { attempts: 2, backoff: '10s' } }, () => {
+      throw new Error('still 503');
+    });
+    await r.executor.fire(SLOT);
+    r.clock.now += 10_000;
+    const [due] = await r.history.dueRetries(['report'], new Date(r.clock.now), 10, []);
+    expect(await r.executor.retry(due!, 'retry')).toBe('ran');
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'dead', attempt: 2, nextAttemptAt: null, trigger: 'retry' });
+  });
+
+  it('a stale fence is raised above the floor before the run starts, without waiting when nothing runs', async () => {
+    const r = rig();
+    // The store forgot the job's counter: the history already holds token 10 (a finished run).
+    await r.history.begin({ ...runningRow('report', 'report:old', 10) });
+    await r.history.finish({ executionId: 'report:old', fencingToken: 10, status: 'completed', finishedAt: SLOT, durationMs: 1, processedCount: 0, failedCount: 0, error: null, nextAttemptAt: null });
+    const started = performance.now();
+    expect(await r.executor.fire(SLOT)).toBe('ran');
+    expect(performance.now() - started).toBeLessThan(LEASE_MS);
+    expect(r.calls[0]!.fencingToken).toBe(11);
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'completed', fencingToken: 11 });
+    expect(r.warnings.some((w) => /forgotten the job's fencing counter.*raised to 11/.test(w))).toBe(true);
+  });
+
+  it('a stale fence with a running row waits one lease before starting', async () => {
+    const r = rig();
+    await r.history.begin(runningRow('report', 'report:old', 10));
+    const started = performance.now();
+    expect(await r.executor.fire(SLOT)).toBe('ran');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(LEASE_MS - 20);
+    expect(r.calls[0]!.fencingToken).toBe(11);
+    expect(r.warnings.some((w) => w.includes(`waiting one lease (${LEASE_MS} ms) before starting`))).toBe(true);
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'completed', fencingToken: 11 });
+  });
+
+  it('a lease that lapses before the handler starts stops the handler from starting', async () => {
+    const shared = { clock: { now: SLOT.getTime() }, history: new InMemoryRunHistory() } as const;
+    const leases = new InMemoryLeaseStore(() => shared.clock.now);
+    // The run start is slow, and meanwhile the store loses the lease: the keeper's next renewal
+    // answers lost. The row is written after that renewal, so only the handler's own check remains.
+    let flushed = false;
+    let renewedAfterFlush!: () => void;
+    const renewed = new Promise<void>((resolve) => (renewedAfterFlush = resolve));
+    const renew = leases.renew.bind(leases);
+    leases.renew = async (...args) => {
+      const result = await renew(...args);
+      if (flushed) renewedAfterFlush();
+      return result;
+    };
+    const slowHistory = Object.create(shared.history) as InMemoryRunHistory;
+    slowHistory.begin = async (request) => {
+      leases.flush();
+      flushed = true;
+      await renewed;
+      await new Promise((resolve) => setImmediate(resolve));
+      return shared.history.begin(request);
+    };
+    const r = rig({}, () => undefined, { clock: shared.clock, leases, history: slowHistory });
+    expect(await r.executor.fire(SLOT)).toBe('ran');
+    expect(r.calls).toHaveLength(0);
+    const row = await shared.history.get(executionId);
+    expect(row).toMatchObject({ status: 'lease_lost', fencingToken: 1 });
+    expect(row!.error).toMatch(/lease/);
+  });
+});
