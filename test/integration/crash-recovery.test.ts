@@ -35,7 +35,7 @@ describe('crash recovery across child processes', () => {
   it('re-runs the execution of a killed holder once, on a survivor, with recover: true', async () => {
     const name = uniqueName('recover');
     const events: FixtureEvent[] = [];
-    const { expression } = oneShot(4_000);
+    const { expression } = oneShot(6_000);
     await fleet(name, expression, { job: { name, lease: '2s', renewEvery: '500ms', recover: true }, workMs: 30_000, laterAttemptsWorkMs: 200 }, events);
 
     const first = await waitFor(() => events.find((e) => e.event === 'start'), { timeoutMs: 10_000, message: 'the run starts' });
@@ -84,7 +84,7 @@ describe('crash recovery across child processes', () => {
   it('closes the execution of a killed holder as lease_lost, with one alert, with recover: false', async () => {
     const name = uniqueName('no-recover');
     const events: FixtureEvent[] = [];
-    const { expression } = oneShot(4_000);
+    const { expression } = oneShot(6_000);
     await fleet(name, expression, { job: { name, lease: '2s', renewEvery: '500ms' }, workMs: 30_000 }, events);
 
     const first = await waitFor(() => events.find((e) => e.event === 'start'), { timeoutMs: 10_000, message: 'the run starts' });
@@ -99,7 +99,7 @@ describe('crash recovery across child processes', () => {
   it('performs a retry on another instance when the instance that failed is killed before the retry is due', async () => {
     const name = uniqueName('retry-elsewhere');
     const events: FixtureEvent[] = [];
-    const { expression } = oneShot(4_000);
+    const { expression } = oneShot(6_000);
     // A short lease: if the kill lands between the result and the release, the lease expires soon anyway.
     await fleet(name, expression, { job: { name, lease: '2s', renewEvery: '500ms', retry: { attempts: 2, backoff: '2s' } }, workMs: 100, failAttempts: 1 }, events);
 
