@@ -11,7 +11,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { BullmqWorkerConfig } from './fixtures/bullmq-worker.js';
 import type { FleetInstanceConfig } from './fixtures/fleet-instance.js';
 import { killAllChildren, spawnChild, type Child, type ChildEvent } from './lib/children.js';
-import { adminDb, allPostgresPids, backendPids, databaseUrlFor, deleteRows, scriptCalls, startBenchRedis, sumStats } from './lib/services.js';
+import {
+  adminDb,
+  allPostgresPids,
+  backendPids,
+  databaseUrlFor,
+  deleteRows,
+  scriptCalls,
+  startBenchRedis,
+  sumStats,
+} from './lib/services.js';
 import {
   CpuTracker,
   log,
@@ -121,10 +130,27 @@ export async function runFleetStep(options: FleetStepOptions): Promise<FleetStep
           live: false,
           poolMax: options.poolMax,
         };
-        const profile = options.profileDir && i === 0 ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`, `--cpu-prof-name=${tag}-w0.cpuprofile`] : [];
-        children.push(spawnChild(`${options.buildDir}/bench/fixtures/fleet-instance.js`, id, { FLEET_CONFIG: JSON.stringify(config) }, undefined, profile));
+        const profile =
+          options.profileDir && i === 0
+            ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`, `--cpu-prof-name=${tag}-w0.cpuprofile`]
+            : [];
+        children.push(
+          spawnChild(
+            `${options.buildDir}/bench/fixtures/fleet-instance.js`,
+            id,
+            { FLEET_CONFIG: JSON.stringify(config) },
+            undefined,
+            profile,
+          ),
+        );
       } else {
-        const config: BullmqWorkerConfig = { instanceId: id, redisUrl: redis.url, queueName: jobPrefix, concurrency: concurrency!, workMs: 0 };
+        const config: BullmqWorkerConfig = {
+          instanceId: id,
+          redisUrl: redis.url,
+          queueName: jobPrefix,
+          concurrency: concurrency!,
+          workMs: 0,
+        };
         children.push(spawnChild(`${options.buildDir}/bench/fixtures/bullmq-worker.js`, id, { BULLMQ_CONFIG: JSON.stringify(config) }));
       }
     }
@@ -223,7 +249,8 @@ export async function runFleetStep(options: FleetStepOptions): Promise<FleetStep
     const serverTotal = sumStats(serverStats);
     const sumOf = (key: string): number => summaries.reduce((a, s) => a + Number(s[key] ?? 0), 0);
     const outcomes: Record<string, number> = {};
-    for (const s of summaries) for (const [k, v] of Object.entries((s.stats as Record<string, number>) ?? {})) outcomes[k] = (outcomes[k] ?? 0) + v;
+    for (const s of summaries)
+      for (const [k, v] of Object.entries((s.stats as Record<string, number>) ?? {})) outcomes[k] = (outcomes[k] ?? 0) + v;
     const delayMs = percentiles(delays);
     const result: FleetStepResult = {
       system,
@@ -250,7 +277,10 @@ export async function runFleetStep(options: FleetStepOptions): Promise<FleetStep
       },
       nodeWorkerCpuPct,
       redisRoundTripsPerSlot: round3(sumOf('redisCommands') / expectedSlots),
-      redisRoundTripsByName: perSlotNames(summaries.map((s) => (s.redisCommandsByName as Record<string, number>) ?? {}), expectedSlots),
+      redisRoundTripsByName: perSlotNames(
+        summaries.map((s) => (s.redisCommandsByName as Record<string, number>) ?? {}),
+        expectedSlots,
+      ),
       serverScriptCallsPerSlot: round3(scriptCalls(serverStats) / expectedSlots),
       serverCommandsExecutedPerSlot: round3(serverTotal / expectedSlots),
       serverCommandsByName: perSlotNames([serverStats], expectedSlots),
@@ -273,14 +303,18 @@ export async function runFleetStep(options: FleetStepOptions): Promise<FleetStep
     await queue?.close().catch(() => undefined);
     await killAllChildren();
     await redis.stop();
-    if (system === "dcron" && !process.env.BENCH_KEEP_ROWS) await deleteRows(jobPrefix);
+    if (system === 'dcron' && !process.env.BENCH_KEEP_ROWS) await deleteRows(jobPrefix);
   }
 }
 
 function perSlotNames(all: Array<Record<string, number>>, slots: number): Record<string, number> {
   const total: Record<string, number> = {};
   for (const m of all) for (const [k, v] of Object.entries(m)) total[k] = (total[k] ?? 0) + v;
-  return Object.fromEntries(Object.entries(total).sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, round3(v / slots)]));
+  return Object.fromEntries(
+    Object.entries(total)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => [k, round3(v / slots)]),
+  );
 }
 
 function mergeLogged(summaries: ChildEvent[]): Array<{ count: number; example: string }> {
@@ -310,7 +344,6 @@ function mergeWorst(summaries: ChildEvent[], key: string): Percentiles | null {
     mean: round2(all.reduce((a, p) => a + p.mean * p.n, 0) / all.reduce((a, p) => a + p.n, 0)),
   };
 }
-
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

@@ -172,7 +172,11 @@ export async function runOverhead(options: OverheadOptions): Promise<OverheadRes
         acc === baseline
           ? null
           : {
-              delayRatio: { p50: ratio(delayMs.p50, baseDelay.p50), p95: ratio(delayMs.p95, baseDelay.p95), p99: ratio(delayMs.p99, baseDelay.p99) },
+              delayRatio: {
+                p50: ratio(delayMs.p50, baseDelay.p50),
+                p95: ratio(delayMs.p95, baseDelay.p95),
+                p99: ratio(delayMs.p99, baseDelay.p99),
+              },
               addedDelayMs: {
                 p50: round2(delayMs.p50 - baseDelay.p50),
                 p95: round2(delayMs.p95 - baseDelay.p95),
@@ -344,7 +348,7 @@ async function runVariant(acc: VariantAccumulator, redis: BenchRedis, options: O
         addInto(role.dbByStatement, dbCounts);
       }
       const stats = app.stats();
-      if (stats) for (const [k, v] of Object.entries(stats)) acc.outcomes[k] = (acc.outcomes[k] ?? 0) + v;
+      if (stats) for (const [k, v] of Object.entries(stats) as Array<[string, number]>) acc.outcomes[k] = (acc.outcomes[k] ?? 0) + v;
     });
     acc.clientCommands += client;
     for (const app of apps) {

@@ -54,11 +54,17 @@ export function summarise(file: string, top = 25): string {
   const busy = total - idle;
   const lines = [`${file}: ${(total / 1e6).toFixed(1)} s sampled, ${(busy / 1e6).toFixed(1)} s on CPU`];
   lines.push('', 'self time by package (% of on-CPU time):');
-  for (const [cat, us] of [...byCategory].filter(([c]) => c !== '(idle)').sort((a, b) => b[1] - a[1]).slice(0, 15)) {
+  for (const [cat, us] of [...byCategory]
+    .filter(([c]) => c !== '(idle)')
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 15)) {
     lines.push(`  ${((us / busy) * 100).toFixed(1).padStart(5)} %  ${cat}`);
   }
   lines.push('', `top ${top} functions by self time:`);
-  for (const [fn, us] of [...byFunction].filter(([f]) => !f.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, top)) {
+  for (const [fn, us] of [...byFunction]
+    .filter(([f]) => !f.startsWith('(idle)'))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)) {
     lines.push(`  ${((us / busy) * 100).toFixed(1).padStart(5)} %  ${fn}`);
   }
   return lines.join('\n');

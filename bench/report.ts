@@ -34,7 +34,9 @@ export interface BenchResults {
 }
 
 const fmt = (v: number | null | undefined, digits = 2): string =>
-  v === null || v === undefined || !Number.isFinite(v) ? '–' : Number(v.toFixed(digits)).toLocaleString('en-US', { maximumFractionDigits: digits });
+  v === null || v === undefined || !Number.isFinite(v)
+    ? '–'
+    : Number(v.toFixed(digits)).toLocaleString('en-US', { maximumFractionDigits: digits });
 const x = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? '–' : `${fmt(v)}×`);
 const signed = (v: number | null | undefined, digits = 2): string =>
   v === null || v === undefined || !Number.isFinite(v) ? '–' : `${v >= 0 ? '+' : ''}${fmt(v, digits)}`;
@@ -69,7 +71,10 @@ export function renderMarkdown(results: BenchResults, svgPath: string): string {
         ['mode', meta.quick ? 'quick (`--quick`)' : 'full'],
         ['started', meta.startedAt],
         ['duration', `${meta.durationS} s`],
-        ['commit', `\`${meta.commit}\`${meta.uncommittedSrcChanges ? ` (+ ${meta.uncommittedSrcChanges} uncommitted file(s) in src/ at the time: the working tree was measured)` : ''}`],
+        [
+          'commit',
+          `\`${meta.commit}\`${meta.uncommittedSrcChanges ? ` (+ ${meta.uncommittedSrcChanges} uncommitted file(s) in src/ at the time: the working tree was measured)` : ''}`,
+        ],
         ['machine', `${meta.cores} cores (${meta.cpu}), ${meta.memoryGiB} GiB`],
         ['software', `Node ${meta.node}, Redis ${meta.redis}, PostgreSQL ${meta.postgres}`],
         ['load average at start → end', `${meta.loadAverageStart.join(' ')} → ${meta.loadAverageEnd.join(' ')}`],
@@ -109,7 +114,22 @@ function overheadSection(results: BenchResults, svgPath: string): string[] {
   out.push('');
   out.push(
     table(
-      ['variant', 'slots', 'p50 ms', 'p95 ms', 'p99 ms', 'p50 ×base', 'p95 ×base', 'p99 ×base', 'added p50 / p99 ms', 'CPU ms/slot', 'CPU ×base', 'Redis CPU ms/slot', 'PG backend CPU ms/slot', 'machine busy'],
+      [
+        'variant',
+        'slots',
+        'p50 ms',
+        'p95 ms',
+        'p99 ms',
+        'p50 ×base',
+        'p95 ×base',
+        'p99 ×base',
+        'added p50 / p99 ms',
+        'CPU ms/slot',
+        'CPU ×base',
+        'Redis CPU ms/slot',
+        'PG backend CPU ms/slot',
+        'machine busy',
+      ],
       o.variants.map((v) => [
         v.name,
         String(v.slots),
@@ -126,7 +146,7 @@ function overheadSection(results: BenchResults, svgPath: string): string[] {
         fmt(v.postgresBackendCpuMsPerSlot, 3),
         `${fmt(v.machineBusyPct, 0)} %`,
       ]),
-      ['---', ...Array(13).fill('---:')],
+      ['---', ...Array<string>(13).fill('---:')],
     ),
   );
   out.push('');
@@ -264,11 +284,24 @@ function fleetSection(results: BenchResults): string[] {
   );
   out.push('');
   const rows = [...f.steps, ...f.probes].sort((a, b) => a.jobs - b.jobs);
-  out.push(table(FLEET_HEAD, rows.map((s) => fleetRow(s, base))));
+  out.push(
+    table(
+      FLEET_HEAD,
+      rows.map((s) => fleetRow(s, base)),
+    ),
+  );
   out.push('');
   out.push(
     table(
-      ['jobs', 'Redis latency p50 / p99 ms (worst instance)', 'SQL latency p50 / p99 ms (worst instance)', 'event-loop delay p99 ms per instance', 'node CPU % per instance', 'outcomes (all instances)', 'history rows by status'],
+      [
+        'jobs',
+        'Redis latency p50 / p99 ms (worst instance)',
+        'SQL latency p50 / p99 ms (worst instance)',
+        'event-loop delay p99 ms per instance',
+        'node CPU % per instance',
+        'outcomes (all instances)',
+        'history rows by status',
+      ],
       rows.map((s) => [
         String(s.jobs),
         s.redisLatencyMs ? `${fmt(s.redisLatencyMs.p50)} / ${fmt(s.redisLatencyMs.p99)}` : '–',
@@ -287,7 +320,9 @@ function fleetSection(results: BenchResults): string[] {
     out.push('What the library logged at warn/error level (all instances, whole process lifetime, one example per kind):');
     out.push('');
     for (const s of logged) {
-      out.push(`- ${s.jobs} jobs: ${s.logged.map((l) => `${l.count.toLocaleString('en-US')} × “${l.example.replace(/\|/g, '/').slice(0, 240)}”`).join('; ')}`);
+      out.push(
+        `- ${s.jobs} jobs: ${s.logged.map((l) => `${l.count.toLocaleString('en-US')} × “${l.example.replace(/\|/g, '/').slice(0, 240)}”`).join('; ')}`,
+      );
     }
     out.push('');
   }
@@ -362,7 +397,18 @@ function takeoverSection(t: TakeoverResult & { meta?: RunMeta }): string[] {
   const naiveRef = naive ? (naive.measuredTakeoverMs ?? naive.computedTakeoverMs) : undefined;
   out.push(
     table(
-      ['design', 'lease / TTL', 'renewEvery', 'remaining at kill', 'computed takeover', 'measured takeover', 'survivor overhead ms', 'survivor ran', '× naive', 'killed run re-run'],
+      [
+        'design',
+        'lease / TTL',
+        'renewEvery',
+        'remaining at kill',
+        'computed takeover',
+        'measured takeover',
+        'survivor overhead ms',
+        'survivor ran',
+        '× naive',
+        'killed run re-run',
+      ],
       t.cases.map((c) => [
         c.design === 'lease' ? `\`@DistributedCron\` lease${c.recover ? ', `recover: true`' : ''}` : 'naive fixed-TTL lock',
         sec(c.ttlMs),
@@ -393,7 +439,12 @@ function takeoverSection(t: TakeoverResult & { meta?: RunMeta }): string[] {
   out.push(
     table(
       ['longest run', 'naive TTL', 'naive takeover', ...leases.map((l) => `lease ${l}: takeover ≤`)],
-      t.model.map((m) => [sec(m.longestRunMs), sec(2 * m.longestRunMs), `${sec(m.naiveBestMs)} – ${sec(m.naiveWorstMs)}`, ...leases.map((l) => sec(m.leaseWorstMs[l]!))]),
+      t.model.map((m) => [
+        sec(m.longestRunMs),
+        sec(2 * m.longestRunMs),
+        `${sec(m.naiveBestMs)} – ${sec(m.naiveWorstMs)}`,
+        ...leases.map((l) => sec(m.leaseWorstMs[l]!)),
+      ]),
     ),
   );
   out.push('');
@@ -458,7 +509,25 @@ function bullmqSection(results: BenchResults): string[] {
         'round trips per slot by command',
       ],
       rows,
-      ['---:', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---'],
+      [
+        '---:',
+        '---',
+        '---:',
+        '---:',
+        '---:',
+        '---:',
+        '---:',
+        '---:',
+        '---:',
+        '---:',
+        '---:',
+        '---:',
+        '---:',
+        '---:',
+        '---:',
+        '---:',
+        '---',
+      ],
     ),
   );
   out.push('');
@@ -470,7 +539,11 @@ function targetsSection(results: BenchResults): string[] {
   const rows: string[][] = [];
   for (const t of results.roundTrips?.roundTrips ?? []) {
     if (t.loser) {
-      rows.push([`loser: exactly 1 Redis round trip (${t.instances} instances)`, fmt(t.loser.redisPerSlot, 3), yes(t.loser.redisPerSlot === 1)]);
+      rows.push([
+        `loser: exactly 1 Redis round trip (${t.instances} instances)`,
+        fmt(t.loser.redisPerSlot, 3),
+        yes(t.loser.redisPerSlot === 1),
+      ]);
       rows.push([`loser: 0 SQL statements (${t.instances} instances)`, fmt(t.loser.dbPerSlot, 3), yes(t.loser.dbPerSlot === 0)]);
     }
     rows.push([`winner: ≤ 3 Redis round trips (${t.instances} instances)`, fmt(t.winner.redisPerSlot, 3), yes(t.winner.redisPerSlot <= 3)]);
@@ -478,7 +551,11 @@ function targetsSection(results: BenchResults): string[] {
   }
   const three = results.overhead?.variants.find((v) => v.kind === 'dcron' && v.instances === 3);
   if (three?.vsBaseline) {
-    rows.push(['added p99 delay over plain `@Cron` < 5 ms (3 instances)', `${signed(three.vsBaseline.addedDelayMs.p99)} ms`, yes(three.vsBaseline.addedDelayMs.p99 < 5)]);
+    rows.push([
+      'added p99 delay over plain `@Cron` < 5 ms (3 instances)',
+      `${signed(three.vsBaseline.addedDelayMs.p99)} ms`,
+      yes(three.vsBaseline.addedDelayMs.p99 < 5),
+    ]);
   }
   const thousand = results.fleet ? [...results.fleet.steps, ...results.fleet.probes].filter((s) => s.jobs === 1000) : [];
   for (const step of thousand) {
@@ -531,7 +608,9 @@ function findingsSection(results: BenchResults): string[] {
       out.push(
         `- **Fleet scale.** ${okBelow ? `Kept up with ${okBelow.jobs} jobs/s` : 'Did not keep up at any measured size'}; at ${bad.jobs} jobs/s it fell behind: ` +
           `${bad.missed.toLocaleString('en-US')} of ${bad.expectedSlots.toLocaleString('en-US')} slots did not run, p99 delay ${sec(bad.delayMs.p99)}` +
-          (bad.dbLatencyMs ? `, SQL statements waited ${sec(bad.dbLatencyMs.p50)} at the median (pool of ${bad.poolMax} per instance)` : '') +
+          (bad.dbLatencyMs
+            ? `, SQL statements waited ${sec(bad.dbLatencyMs.p50)} at the median (pool of ${bad.poolMax} per instance)`
+            : '') +
           '. ' +
           (skipped > 0
             ? `A run that ends late (queueing for CPU, Redis or the database in the burst every second starts with; the machine was ${fmt(bad.cpuPct.machineBusy, 0)} % busy of ${results.meta.cores * 100} %) keeps its lease into the next second, so the next slot of the same job finds it held and is skipped (overlap: 'skip'): ${skipped.toLocaleString('en-US')} skips, ` +
@@ -609,9 +688,13 @@ export function renderOverheadSvg(o: { variants: VariantResult[] }): string {
   const bottom = 290;
   const colors = ['#4C78A8', '#F58518', '#E45756'];
   const parts: string[] = [];
-  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif" font-size="12">`);
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+  );
   parts.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`);
-  parts.push(`<text x="20" y="24" font-size="15" font-weight="bold">Slot → handler start delay (ms) and CPU per slot (ms), plain @Cron vs @DistributedCron</text>`);
+  parts.push(
+    `<text x="20" y="24" font-size="15" font-weight="bold">Slot → handler start delay (ms) and CPU per slot (ms), plain @Cron vs @DistributedCron</text>`,
+  );
 
   // Left panel: delays.
   const lx = 60;
@@ -624,12 +707,18 @@ export function renderOverheadSvg(o: { variants: VariantResult[] }): string {
     const gx = lx + i * group + (group - 3 * bar) / 2;
     [v.delayMs.p50, v.delayMs.p95, v.delayMs.p99].forEach((value, k) => {
       const h = ((bottom - top) * value) / maxDelay;
-      parts.push(`<rect x="${(gx + k * bar).toFixed(1)}" y="${(bottom - h).toFixed(1)}" width="${(bar - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${colors[k]}"/>`);
-      parts.push(`<text x="${(gx + k * bar + bar / 2 - 1).toFixed(1)}" y="${(bottom - h - 3).toFixed(1)}" text-anchor="middle" font-size="9">${esc(fmt(value, 1))}</text>`);
+      parts.push(
+        `<rect x="${(gx + k * bar).toFixed(1)}" y="${(bottom - h).toFixed(1)}" width="${(bar - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${colors[k]}"/>`,
+      );
+      parts.push(
+        `<text x="${(gx + k * bar + bar / 2 - 1).toFixed(1)}" y="${(bottom - h - 3).toFixed(1)}" text-anchor="middle" font-size="9">${esc(fmt(value, 1))}</text>`,
+      );
     });
     const cx = (lx + i * group + group / 2).toFixed(1);
     parts.push(`<text x="${cx}" y="${bottom + 15}" text-anchor="middle">${v.kind === 'plain' ? 'plain @Cron' : '@DistributedCron'}</text>`);
-    parts.push(`<text x="${cx}" y="${bottom + 29}" text-anchor="middle">${v.kind === 'plain' ? '(baseline)' : `${v.instances} instance${v.instances === 1 ? '' : 's'}`}</text>`);
+    parts.push(
+      `<text x="${cx}" y="${bottom + 29}" text-anchor="middle">${v.kind === 'plain' ? '(baseline)' : `${v.instances} instance${v.instances === 1 ? '' : 's'}`}</text>`,
+    );
     if (v.vsBaseline) {
       parts.push(
         `<text x="${cx}" y="${bottom + 43}" text-anchor="middle" fill="#555" font-size="10">p50 ${esc(x(v.vsBaseline.delayRatio.p50))} (${esc(signed(v.vsBaseline.addedDelayMs.p50))} ms)</text>`,
@@ -653,15 +742,25 @@ export function renderOverheadSvg(o: { variants: VariantResult[] }): string {
   o.variants.forEach((v, i) => {
     const h = ((bottom - top) * v.cpuMsPerSlot) / maxCpu;
     const bx = rx + i * rgroup + rgroup * 0.2;
-    parts.push(`<rect x="${bx.toFixed(1)}" y="${(bottom - h).toFixed(1)}" width="${(rgroup * 0.6).toFixed(1)}" height="${h.toFixed(1)}" fill="#54A24B"/>`);
-    parts.push(`<text x="${(bx + rgroup * 0.3).toFixed(1)}" y="${(bottom - h - 3).toFixed(1)}" text-anchor="middle" font-size="9">${esc(fmt(v.cpuMsPerSlot, 2))}</text>`);
-    parts.push(`<text x="${(bx + rgroup * 0.3).toFixed(1)}" y="${bottom + 15}" text-anchor="middle" font-size="10">${esc(v.kind === 'plain' ? '@Cron' : `×${v.instances}`)}</text>`);
+    parts.push(
+      `<rect x="${bx.toFixed(1)}" y="${(bottom - h).toFixed(1)}" width="${(rgroup * 0.6).toFixed(1)}" height="${h.toFixed(1)}" fill="#54A24B"/>`,
+    );
+    parts.push(
+      `<text x="${(bx + rgroup * 0.3).toFixed(1)}" y="${(bottom - h - 3).toFixed(1)}" text-anchor="middle" font-size="9">${esc(fmt(v.cpuMsPerSlot, 2))}</text>`,
+    );
+    parts.push(
+      `<text x="${(bx + rgroup * 0.3).toFixed(1)}" y="${bottom + 15}" text-anchor="middle" font-size="10">${esc(v.kind === 'plain' ? '@Cron' : `×${v.instances}`)}</text>`,
+    );
     if (v.vsBaseline) {
-      parts.push(`<text x="${(bx + rgroup * 0.3).toFixed(1)}" y="${bottom + 29}" text-anchor="middle" fill="#555" font-size="10">${esc(x(v.vsBaseline.cpuRatio))}</text>`);
+      parts.push(
+        `<text x="${(bx + rgroup * 0.3).toFixed(1)}" y="${bottom + 29}" text-anchor="middle" fill="#555" font-size="10">${esc(x(v.vsBaseline.cpuRatio))}</text>`,
+      );
     }
   });
   parts.push(`<text x="${rx}" y="${top - 5}">CPU per slot, all instances</text>`);
-  parts.push(`<text x="20" y="${H - 10}" fill="#555" font-size="10">Generated by npm run bench; numbers in BENCHMARKS.md and bench/results/overhead.json.</text>`);
+  parts.push(
+    `<text x="20" y="${H - 10}" fill="#555" font-size="10">Generated by npm run bench; numbers in BENCHMARKS.md and bench/results/overhead.json.</text>`,
+  );
   parts.push('</svg>');
   return `${parts.join('\n')}\n`;
 }
@@ -673,7 +772,9 @@ function axis(parts: string[], x0: number, width: number, top: number, bottom: n
     const value = (max * i) / 4;
     const y = bottom - ((bottom - top) * i) / 4;
     parts.push(`<line x1="${x0 - 4}" y1="${y}" x2="${x0 + width}" y2="${y}" stroke="#ddd"/>`);
-    parts.push(`<text x="${x0 - 6}" y="${y + 4}" text-anchor="end" font-size="10">${esc(fmt(value, 2))}${i === 4 ? ` ${unit}` : ''}</text>`);
+    parts.push(
+      `<text x="${x0 - 6}" y="${y + 4}" text-anchor="end" font-size="10">${esc(fmt(value, 2))}${i === 4 ? ` ${unit}` : ''}</text>`,
+    );
   }
 }
 

@@ -63,7 +63,15 @@ function parseArgs(argv: string[]): Settings {
       : { rounds: 3, secondsPerRound: 10, instanceCounts: [1, 3, 10], warmupSeconds: 2 },
     fleet: quick
       ? { jobs: fleetJobs ?? [50], seconds: 10, instances: 5, probe: false, probeSeconds: 0, warmup: 1, grace: 1 }
-      : { jobs: fleetJobs ?? [200, 1000], seconds: 60, instances: 5, probe: fleetJobs === undefined, probeSeconds: 30, warmup: 3, grace: 4 },
+      : {
+          jobs: fleetJobs ?? [200, 1000],
+          seconds: 60,
+          instances: 5,
+          probe: fleetJobs === undefined,
+          probeSeconds: 30,
+          warmup: 3,
+          grace: 4,
+        },
     takeover: quick
       ? { leasesMs: [5_000], workMs: 30_000, killAfterMs: 2_500, waitNaive: false }
       : { leasesMs: [5_000, 15_000, 30_000], workMs: 30_000, killAfterMs: 2_500, waitNaive: true },
@@ -71,7 +79,9 @@ function parseArgs(argv: string[]): Settings {
 }
 
 // build-check/bench/run.js → the repository root (BENCH_ROOT overrides, for a build elsewhere).
-const repoRoot = process.env.BENCH_ROOT ? `${process.env.BENCH_ROOT.replace(/\/$/, '')}/` : fileURLToPath(new URL('../../', import.meta.url));
+const repoRoot = process.env.BENCH_ROOT
+  ? `${process.env.BENCH_ROOT.replace(/\/$/, '')}/`
+  : fileURLToPath(new URL('../../', import.meta.url));
 const buildRoot = fileURLToPath(new URL('../', import.meta.url));
 const resultsDir = `${repoRoot}bench/results`;
 
@@ -118,7 +128,9 @@ async function main(): Promise<void> {
   const settings = parseArgs(process.argv.slice(2));
   const prefix = settings.quick ? 'quick-' : '';
   if (settings.reportOnly) {
-    const saved = readJson<{ meta: RunMeta }>(`${resultsDir}/${prefix}overhead.json`) ?? readJson<{ meta: RunMeta }>(`${resultsDir}/${prefix}fleet.json`);
+    const saved =
+      readJson<{ meta: RunMeta }>(`${resultsDir}/${prefix}overhead.json`) ??
+      readJson<{ meta: RunMeta }>(`${resultsDir}/${prefix}fleet.json`);
     if (!saved) throw new Error(`no saved results in ${resultsDir}`);
     writeReport({ meta: saved.meta }, settings, prefix);
     return;
@@ -142,7 +154,9 @@ async function main(): Promise<void> {
     clockDriftMs: [round2(clockDrift())],
     scenarios: [...settings.only],
   };
-  log(`run ${runId}: ${settings.quick ? 'quick' : 'full'}, scenarios ${[...settings.only].join(', ')}, load ${meta.loadAverageStart.join(' ')}`);
+  log(
+    `run ${runId}: ${settings.quick ? 'quick' : 'full'}, scenarios ${[...settings.only].join(', ')}, load ${meta.loadAverageStart.join(' ')}`,
+  );
   const buildDir = snapshotBuild();
   mkdirSync(resultsDir, { recursive: true });
   const results: BenchResults = { meta };
@@ -203,7 +217,18 @@ async function main(): Promise<void> {
       const f = settings.fleet;
       const steps: FleetStepResult[] = [];
       for (const jobs of f.jobs) {
-        steps.push(await runFleetStep({ system: 'bullmq', runId, jobs, instances: f.instances, seconds: f.seconds, buildDir, warmupSeconds: f.warmup, graceSeconds: f.grace }));
+        steps.push(
+          await runFleetStep({
+            system: 'bullmq',
+            runId,
+            jobs,
+            instances: f.instances,
+            seconds: f.seconds,
+            buildDir,
+            warmupSeconds: f.warmup,
+            graceSeconds: f.grace,
+          }),
+        );
       }
       results.bullmq = { instances: f.instances, steps };
       save('bullmq', results.bullmq);

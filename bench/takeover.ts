@@ -140,7 +140,14 @@ async function runCase(
       waitForGo: true,
       recover,
     };
-    children.push(spawnChild(`${options.buildDir}/bench/fixtures/fleet-instance.js`, config.instanceId, { FLEET_CONFIG: JSON.stringify(config) }, onEvent));
+    children.push(
+      spawnChild(
+        `${options.buildDir}/bench/fixtures/fleet-instance.js`,
+        config.instanceId,
+        { FLEET_CONFIG: JSON.stringify(config) },
+        onEvent,
+      ),
+    );
   }
   try {
     await Promise.all(children.map((c) => c.ready));
@@ -181,7 +188,9 @@ async function runCase(
       recover,
       recoverRerunMs,
     };
-    log(`takeover ${design}${recover ? ' recover' : ''} ${ttlMs / 1000} s: recover re-run ${recoverRerunMs ?? '-'} ms, remaining ${remaining} ms at kill, computed ${round2(computed)} ms, measured ${measured ?? '-'} ms`);
+    log(
+      `takeover ${design}${recover ? ' recover' : ''} ${ttlMs / 1000} s: recover re-run ${recoverRerunMs ?? '-'} ms, remaining ${remaining} ms at kill, computed ${round2(computed)} ms, measured ${measured ?? '-'} ms`,
+    );
     return result;
   } finally {
     await Promise.all(children.map((c) => c.kill('SIGKILL')));

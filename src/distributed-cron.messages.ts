@@ -2,8 +2,7 @@
 
 import { MAX_TIMER_MS } from './config/duration.parse.js';
 
-export const MISSING_TIME_ZONE = () =>
-  'no time zone: set `timeZone` on the job or a module default; the server zone is never assumed';
+export const MISSING_TIME_ZONE = () => 'no time zone: set `timeZone` on the job or a module default; the server zone is never assumed';
 
 export const UNKNOWN_TIME_ZONE = (zone: unknown) => `unknown IANA time zone ${JSON.stringify(zone)}`;
 
@@ -88,7 +87,9 @@ export const UNMOUNTED_EXECUTION = (executionId: string, known: string[]) =>
 
 export const BIRTHS_UNAVAILABLE = (catchingUp: string[], error: string) =>
   `could not record when the fleet first saw its jobs (table distributed_cron_jobs, migration 20261130010000_known_jobs): ${error}` +
-  (catchingUp.length > 0 ? `; no missed slots are caught up on this start-up (jobs ${catchingUp.map((name) => `'${name}'`).join(', ')})` : '');
+  (catchingUp.length > 0
+    ? `; no missed slots are caught up on this start-up (jobs ${catchingUp.map((name) => `'${name}'`).join(', ')})`
+    : '');
 
 export const BACKFILL_TOO_MANY_SLOTS = (max: number) =>
   `makes the range hold more than ${max.toLocaleString('en-US')} slots of the job's schedule (the most one call runs); backfill a shorter range at a time`;

@@ -25,7 +25,16 @@ export type FaultKind =
   | 'sentinel-failover';
 
 /** Faults aimed at one instance (the others hit a server everyone uses). */
-const TARGETED: ReadonlySet<FaultKind> = new Set(['kill', 'stop', 'redis-stall', 'pg-stall', 'redis-drop', 'pg-drop', 'redis-blackhole', 'pg-blackhole']);
+const TARGETED: ReadonlySet<FaultKind> = new Set([
+  'kill',
+  'stop',
+  'redis-stall',
+  'pg-stall',
+  'redis-drop',
+  'pg-drop',
+  'redis-blackhole',
+  'pg-blackhole',
+]);
 
 export const FAULT_DESCRIPTIONS: Record<FaultKind, string> = {
   kill: 'SIGKILL of an instance, restarted (new instance ID) after the duration',
@@ -81,13 +90,47 @@ export interface PlanOptions {
 }
 
 /** Expected real length of a fault beyond its planned duration (restart times), ms. */
-const OVERHEAD_MS: Partial<Record<FaultKind, number>> = { 'pg-restart': 1_500, 'redis-restart': 500, 'redis-restart-lost': 500, 'sentinel-failover': 4_000, kill: 0 };
+const OVERHEAD_MS: Partial<Record<FaultKind, number>> = {
+  'pg-restart': 1_500,
+  'redis-restart': 500,
+  'redis-restart-lost': 500,
+  'sentinel-failover': 4_000,
+  kill: 0,
+};
 
 export function planFaults(options: PlanOptions): PlannedFault[] {
   const rng = new Rng(hash32(options.seed, 'faults'));
   const kinds: FaultKind[] = options.sentinel
-    ? ['kill', 'stop', 'stop', 'sentinel-failover', 'sentinel-failover', 'redis-flushall', 'pg-restart', 'redis-stall', 'pg-stall', 'redis-drop', 'pg-drop', 'redis-blackhole', 'pg-blackhole']
-    : ['kill', 'stop', 'stop', 'redis-restart', 'redis-restart-lost', 'redis-flushall', 'pg-restart', 'redis-stall', 'pg-stall', 'redis-drop', 'pg-drop', 'redis-blackhole', 'pg-blackhole'];
+    ? [
+        'kill',
+        'stop',
+        'stop',
+        'sentinel-failover',
+        'sentinel-failover',
+        'redis-flushall',
+        'pg-restart',
+        'redis-stall',
+        'pg-stall',
+        'redis-drop',
+        'pg-drop',
+        'redis-blackhole',
+        'pg-blackhole',
+      ]
+    : [
+        'kill',
+        'stop',
+        'stop',
+        'redis-restart',
+        'redis-restart-lost',
+        'redis-flushall',
+        'pg-restart',
+        'redis-stall',
+        'pg-stall',
+        'redis-drop',
+        'pg-drop',
+        'redis-blackhole',
+        'pg-blackhole',
+      ];
   const plan: PlannedFault[] = [];
   let deck: FaultKind[] = [];
   let at = options.firstAt;
@@ -258,7 +301,9 @@ export async function injectFault(fault: PlannedFault, n: number, plannedAt: num
         record.end = Date.now();
         record.detail = `master ${old.port} killed (${caughtUp ? 'replica caught up first' : 'writes may be lost'}), ${master.port} promoted`;
         // The old master comes back as a replica a moment later.
-        void sleep(1_000).then(() => setup.restartKilled()).catch((error: unknown) => t.log(`restart of the old master failed: ${String(error)}`));
+        void sleep(1_000)
+          .then(() => setup.restartKilled())
+          .catch((error: unknown) => t.log(`restart of the old master failed: ${String(error)}`));
         break;
       }
     }

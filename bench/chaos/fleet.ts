@@ -76,7 +76,9 @@ export class Fleet {
         if (open && open.to === undefined) open.to = life.diedAt;
         if (!life.expectedExit) {
           this.unexpectedExits.push(life);
-          this.options.log(`instance ${id} (pid ${life.pid}) exited unexpectedly (${code ?? signal}): ${life.stderrTail.trim().split('\n').slice(-3).join(' | ')}`);
+          this.options.log(
+            `instance ${id} (pid ${life.pid}) exited unexpectedly (${code ?? signal}): ${life.stderrTail.trim().split('\n').slice(-3).join(' | ')}`,
+          );
           if (!this.ending && this.members[slot]?.child === child) {
             // Keep the fleet at its size: replace it after a moment.
             setTimeout(() => {

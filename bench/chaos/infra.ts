@@ -25,7 +25,7 @@ export interface CommandResult {
 export function runCommand(file: string, args: string[], timeoutMs = 60_000): Promise<CommandResult> {
   return new Promise((resolve) => {
     execFile(file, args, { timeout: timeoutMs, maxBuffer: 4 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : 1) : 0;
+      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : 1) : 0;
       resolve({ code, stdout: String(stdout), stderr: String(stderr) });
     });
   });
@@ -42,7 +42,14 @@ async function waitUntil(check: () => Promise<boolean> | boolean, timeoutMs: num
 
 /** One command on a short-lived connection; rejects on error. */
 export async function redisCommand(port: number, ...command: string[]): Promise<unknown> {
-  const redis = new Redis({ host: HOST, port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2_000 });
+  const redis = new Redis({
+    host: HOST,
+    port,
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 2_000,
+  });
   redis.on('error', () => undefined);
   try {
     await redis.connect();
@@ -120,7 +127,24 @@ export class PrivateRedis {
     this.output = '';
     const child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', HOST, '--dir', this.dir, '--dbfilename', 'dump.rdb', '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--loglevel', 'warning'],
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        HOST,
+        '--dir',
+        this.dir,
+        '--dbfilename',
+        'dump.rdb',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--daemonize',
+        'no',
+        '--loglevel',
+        'warning',
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     const collect = (chunk: Buffer): void => {
@@ -211,7 +235,18 @@ export class PrivatePostgres {
     const gid = Number(spawnSync('id', ['-g', 'postgres']).stdout.toString().trim());
     if (process.getuid?.() === 0 && Number.isFinite(uid)) chownSync(dir, uid, gid);
     const server = new PrivatePostgres(await freePort(), dir, bin);
-    const init = await asPostgres(path.join(bin, 'initdb'), ['-D', server.dataDir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync', '--no-instructions']);
+    const init = await asPostgres(path.join(bin, 'initdb'), [
+      '-D',
+      server.dataDir,
+      '-A',
+      'trust',
+      '-U',
+      'postgres',
+      '-E',
+      'UTF8',
+      '--no-sync',
+      '--no-instructions',
+    ]);
     if (init.code !== 0) throw new Error(`initdb failed: ${init.stderr || init.stdout}`);
     await server.start();
     const admin = new pg.Client({ connectionString: `postgresql://postgres@${HOST}:${server.port}/postgres` });
@@ -233,14 +268,36 @@ export class PrivatePostgres {
       '-c full_page_writes=off',
       '-c log_min_messages=fatal',
     ].join(' ');
-    const result = await asPostgres(path.join(this.bin, 'pg_ctl'), ['-D', this.dataDir, '-l', path.join(this.dir, 'postgres.log'), '-w', '-t', '60', '-o', options, 'start']);
+    const result = await asPostgres(path.join(this.bin, 'pg_ctl'), [
+      '-D',
+      this.dataDir,
+      '-l',
+      path.join(this.dir, 'postgres.log'),
+      '-w',
+      '-t',
+      '60',
+      '-o',
+      options,
+      'start',
+    ]);
     if (result.code !== 0) throw new Error(`pg_ctl start failed: ${result.stderr || result.stdout}\n${this.logTail()}`);
   }
 
   /** pg_ctl restart -m fast: every connection is closed, the server is back when this resolves. */
   async restart(): Promise<void> {
     // -l: the new postmaster must not inherit pg_ctl's stdout (execFile would wait for it to close).
-    const result = await asPostgres(path.join(this.bin, 'pg_ctl'), ['-D', this.dataDir, '-l', path.join(this.dir, 'postgres.log'), '-m', 'fast', '-w', '-t', '60', 'restart']);
+    const result = await asPostgres(path.join(this.bin, 'pg_ctl'), [
+      '-D',
+      this.dataDir,
+      '-l',
+      path.join(this.dir, 'postgres.log'),
+      '-m',
+      'fast',
+      '-w',
+      '-t',
+      '60',
+      'restart',
+    ]);
     if (result.code !== 0) throw new Error(`pg_ctl restart failed: ${result.stderr || result.stdout}\n${this.logTail()}`);
   }
 

@@ -26,11 +26,21 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { DistributedCron, DistributedCronModule, type CronContext } from '../../src/index.js';
 import { PrismaClient } from '../../test/generated/prisma/client.js';
-import { chaosJobs, LEASE_MS, planExecution, POLL_MS, RENEW_MS, RETRY, SWEEP_MS, type EndLine, type LibLine, type StartLine } from './jobs.js';
+import {
+  chaosJobs,
+  LEASE_MS,
+  planExecution,
+  POLL_MS,
+  RENEW_MS,
+  RETRY,
+  SWEEP_MS,
+  type EndLine,
+  type LibLine,
+  type StartLine,
+} from './jobs.js';
 
 export type RedisTarget =
-  | { kind: 'direct'; host: string; port: number }
-  | { kind: 'sentinel'; sentinels: Array<{ host: string; port: number }>; name: string };
+  { kind: 'direct'; host: string; port: number } | { kind: 'sentinel'; sentinels: Array<{ host: string; port: number }>; name: string };
 
 export interface InstanceConfig {
   instanceId: string;
@@ -85,10 +95,18 @@ class FileLogger implements LoggerService {
   private record(level: string, message: unknown): void {
     appendLibLine({ type: 'log', level, message: String(message).slice(0, 2_000) });
   }
-  log(message: unknown): void { this.record('log', message); }
-  error(message: unknown): void { this.record('error', message); }
-  warn(message: unknown): void { this.record('warn', message); }
-  fatal(message: unknown): void { this.record('fatal', message); }
+  log(message: unknown): void {
+    this.record('log', message);
+  }
+  error(message: unknown): void {
+    this.record('error', message);
+  }
+  warn(message: unknown): void {
+    this.record('warn', message);
+  }
+  fatal(message: unknown): void {
+    this.record('fatal', message);
+  }
   debug(): void {}
   verbose(): void {}
 }

@@ -84,7 +84,7 @@ export function slotsBetween(job: ChaosJob, fromMs: number, toMs: number): numbe
   let s = Math.ceil(fromMs / 1000);
   // First whole second ≥ from whose second-of-minute matches offset (mod period). Periods divide 60.
   const p = job.periodMs / 1000;
-  while (((s % 60) % p + p) % p !== job.offsetS) s++;
+  while ((((s % 60) % p) + p) % p !== job.offsetS) s++;
   for (let t = s * 1000; t < toMs; t += job.periodMs) out.push(t);
   return out;
 }

@@ -27,7 +27,13 @@ interface ChaosResult {
   figures: { duplicateExecutions: number; concurrentHandlers: number; silentLosses: number; fenceRegressions: number };
   faults: { total: number; byKind: Record<string, number>; maxSecondsBetweenStarts: number };
   verdict: {
-    slots: { expected: number; withRow: number; rowsByStatus: Record<string, number>; noRowLoggedFailClosed: number; noRowCrashWindow: number };
+    slots: {
+      expected: number;
+      withRow: number;
+      rowsByStatus: Record<string, number>;
+      noRowLoggedFailClosed: number;
+      noRowCrashWindow: number;
+    };
     handlers: { starts: number; byTrigger: Record<string, number> };
     duplicates: { pausedOwnerFenced: number; rerunAfterSuccess: number };
     concurrency: { pausedOwnerFenced: number; pausedOwnerTailMs: Stat };
@@ -57,7 +63,9 @@ function render(r: ChaosResult, title: string): string[] {
   out.push('| figure | value |', '| --- | ---: |');
   out.push(`| slots fired in the window | ${n(v.slots.expected)} |`);
   out.push(`| with a row | ${n(v.slots.withRow)} (${list(v.slots.rowsByStatus)}) |`);
-  out.push(`| no row, failed closed and logged / instance killed at the slot | ${n(v.slots.noRowLoggedFailClosed)} / ${n(v.slots.noRowCrashWindow)} |`);
+  out.push(
+    `| no row, failed closed and logged / instance killed at the slot | ${n(v.slots.noRowLoggedFailClosed)} / ${n(v.slots.noRowCrashWindow)} |`,
+  );
   out.push(`| handler starts | ${n(v.handlers.starts)} (${list(v.handlers.byTrigger)}) |`);
   out.push(`| **duplicate executions** | **${f.duplicateExecutions}** |`);
   out.push(`| **concurrent handlers** (skip / queue / replace) | **${f.concurrentHandlers}** |`);
@@ -67,9 +75,13 @@ function render(r: ChaosResult, title: string): string[] {
     `| paused owner, fenced (not counted: a SIGSTOPped process woke after its lease expired; the later run had the larger token) | ${v.concurrency.pausedOwnerFenced} overlaps, owner ran on ${v.concurrency.pausedOwnerTailMs.max ?? 0} ms at most after SIGCONT |`,
   );
   out.push('');
-  out.push('Recovery: time from a fault’s end until every job had started a run that completed (a 5 s job cannot recover faster than its period).', '');
+  out.push(
+    'Recovery: time from a fault’s end until every job had started a run that completed (a 5 s job cannot recover faster than its period).',
+    '',
+  );
   out.push('| fault | n | p50 | max |', '| --- | ---: | ---: | ---: |');
-  for (const [kind, s] of Object.entries(v.recovery.byKind).sort()) out.push(`| ${kind} | ${s.n} | ${seconds(s.p50)} | ${seconds(s.max)} |`);
+  for (const [kind, s] of Object.entries(v.recovery.byKind).sort())
+    out.push(`| ${kind} | ${s.n} | ${seconds(s.p50)} | ${seconds(s.max)} |`);
   out.push(`| all | ${v.recovery.all.n} | ${seconds(v.recovery.all.p50)} | ${seconds(v.recovery.all.max)} |`);
   out.push('');
   return out;

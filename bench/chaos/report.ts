@@ -22,43 +22,95 @@ export function formatReport(h: ReportHeader, faults: FaultRecord[], v: Verdict)
     lines.push(`  ${label.padEnd(42)} ${value.padStart(10)}${note ? `   ${note}` : ''}`);
   };
   lines.push('');
-  lines.push(`chaos verdict — seed ${h.seed}, ${h.variant}, ${h.instances} instances × ${h.jobs} jobs, ${h.windowSeconds} s window, ${h.wallSeconds} s wall, code: ${h.source}`);
+  lines.push(
+    `chaos verdict — seed ${h.seed}, ${h.variant}, ${h.instances} instances × ${h.jobs} jobs, ${h.windowSeconds} s window, ${h.wallSeconds} s wall, code: ${h.source}`,
+  );
   lines.push('');
   const byKind = new Map<string, number>();
   for (const f of faults) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
   const failed = faults.filter((f) => f.error).length;
-  lines.push(`faults injected: ${faults.length}${failed ? ` (${failed} failed to inject)` : ''} — ${[...byKind].map(([k, c]) => `${k} ${c}`).join(', ')}`);
+  lines.push(
+    `faults injected: ${faults.length}${failed ? ` (${failed} failed to inject)` : ''} — ${[...byKind].map(([k, c]) => `${k} ${c}`).join(', ')}`,
+  );
   lines.push('');
   row('slots fired (expected in the window)', n(v.slots.expected));
   row('  excluded: whole fleet down', n(v.slots.excludedFleetDown));
-  row('  with a row', n(v.slots.withRow), Object.entries(v.slots.rowsByStatus).sort((a, b) => b[1] - a[1]).map(([k, c]) => `${k} ${n(c)}`).join(', '));
+  row(
+    '  with a row',
+    n(v.slots.withRow),
+    Object.entries(v.slots.rowsByStatus)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, c]) => `${k} ${n(c)}`)
+      .join(', '),
+  );
   row('  no row, failed closed and logged', n(v.slots.noRowLoggedFailClosed), 'not counted: an instance logged why (store unreachable)');
   row('  no row, instance SIGKILLed at the slot', n(v.slots.noRowCrashWindow), 'not counted: may have died between claim and row');
   row('  rows still pending at the end', n(v.slots.pending));
-  row('handler runs (starts, whole run)', n(v.handlers.starts), `${n(v.handlers.distinctExecutions)} execution IDs; triggers ${Object.entries(v.handlers.byTrigger).map(([k, c]) => `${k} ${n(c)}`).join(', ')}`);
-  row('  threw / aborted', `${n(v.handlers.threw)} / ${n(Object.values(v.handlers.aborted).reduce((a, b) => a + b, 0))}`, Object.entries(v.handlers.aborted).map(([k, c]) => `${k} ${n(c)}`).join(', '));
+  row(
+    'handler runs (starts, whole run)',
+    n(v.handlers.starts),
+    `${n(v.handlers.distinctExecutions)} execution IDs; triggers ${Object.entries(v.handlers.byTrigger)
+      .map(([k, c]) => `${k} ${n(c)}`)
+      .join(', ')}`,
+  );
+  row(
+    '  threw / aborted',
+    `${n(v.handlers.threw)} / ${n(Object.values(v.handlers.aborted).reduce((a, b) => a + b, 0))}`,
+    Object.entries(v.handlers.aborted)
+      .map(([k, c]) => `${k} ${n(c)}`)
+      .join(', '),
+  );
   row('  ended by process death (SIGKILL)', n(v.handlers.endedByDeath));
-  row('  start delay after slot (schedule)', `p50 ${msv(v.handlers.slotDelayMs.p50)}`, `p95 ${msv(v.handlers.slotDelayMs.p95)}, max ${msv(v.handlers.slotDelayMs.max)}`);
+  row(
+    '  start delay after slot (schedule)',
+    `p50 ${msv(v.handlers.slotDelayMs.p50)}`,
+    `p95 ${msv(v.handlers.slotDelayMs.p95)}, max ${msv(v.handlers.slotDelayMs.max)}`,
+  );
   lines.push('');
   lines.push('  the four figures (all must be 0):');
-  row('  duplicate executions', n(v.figures.duplicateExecutions), `paused owner, fenced: ${n(v.duplicates.pausedOwnerFenced)}; re-run after a successful end (info): ${n(v.duplicates.rerunAfterSuccess)}`);
+  row(
+    '  duplicate executions',
+    n(v.figures.duplicateExecutions),
+    `paused owner, fenced: ${n(v.duplicates.pausedOwnerFenced)}; re-run after a successful end (info): ${n(v.duplicates.rerunAfterSuccess)}`,
+  );
   row(
     '  concurrent handlers (skip/queue/replace)',
     n(v.figures.concurrentHandlers),
-    `${Object.entries(v.concurrency.byOverlapPolicy).map(([k, c]) => `${k} ${c}`).join(', ') || 'none'}; overlap p50 ${msv(v.concurrency.overlapMs.p50)}, max ${msv(v.concurrency.overlapMs.max)}, total ${msv(v.concurrency.overlapMs.total)}`,
+    `${
+      Object.entries(v.concurrency.byOverlapPolicy)
+        .map(([k, c]) => `${k} ${c}`)
+        .join(', ') || 'none'
+    }; overlap p50 ${msv(v.concurrency.overlapMs.p50)}, max ${msv(v.concurrency.overlapMs.max)}, total ${msv(v.concurrency.overlapMs.total)}`,
   );
   row(
     '    paused owner, fenced (not counted)',
     n(v.concurrency.pausedOwnerFenced),
     `owner ran on after SIGCONT: p50 ${msv(v.concurrency.pausedOwnerTailMs.p50)}, max ${msv(v.concurrency.pausedOwnerTailMs.max)}`,
   );
-  row('  silent losses', n(v.figures.silentLosses), Object.entries(v.losses.byKind).filter(([, c]) => c > 0).map(([k, c]) => `${k} ${c}`).join(', '));
-  row('  fence regressions', n(v.figures.fenceRegressions), v.fence.regressions ? `${n(v.fence.episodes)} episodes in ${n(v.fence.jobs)} jobs (a reset makes every start an episode until tokens pass the old maximum)` : '');
+  row(
+    '  silent losses',
+    n(v.figures.silentLosses),
+    Object.entries(v.losses.byKind)
+      .filter(([, c]) => c > 0)
+      .map(([k, c]) => `${k} ${c}`)
+      .join(', '),
+  );
+  row(
+    '  fence regressions',
+    n(v.figures.fenceRegressions),
+    v.fence.regressions
+      ? `${n(v.fence.episodes)} episodes in ${n(v.fence.jobs)} jobs (a reset makes every start an episode until tokens pass the old maximum)`
+      : '',
+  );
   lines.push('');
-  lines.push('  recovery after a fault: time from its end until every job had started a run that completed (and until that run had completed)');
+  lines.push(
+    '  recovery after a fault: time from its end until every job had started a run that completed (and until that run had completed)',
+  );
   const rec = (st: Verdict['recovery']['all']): string =>
     `p50 ${s(st.p50).padStart(8)}  max ${s(st.max).padStart(8)}   (completed: p50 ${s(st.completed.p50).padStart(8)}  max ${s(st.completed.max).padStart(8)})${st.unrecovered ? `  ${st.unrecovered} not recovered before the end` : ''}`;
-  lines.push(`    ${'all faults'.padEnd(20)} n ${String(v.recovery.all.n + v.recovery.all.unrecovered).padStart(3)}  ${rec(v.recovery.all)}`);
+  lines.push(
+    `    ${'all faults'.padEnd(20)} n ${String(v.recovery.all.n + v.recovery.all.unrecovered).padStart(3)}  ${rec(v.recovery.all)}`,
+  );
   for (const [kind, st] of Object.entries(v.recovery.byKind).sort()) {
     lines.push(`    ${kind.padEnd(20)} n ${String(st.n + st.unrecovered).padStart(3)}  ${rec(st)}`);
   }

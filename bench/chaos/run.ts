@@ -104,10 +104,16 @@ async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
   const variant = `${args.quick ? 'quick' : 'full'}${args.sentinel ? '+sentinel' : ''}`;
   const source = process.env.CHAOS_SRC_LABEL ?? 'working tree';
-  log(`seed ${args.seed} (reproduce with --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}); ${variant}; code under test: ${source}`);
+  log(
+    `seed ${args.seed} (reproduce with --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}); ${variant}; code under test: ${source}`,
+  );
   const jobs = chaosJobs(args.jobs);
   const cover = coverage(jobs);
-  log(`${jobs.length} jobs (periods 1/2/5 s, lease ${LEASE_MS} ms, renew ${RENEW_MS} ms): ${Object.entries(cover).map(([o, c]) => `${o} ${c.jobs} (recover ${c.recover}, retry ${c.retry}, timeout ${c.timeout})`).join('; ')}`);
+  log(
+    `${jobs.length} jobs (periods 1/2/5 s, lease ${LEASE_MS} ms, renew ${RENEW_MS} ms): ${Object.entries(cover)
+      .map(([o, c]) => `${o} ${c.jobs} (recover ${c.recover}, retry ${c.retry}, timeout ${c.timeout})`)
+      .join('; ')}`,
+  );
 
   const stateDir = mkdtempSync(path.join(os.tmpdir(), 'dcron-chaos-'));
   // The postgres user must be able to reach its data directory inside.
@@ -151,7 +157,9 @@ async function main(): Promise<number> {
     ]);
     postgres = pgServer;
     const redisPort = redis ? redis.port : (await sentinel!.master()).port;
-    log(`postgres on ${postgres.port}, ${redis ? `redis on ${redis.port}` : `sentinel master on ${redisPort}, sentinels ${sentinel!.sentinels.map((s) => s.port).join(',')}`}`);
+    log(
+      `postgres on ${postgres.port}, ${redis ? `redis on ${redis.port}` : `sentinel master on ${redisPort}, sentinels ${sentinel!.sentinels.map((s) => s.port).join(',')}`}`,
+    );
 
     // --- one proxy per instance and server ----------------------------------------------------------
     // Sentinel mode: the first half of the instances find the master through the sentinels (no proxy);
@@ -208,7 +216,9 @@ async function main(): Promise<number> {
     for (let slot = 0; slot < args.instances; slot++) f.send(slot, `go ${epoch}`);
     const windowFrom = epoch + 3_000;
     const windowTo = epoch + args.windowSeconds * 1_000;
-    log(`all up; epoch ${new Date(epoch).toISOString()}; slots counted in [epoch+3s, epoch+${args.windowSeconds}s); then ${args.drainSeconds} s of drain without faults`);
+    log(
+      `all up; epoch ${new Date(epoch).toISOString()}; slots counted in [epoch+3s, epoch+${args.windowSeconds}s); then ${args.drainSeconds} s of drain without faults`,
+    );
 
     // --- faults ------------------------------------------------------------------------------------
     const plan = planFaults({
@@ -236,7 +246,16 @@ async function main(): Promise<number> {
         }
       }
       await sleepUntil(epoch + fault.at);
-      const record = await injectFault(fault, i + 1, epoch + fault.at, { fleet: f, redis, sentinel, postgres, redisProxies, pgProxies, respawn, log });
+      const record = await injectFault(fault, i + 1, epoch + fault.at, {
+        fleet: f,
+        redis,
+        sentinel,
+        postgres,
+        redisProxies,
+        pgProxies,
+        respawn,
+        log,
+      });
       faults.push(record);
       log(
         `fault #${record.n} at +${((record.start - epoch) / 1000).toFixed(1)}s ${record.kind}${record.target ? ` ${record.target}` : ''}` +
@@ -343,7 +362,14 @@ async function main(): Promise<number> {
       window: { from: new Date(windowFrom).toISOString(), to: new Date(windowTo).toISOString(), seconds: (windowTo - windowFrom) / 1000 },
       drainSeconds: args.drainSeconds,
       instances: args.instances,
-      jobs: jobs.map((j) => ({ name: j.name, expression: j.expression, overlap: j.overlap, recover: j.recover, retry: j.retry, timeoutMs: j.timeoutMs })),
+      jobs: jobs.map((j) => ({
+        name: j.name,
+        expression: j.expression,
+        overlap: j.overlap,
+        recover: j.recover,
+        retry: j.retry,
+        timeoutMs: j.timeoutMs,
+      })),
       settings: { leaseMs: LEASE_MS, renewMs: RENEW_MS, sweepMs: SWEEP_MS, maxHandlerMs: MAX_DURATION_MS },
       figures: verdict.figures,
       pass: Object.values(verdict.figures).every((v) => v === 0),

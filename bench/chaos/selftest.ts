@@ -21,12 +21,30 @@ class History {
   private n = 0;
 
   life(id: string, patch: Partial<ProcessLife> = {}): this {
-    this.lives.push({ id, slot: 0, pid: 1000 + this.lives.length, spawnedAt: T - 60_000, readyAt: T - 50_000, expectedExit: true, stops: [], stderrTail: '', ...patch });
+    this.lives.push({
+      id,
+      slot: 0,
+      pid: 1000 + this.lives.length,
+      spawnedAt: T - 60_000,
+      readyAt: T - 50_000,
+      expectedExit: true,
+      stops: [],
+      stderrTail: '',
+      ...patch,
+    });
     return this;
   }
 
   /** A handler of `j` for slot `slotMs`, from `start` to `end` (undefined: no end line). */
-  handler(j: ChaosJob, slotMs: number, instance: string, token: number, start: number, end: number | undefined, o: { attempt?: number; threw?: boolean; aborted?: boolean } = {}): this {
+  handler(
+    j: ChaosJob,
+    slotMs: number,
+    instance: string,
+    token: number,
+    start: number,
+    end: number | undefined,
+    o: { attempt?: number; threw?: boolean; aborted?: boolean } = {},
+  ): this {
     const base = {
       run: `${instance}#${++this.n}`,
       executionId: executionIdOf(j.name, slotMs),
@@ -137,9 +155,14 @@ test('a retry after the failed attempt ended is not a duplicate; a re-run after 
 });
 
 test('a recover after the owner was SIGKILLed is not a duplicate; one while the owner still runs is', () => {
-  const h = new History().life('i0', { diedAt: T + 1_000 }).life('i1').life('i2');
+  const h = new History()
+    .life('i0', { diedAt: T + 1_000 })
+    .life('i1')
+    .life('i2');
   h.handler(queue5, T, 'i0', 1, T + 5, undefined).handler(queue5, T, 'i1', 2, T + 5_000, T + 5_100, { attempt: 2 });
-  h.handler(queue5, T + 10_000, 'i2', 3, T + 10_005, T + 19_000).handler(queue5, T + 10_000, 'i1', 4, T + 14_000, T + 14_100, { attempt: 2 });
+  h.handler(queue5, T + 10_000, 'i2', 3, T + 10_005, T + 19_000).handler(queue5, T + 10_000, 'i1', 4, T + 14_000, T + 14_100, {
+    attempt: 2,
+  });
   const v = h.verdict([queue5], { windowTo: T + 1 });
   assert.equal(v.figures.duplicateExecutions, 1);
   assert.equal(v.figures.concurrentHandlers, 1);
@@ -242,7 +265,14 @@ test('losses: no row and no trace counts; a logged fail-closed or a SIGKILL at t
   const b = executionIdOf(skip1.name, T + 5_000);
   const c = executionIdOf(skip1.name, T + 7_000);
   h.rowsForAll([skip1], T, T + 20_000, [a, b, c]);
-  h.lib.push({ type: 'log', t: T + 5_010, instance: 'i1', pid: 1, level: 'error', message: `job '${skip1.name}': slot ${b} not run, the run history could not be written (failing closed): boom` });
+  h.lib.push({
+    type: 'log',
+    t: T + 5_010,
+    instance: 'i1',
+    pid: 1,
+    level: 'error',
+    message: `job '${skip1.name}': slot ${b} not run, the run history could not be written (failing closed): boom`,
+  });
   const v = h.verdict([skip1], {
     faults: [{ n: 1, kind: 'kill', target: 'i0', plannedAt: T + 7_200, start: T + 7_200, end: T + 7_200, durationMs: 1_000 }],
   });

@@ -110,8 +110,15 @@ interface Stat {
 
 function stat(values: number[]): Stat {
   const sorted = [...values].sort((a, b) => a - b);
-  const at = (p: number): number | null => (sorted.length === 0 ? null : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!);
-  return { n: sorted.length, p50: at(0.5), p95: at(0.95), max: sorted.length ? sorted[sorted.length - 1]! : null, total: sorted.reduce((a, b) => a + b, 0) };
+  const at = (p: number): number | null =>
+    sorted.length === 0 ? null : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
+  return {
+    n: sorted.length,
+    p50: at(0.5),
+    p95: at(0.95),
+    max: sorted.length ? sorted[sorted.length - 1]! : null,
+    total: sorted.reduce((a, b) => a + b, 0),
+  };
 }
 
 export interface Verdict {
@@ -263,13 +270,17 @@ export function computeVerdict(input: VerdictInput): Verdict {
   const faultsAround = (t: number): string[] =>
     input.faults
       .filter((f) => f.end >= t - (leaseMs + 2 * sweepMs + 2_000) && f.start <= t + 5_000)
-      .map((f) => `#${f.n} ${f.kind}${f.target ? ` ${f.target}` : ''} [${rel(f.start - t)} .. ${rel(f.end - t)}]${f.detail ? ` (${f.detail})` : ''}`);
+      .map(
+        (f) =>
+          `#${f.n} ${f.kind}${f.target ? ` ${f.target}` : ''} [${rel(f.start - t)} .. ${rel(f.end - t)}]${f.detail ? ` (${f.detail})` : ''}`,
+      );
   const showHandler = (h: HandlerRun): unknown => ({
     start: h.startLine,
     end: h.endLine ?? `(no end line: ${h.endedBy === 'death' ? `process died at ${iso(h.end)}` : 'unknown'})`,
   });
   const showRow = (id: string): unknown => rowsById.get(id) ?? '(no row)';
-  const showLogs = (id: string): unknown => (logsByExecution.get(id) ?? []).slice(0, 5).map((l) => `${iso(l.t)} ${l.instance} ${l.level ?? l.type}: ${l.message}`);
+  const showLogs = (id: string): unknown =>
+    (logsByExecution.get(id) ?? []).slice(0, 5).map((l) => `${iso(l.t)} ${l.instance} ${l.level ?? l.type}: ${l.message}`);
 
   // Paused owner: A's process was SIGSTOPped, from before `laterStart`, long enough for A's lease
   // to expire, and `laterStart` fell while it was stopped or right after its SIGCONT.
@@ -278,7 +289,8 @@ export function computeVerdict(input: VerdictInput): Verdict {
     if (!life) return undefined;
     for (const s of life.stops) {
       const to = s.to ?? life.diedAt ?? input.endedAt;
-      if (s.from >= a.start - 5 && s.from < laterStart && to - s.from >= leaseMs - renewMs && laterStart <= to + PAUSE_SLACK_MS) return { from: s.from, to };
+      if (s.from >= a.start - 5 && s.from < laterStart && to - s.from >= leaseMs - renewMs && laterStart <= to + PAUSE_SLACK_MS)
+        return { from: s.from, to };
     }
     return undefined;
   };
@@ -309,7 +321,13 @@ export function computeVerdict(input: VerdictInput): Verdict {
         if (afterSuccess) {
           rerunAfterSuccess++;
           if (rerunExamples.length < EXAMPLES) {
-            rerunExamples.push({ executionId: id, earlier: showHandler(afterSuccess), later: showHandler(b), row: showRow(id), faults: faultsAround(b.start) });
+            rerunExamples.push({
+              executionId: id,
+              earlier: showHandler(afterSuccess),
+              later: showHandler(b),
+              row: showRow(id),
+              faults: faultsAround(b.start),
+            });
           }
         }
         continue;
@@ -362,7 +380,9 @@ export function computeVerdict(input: VerdictInput): Verdict {
           overlapMs,
           earlier: showHandler(a),
           later: showHandler(b),
-          pausedOwner: paused ? { stoppedAt: iso(paused.from), continuedAt: iso(paused.to), earlierRanAfterContinueMs: a.end - paused.to } : false,
+          pausedOwner: paused
+            ? { stoppedAt: iso(paused.from), continuedAt: iso(paused.to), earlierRanAfterContinueMs: a.end - paused.to }
+            : false,
           rows: { earlier: showRow(a.executionId), later: showRow(b.executionId) },
           libraryLogs: { earlier: showLogs(a.executionId), later: showLogs(b.executionId) },
           faults: faultsAround(b.start),
@@ -431,7 +451,9 @@ export function computeVerdict(input: VerdictInput): Verdict {
           // Taken after an earlier attempt of the same execution failed (retry) or began (recover).
           const earlier = (byExecution.get(b.executionId) ?? []).filter((x) => x.attempt < b.attempt && x.start <= b.start);
           if (earlier.length === 0) return Number.NEGATIVE_INFINITY;
-          return b.trigger === 'retry' ? Math.min(b.start, Math.max(...earlier.map((x) => x.end))) : Math.max(...earlier.map((x) => x.start));
+          return b.trigger === 'retry'
+            ? Math.min(b.start, Math.max(...earlier.map((x) => x.end)))
+            : Math.max(...earlier.map((x) => x.start));
         }
         return Math.min(b.start, b.scheduledAt - CLAIM_AHEAD_BOUND_MS);
       };
@@ -507,13 +529,27 @@ export function computeVerdict(input: VerdictInput): Verdict {
         const h = ran.filter((x) => x.attempt === row.attempt).sort((a, b) => b.start - a.start)[0];
         const reference = h ? h.end : (row.started_at ?? row.updated_at);
         if (reference <= input.queriedAt - grace) {
-          lose('stuck_running', detail(h ? `its handler ended at ${iso(h.end)}, the row still said 'running' at ${iso(input.queriedAt)}` : `no handler ever started for it; still 'running' at ${iso(input.queriedAt)}`));
+          lose(
+            'stuck_running',
+            detail(
+              h
+                ? `its handler ended at ${iso(h.end)}, the row still said 'running' at ${iso(input.queriedAt)}`
+                : `no handler ever started for it; still 'running' at ${iso(input.queriedAt)}`,
+            ),
+          );
         } else pending++;
       } else if (row.status === 'queued') {
-        if (row.updated_at <= input.queriedAt - grace - input.maxDurationMs) lose('stuck_queued', detail(`still 'queued' at ${iso(input.queriedAt)}`));
+        if (row.updated_at <= input.queriedAt - grace - input.maxDurationMs)
+          lose('stuck_queued', detail(`still 'queued' at ${iso(input.queriedAt)}`));
         else pending++;
-      } else if ((row.status === 'failed' || row.status === 'timed_out') && row.attempt >= 1 && row.attempt < row.max_attempts && row.next_attempt_at !== null) {
-        if (row.next_attempt_at <= input.queriedAt - grace) lose('retry_never_run', detail(`retry due at ${iso(row.next_attempt_at)} never ran (read at ${iso(input.queriedAt)})`));
+      } else if (
+        (row.status === 'failed' || row.status === 'timed_out') &&
+        row.attempt >= 1 &&
+        row.attempt < row.max_attempts &&
+        row.next_attempt_at !== null
+      ) {
+        if (row.next_attempt_at <= input.queriedAt - grace)
+          lose('retry_never_run', detail(`retry due at ${iso(row.next_attempt_at)} never ran (read at ${iso(input.queriedAt)})`));
         else pending++;
       }
     }
@@ -579,7 +615,8 @@ export function computeVerdict(input: VerdictInput): Verdict {
   }
 
   const crashes = new Map<string, string>();
-  for (const line of input.libLines) if (line.type === 'crash') crashes.set(line.instance, `${line.level}: ${(line.message ?? '').split('\n')[0]}`);
+  for (const line of input.libLines)
+    if (line.type === 'crash') crashes.set(line.instance, `${line.level}: ${(line.message ?? '').split('\n')[0]}`);
 
   return {
     figures: {

@@ -86,7 +86,9 @@ export async function closeAdminDb(): Promise<void> {
 
 /** PIDs of the PostgreSQL backends serving connections with this application_name. */
 export async function backendPids(applicationName: string): Promise<number[]> {
-  const { rows } = await adminDb().query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [applicationName]);
+  const { rows } = await adminDb().query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [
+    applicationName,
+  ]);
   return rows.map((r) => r.pid);
 }
 

@@ -14,7 +14,9 @@ const instanceId = app.get(DistributedCronService).instanceId;
 const line = (event: Record<string, unknown>): void => {
   process.stdout.write(`${JSON.stringify(event)}\n`);
 };
-app.get(ReportService).runs.subscribe((ctx) =>
-  line({ event: 'run', instanceId: ctx.instanceId, executionId: ctx.executionId, scheduledAt: ctx.scheduledAt.toISOString() }),
-);
+app
+  .get(ReportService)
+  .runs.subscribe((ctx) =>
+    line({ event: 'run', instanceId: ctx.instanceId, executionId: ctx.executionId, scheduledAt: ctx.scheduledAt.toISOString() }),
+  );
 line({ event: 'ready', instanceId, pid: process.pid });

@@ -30,7 +30,13 @@ const DATABASE_URL = process.env.DATABASE_URL || 'postgresql://cron:cron@127.0.0
 const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
 
 const jobName = `demo-report-${randomBytes(3).toString('hex')}`;
-const clock = new Intl.DateTimeFormat('en-GB', { timeZone: TIME_ZONE, hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
+const clock = new Intl.DateTimeFormat('en-GB', {
+  timeZone: TIME_ZONE,
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  hourCycle: 'h23',
+});
 const hhmmss = (ms: number): string => clock.format(new Date(ms));
 const say = (text: string): void => {
   process.stdout.write(`${text}\n`);
@@ -64,13 +70,17 @@ let killSlot = Number.POSITIVE_INFINITY;
 const timers = new Set<NodeJS.Timeout>();
 
 function later(ms: number, fn: () => void): void {
-  const timer = setTimeout(() => {
-    timers.delete(timer);
-    fn();
-  }, Math.max(0, ms));
+  const timer = setTimeout(
+    () => {
+      timers.delete(timer);
+      fn();
+    },
+    Math.max(0, ms),
+  );
   timers.add(timer);
 }
 
+// eslint-disable-next-line no-control-regex -- ANSI colour codes start with ESC
 const stripAnsi = (text: string): string => text.replace(/\x1b\[[0-9;]*m/g, '');
 
 function startInstance(id: string): Instance {
@@ -146,7 +156,13 @@ function onRun(event: RunEvent): void {
   bySlot.push(event);
   runsBySlot.set(slot, bySlot);
   lastRun = event;
-  const again = byId.length > 1 ? `   <-- DUPLICATE: already ran on ${byId.slice(0, -1).map((e) => e.instanceId).join(', ')}` : '';
+  const again =
+    byId.length > 1
+      ? `   <-- DUPLICATE: already ran on ${byId
+          .slice(0, -1)
+          .map((e) => e.instanceId)
+          .join(', ')}`
+      : '';
   say(`${hhmmss(slot)}  ${event.executionId}  ran on ${event.instanceId}${again}`);
   if (!victim && slot >= killSlot) killMidRun(event);
 }
@@ -186,7 +202,8 @@ async function stopAll(signal: NodeJS.Signals, timeoutMs: number): Promise<void>
   const all = Promise.all(alive.map((i) => i.exited));
   const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => later(timeoutMs, () => r(true)))]);
   if (timedOut) {
-    for (const instance of alive) if (instance.child.exitCode === null && instance.child.signalCode === null) instance.child.kill('SIGKILL');
+    for (const instance of alive)
+      if (instance.child.exitCode === null && instance.child.signalCode === null) instance.child.kill('SIGKILL');
     await all;
   }
 }
@@ -202,7 +219,12 @@ const sleepUntil = (at: number): Promise<void> => new Promise((resolve) => later
 
 function pad(cells: string[][]): string[] {
   const widths = cells[0]!.map((_, c) => Math.max(...cells.map((row) => row[c]!.length)));
-  return cells.map((row) => row.map((cell, c) => (c === row.length - 1 ? cell : cell.padEnd(widths[c]!))).join('  ').trimEnd());
+  return cells.map((row) =>
+    row
+      .map((cell, c) => (c === row.length - 1 ? cell : cell.padEnd(widths[c]!)))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 async function main(): Promise<number> {
@@ -312,7 +334,8 @@ async function report(firstSlot: number, lastSlot: number): Promise<number> {
       disagreements.push(`${executionId}: ran on ${events.map((e) => e.instanceId).join(', ')}, history says ${row.instanceId}`);
     }
   }
-  for (const row of started) if (!runs.has(row.executionId)) disagreements.push(`${row.executionId}: started row from ${row.instanceId}, no run reported`);
+  for (const row of started)
+    if (!runs.has(row.executionId)) disagreements.push(`${row.executionId}: started row from ${row.instanceId}, no run reported`);
 
   const perInstance = instances
     .map((i) => `${i.id}: ${started.filter((r) => r.instanceId === i.id).length}${victim?.id === i.id ? ' (killed)' : ''}`)
@@ -322,7 +345,8 @@ async function report(firstSlot: number, lastSlot: number): Promise<number> {
   );
 
   say('\nsummary:');
-  const item = (label: string, value: number | string, note = ''): void => say(`  ${label.padEnd(16)}${String(value).padStart(3)}${note ? `   ${note}` : ''}`);
+  const item = (label: string, value: number | string, note = ''): void =>
+    say(`  ${label.padEnd(16)}${String(value).padStart(3)}${note ? `   ${note}` : ''}`);
   item('slots', expected.length, `${hhmmss(start)} .. ${hhmmss(end)}, one every ${PERIOD_MS / 1000} s`);
   item('runs', started.length, perInstance);
   item('duplicates', duplicateSlots.size, duplicateSlots.size ? [...duplicateSlots].map(hhmmss).join(', ') : 'no slot started twice');

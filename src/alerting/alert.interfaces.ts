@@ -1,12 +1,12 @@
 export type AlertKind =
-  | 'failed'        // an attempt failed (retries may follow)
-  | 'dead'          // retries exhausted: waits for a person (replay)
+  | 'failed' // an attempt failed (retries may follow)
+  | 'dead' // retries exhausted: waits for a person (replay)
   | 'timed_out'
-  | 'lease_lost'    // the instance running it lost its lease / died
-  | 'escalation'    // N consecutive failures of one job
-  | 'recovered'     // a job that was failing succeeded again
-  | 'no_success'    // dead-man's switch: no completed run within expectSuccessWithin
-  | 'unavailable';  // Redis or the database could not be reached; the slot did not run
+  | 'lease_lost' // the instance running it lost its lease / died
+  | 'escalation' // N consecutive failures of one job
+  | 'recovered' // a job that was failing succeeded again
+  | 'no_success' // dead-man's switch: no completed run within expectSuccessWithin
+  | 'unavailable'; // Redis or the database could not be reached; the slot did not run
 
 export interface AlertEvent {
   kind: AlertKind;

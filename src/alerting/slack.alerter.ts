@@ -70,9 +70,7 @@ export class SlackAlerter implements Alerter {
     }
     this.webhookUrl = httpUrl('webhookUrl', options.webhookUrl);
     this.escalationWebhookUrl =
-      options.escalationWebhookUrl === undefined
-        ? undefined
-        : httpUrl('escalationWebhookUrl', options.escalationWebhookUrl);
+      options.escalationWebhookUrl === undefined ? undefined : httpUrl('escalationWebhookUrl', options.escalationWebhookUrl);
     this.mention = optionalText('mention', options.mention);
     this.appName = optionalText('appName', options.appName);
     // setTimeout fires immediately for delays above 2^31-1 ms, which would turn a huge timeout
@@ -80,21 +78,10 @@ export class SlackAlerter implements Alerter {
     this.timeoutMs = integer('timeoutMs', options.timeoutMs, DEFAULTS.timeoutMs, 1, 2 ** 31 - 1);
     this.retries = integer('retries', options.retries, DEFAULTS.retries, 0, 100);
     this.retryDelayMs = integer('retryDelayMs', options.retryDelayMs, DEFAULTS.retryDelayMs, 0, 2 ** 31 - 1);
-    this.maxRetryDelayMs = integer(
-      'maxRetryDelayMs',
-      options.maxRetryDelayMs,
-      DEFAULTS.maxRetryDelayMs,
-      0,
-      2 ** 31 - 1,
-    );
+    this.maxRetryDelayMs = integer('maxRetryDelayMs', options.maxRetryDelayMs, DEFAULTS.maxRetryDelayMs, 0, 2 ** 31 - 1);
     if (options.logger !== undefined) {
       const logger = options.logger as Partial<SlackLogger> | null;
-      if (
-        typeof logger !== 'object' ||
-        logger === null ||
-        typeof logger.warn !== 'function' ||
-        typeof logger.error !== 'function'
-      ) {
+      if (typeof logger !== 'object' || logger === null || typeof logger.warn !== 'function' || typeof logger.error !== 'function') {
         throw new TypeError('SlackAlerter: `logger` must have warn() and error() methods');
       }
       this.logger = options.logger;
@@ -105,17 +92,9 @@ export class SlackAlerter implements Alerter {
 
   async send(event: AlertEvent): Promise<void> {
     try {
-      const body = JSON.stringify(
-        slackMessage(event, { mention: this.mention, appName: this.appName }),
-      );
-      const destinations: Array<{ label: string; url: string }> = [
-        { label: 'webhook', url: this.webhookUrl },
-      ];
-      if (
-        ESCALATING_KINDS.has(event.kind) &&
-        this.escalationWebhookUrl !== undefined &&
-        this.escalationWebhookUrl !== this.webhookUrl
-      ) {
+      const body = JSON.stringify(slackMessage(event, { mention: this.mention, appName: this.appName }));
+      const destinations: Array<{ label: string; url: string }> = [{ label: 'webhook', url: this.webhookUrl }];
+      if (ESCALATING_KINDS.has(event.kind) && this.escalationWebhookUrl !== undefined && this.escalationWebhookUrl !== this.webhookUrl) {
         destinations.push({ label: 'escalation webhook', url: this.escalationWebhookUrl });
       }
       await Promise.all(destinations.map((target) => this.deliver(target, body, event)));
@@ -124,11 +103,7 @@ export class SlackAlerter implements Alerter {
     }
   }
 
-  private async deliver(
-    target: { label: string; url: string },
-    body: string,
-    event: AlertEvent,
-  ): Promise<void> {
+  private async deliver(target: { label: string; url: string }, body: string, event: AlertEvent): Promise<void> {
     const attempts = this.retries + 1;
     for (let attempt = 1; ; attempt++) {
       const outcome = await this.post(target.url, body);
@@ -137,17 +112,11 @@ export class SlackAlerter implements Alerter {
         event?.executionId ? ` (execution ${event.executionId})` : ''
       } to the ${target.label}`;
       if (!outcome.retryable || attempt >= attempts) {
-        this.log(
-          'error',
-          `Giving up on ${what} after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${outcome.reason}`,
-        );
+        this.log('error', `Giving up on ${what} after ${attempt} attempt${attempt === 1 ? '' : 's'}: ${outcome.reason}`);
         return;
       }
       const delayMs = this.retryDelay(attempt, outcome.retryAfterMs);
-      this.log(
-        'warn',
-        `Attempt ${attempt}/${attempts} of ${what} failed: ${outcome.reason}; retrying in ${delayMs} ms`,
-      );
+      this.log('warn', `Attempt ${attempt}/${attempts} of ${what} failed: ${outcome.reason}; retrying in ${delayMs} ms`);
       await sleep(delayMs);
     }
   }
@@ -208,10 +177,7 @@ export class SlackAlerter implements Alerter {
   }
 }
 
-type DeliveryOutcome =
-  | { ok: true }
-  | { ok: false; retryable: boolean; reason: string; retryAfterMs?: number };
-
+type DeliveryOutcome = { ok: true } | { ok: false; retryable: boolean; reason: string; retryAfterMs?: number };
 
 /** Retry-After is either delay-seconds or an HTTP date (RFC 9110 §10.2.3). */
 function parseRetryAfter(header: string | null): number | undefined {
@@ -248,18 +214,10 @@ function optionalText(option: string, value: unknown): string | undefined {
   return value;
 }
 
-function integer(
-  option: string,
-  value: unknown,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
+function integer(option: string, value: unknown, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new TypeError(
-      `SlackAlerter: \`${option}\` must be an integer between ${min} and ${max}`,
-    );
+    throw new TypeError(`SlackAlerter: \`${option}\` must be an integer between ${min} and ${max}`);
   }
   return value;
 }

@@ -37,10 +37,7 @@ const FIELD_TEXT_LIMIT = 2000;
 const FALLBACK_ERROR_LIMIT = 300;
 
 /** Pure: the JSON body posted to Slack for an event (exported for tests and for users who post elsewhere). */
-export function slackMessage(
-  event: AlertEvent,
-  options: SlackMessageOptions = {},
-): { text: string; blocks: unknown[] } {
+export function slackMessage(event: AlertEvent, options: SlackMessageOptions = {}): { text: string; blocks: unknown[] } {
   const kind = String(event.kind);
   const style: KindStyle = KIND_STYLES[kind as AlertKind] ?? {
     emoji: ':grey_question:',
@@ -77,9 +74,7 @@ export function slackMessage(
     type: 'section',
     text: {
       type: 'mrkdwn',
-      text:
-        summaryPrefix +
-        fit(summaryText, SECTION_TEXT_LIMIT - summaryPrefix.length, escapeMrkdwn),
+      text: summaryPrefix + fit(summaryText, SECTION_TEXT_LIMIT - summaryPrefix.length, escapeMrkdwn),
     },
   });
 
@@ -104,9 +99,7 @@ export function slackMessage(
         type: 'mrkdwn',
         text:
           open +
-          fit(error || '(empty message)', SECTION_TEXT_LIMIT - open.length - close.length, (s) =>
-            escapeMrkdwn(neutralizeFences(s)),
-          ) +
+          fit(error || '(empty message)', SECTION_TEXT_LIMIT - open.length - close.length, (s) => escapeMrkdwn(neutralizeFences(s))) +
           close,
       },
     });
@@ -122,12 +115,7 @@ export function slackMessage(
   return { text, blocks };
 }
 
-function summarize(
-  kind: string,
-  jobName: string,
-  attempt: string | undefined,
-  consecutiveFailures: number | undefined,
-): string {
+function summarize(kind: string, jobName: string, attempt: string | undefined, consecutiveFailures: number | undefined): string {
   const job = `'${jobName}'`;
   switch (kind) {
     case 'failed':
@@ -141,9 +129,7 @@ function summarize(
     case 'escalation':
       return `${job} has failed ${consecutiveFailures ?? 'several'} times in a row.`;
     case 'recovered':
-      return `${job} succeeded again${
-        consecutiveFailures ? ` after ${consecutiveFailures} consecutive failures` : ''
-      }.`;
+      return `${job} succeeded again${consecutiveFailures ? ` after ${consecutiveFailures} consecutive failures` : ''}.`;
     case 'no_success':
       return `${job} has not completed a run within its expected window.`;
     case 'unavailable':
@@ -206,9 +192,7 @@ function firstLine(text: string): string {
 
 function formatAttempt(attempt: unknown, maxAttempts: unknown): string | undefined {
   if (typeof attempt !== 'number' || !Number.isFinite(attempt)) return undefined;
-  return typeof maxAttempts === 'number' && Number.isFinite(maxAttempts)
-    ? `${attempt}/${maxAttempts}`
-    : String(attempt);
+  return typeof maxAttempts === 'number' && Number.isFinite(maxAttempts) ? `${attempt}/${maxAttempts}` : String(attempt);
 }
 
 function formatDate(value: unknown): string | undefined {

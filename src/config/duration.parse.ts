@@ -31,7 +31,8 @@ const PART = /(\d+(?:\.\d+)?|\.\d+)(ms|d|h|m|s)/y;
  */
 export function parseDuration(value: string | number, what: string): number {
   const fail = (hint = ''): never => {
-    const shown = typeof value === 'string' ? `'${value}'` : typeof value === 'number' ? String(value) : `${String(value)} (${typeof value})`;
+    const shown =
+      typeof value === 'string' ? `'${value}'` : typeof value === 'number' ? String(value) : `${String(value)} (${typeof value})`;
     throw new TypeError(`${what}: expected a duration like '30s' or a number of milliseconds, got ${shown}${hint}`);
   };
 

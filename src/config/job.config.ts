@@ -142,11 +142,13 @@ export function resolveJobConfig(
     maxMs: duration('retry.backoff.max', backoffObject?.max, 3_600_000),
     jitter: backoffObject?.jitter ?? (backoffOption === undefined || backoffObject ? 0.2 : 0),
   });
-  if (!Number.isFinite(backoff.factor) || backoff.factor < 1) fail('retry.backoff.factor', `must be a number >= 1, got ${String(backoff.factor)}`);
+  if (!Number.isFinite(backoff.factor) || backoff.factor < 1)
+    fail('retry.backoff.factor', `must be a number >= 1, got ${String(backoff.factor)}`);
   if (!Number.isFinite(backoff.jitter) || backoff.jitter < 0 || backoff.jitter > 1) {
     fail('retry.backoff.jitter', `must be a fraction from 0 to 1, got ${String(backoff.jitter)}`);
   }
-  if (options.recover !== undefined && typeof options.recover !== 'boolean') fail('recover', `must be true or false, got ${JSON.stringify(options.recover)}`);
+  if (options.recover !== undefined && typeof options.recover !== 'boolean')
+    fail('recover', `must be true or false, got ${JSON.stringify(options.recover)}`);
   const expectSuccessWithinMs =
     options.expectSuccessWithin === undefined ? undefined : duration('expectSuccessWithin', options.expectSuccessWithin, 0);
   if (expectSuccessWithinMs !== undefined && expectSuccessWithinMs < schedule.minPeriodMs) {
@@ -181,7 +183,11 @@ export function resolveJobConfig(
     executionIdFor: (slot: SlotInfo): string => {
       const id = deriveId(slot);
       if (typeof id !== 'string' || id.length === 0 || id.length > 500) {
-        throw new DistributedCronConfigError(name, 'executionId', `must return a non-empty string of at most 500 characters, got ${JSON.stringify(id)}`);
+        throw new DistributedCronConfigError(
+          name,
+          'executionId',
+          `must return a non-empty string of at most 500 characters, got ${JSON.stringify(id)}`,
+        );
       }
       return id;
     },

@@ -14,14 +14,11 @@ const MAX_DEPTH = 4;
 const MAX_ENTRIES = 50;
 const MAX_CAUSES = 3;
 
-const PEM_PRIVATE_KEY =
-  /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)/g;
-const SLACK_WEBHOOK =
-  /((?:https?:\/\/)?hooks\.slack(?:-gov)?\.com\/(?:services|workflows|triggers)\/)[^\s"'`<>|\\)\]}]+/gi;
+const PEM_PRIVATE_KEY = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)/g;
+const SLACK_WEBHOOK = /((?:https?:\/\/)?hooks\.slack(?:-gov)?\.com\/(?:services|workflows|triggers)\/)[^\s"'`<>|\\)\]}]+/gi;
 // The password may contain '@' (drivers accept it unencoded), so it runs to the last '@' of the
 // authority, which ends at the first '/', '?', '#', whitespace or quote.
-const URL_CREDENTIALS =
-  /(?<![\w+.-])([a-z][a-z0-9+.-]*:\/\/)([^\s:/?#@"'`<>]*):([^\s/?#"'`<>]*)@/gi;
+const URL_CREDENTIALS = /(?<![\w+.-])([a-z][a-z0-9+.-]*:\/\/)([^\s:/?#@"'`<>]*):([^\s/?#"'`<>]*)@/gi;
 const SLACK_TOKEN = /\b(xox[abprs]-)[A-Za-z0-9-]+/g;
 const AWS_ACCESS_KEY_ID = /\b(AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b/g;
 const BEARER = /\b(Bearer)\s+[A-Za-z0-9\-._~+/]+=*/gi;
@@ -83,10 +80,7 @@ export function redactSecrets(text: string): string {
  * @param maxLength @default 2000
  */
 export function describeError(error: unknown, maxLength: number = DEFAULT_MAX_LENGTH): string {
-  const limit =
-    typeof maxLength === 'number' && maxLength >= 0 && !Number.isNaN(maxLength)
-      ? Math.floor(maxLength)
-      : DEFAULT_MAX_LENGTH;
+  const limit = typeof maxLength === 'number' && maxLength >= 0 && !Number.isNaN(maxLength) ? Math.floor(maxLength) : DEFAULT_MAX_LENGTH;
   let text: string;
   try {
     text = stringify(error, 0);
@@ -168,11 +162,7 @@ function locateValue(text: string, from: number): { start: number; end: number }
   return spanUnlessMasked(text, start, start + token[0].length);
 }
 
-function spanUnlessMasked(
-  text: string,
-  start: number,
-  end: number,
-): { start: number; end: number } | undefined {
+function spanUnlessMasked(text: string, start: number, end: number): { start: number; end: number } | undefined {
   if (end <= start || text.startsWith(MASK, start)) return undefined;
   return { start, end };
 }
@@ -308,9 +298,7 @@ function serialize(value: unknown, depth: number, ancestors: Set<object>): strin
   ancestors.add(object);
   try {
     if (Array.isArray(object)) {
-      const items = object
-        .slice(0, MAX_ENTRIES)
-        .map((item) => serializeSafely(item, depth + 1, ancestors));
+      const items = object.slice(0, MAX_ENTRIES).map((item) => serializeSafely(item, depth + 1, ancestors));
       if (object.length > MAX_ENTRIES) items.push(`…${object.length - MAX_ENTRIES} more`);
       return `[${items.join(',')}]`;
     }

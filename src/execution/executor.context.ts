@@ -51,7 +51,18 @@ export interface Started {
  * call, best-effort rows for slots that did not start, alerts that never hold a run up).
  */
 export class ExecutorContext {
-  readonly stats: JobStats = { fired: 0, ran: 0, lost: 0, paused: 0, skippedOverlap: 0, queued: 0, alreadyDone: 0, unavailable: 0, retried: 0, recovered: 0 };
+  readonly stats: JobStats = {
+    fired: 0,
+    ran: 0,
+    lost: 0,
+    paused: 0,
+    skippedOverlap: 0,
+    queued: 0,
+    alreadyDone: 0,
+    unavailable: 0,
+    retried: 0,
+    recovered: 0,
+  };
   /** Every promise this job has started and not yet seen settle (for a graceful shutdown). */
   readonly inFlight = new Set<Promise<unknown>>();
   /** The abort controllers of the handlers running now. */
@@ -105,7 +116,9 @@ export class ExecutorContext {
 
   /** The lease's local deadline passed before the run could start: the process was paused or starved. */
   lapsed(executionId: string): FireOutcome {
-    this.deps.logger.warn(`job '${this.job.name}': the lease of ${executionId} lapsed before its run could start (was this process paused?); not started here`);
+    this.deps.logger.warn(
+      `job '${this.job.name}': the lease of ${executionId} lapsed before its run could start (was this process paused?); not started here`,
+    );
     this.stats.lost++;
     return 'lost';
   }
@@ -176,7 +189,9 @@ export class ExecutorContext {
       );
       return inserted ? 'inserted' : 'exists';
     } catch (error) {
-      this.deps.logger.error(`job '${this.job.name}': could not record that ${executionId} did not start (${why}): ${describeError(error)}`);
+      this.deps.logger.error(
+        `job '${this.job.name}': could not record that ${executionId} did not start (${why}): ${describeError(error)}`,
+      );
       return 'error';
     }
   }

@@ -58,7 +58,9 @@ export class JobExecutor {
   fire(scheduledAt: Date, trigger: RunTrigger = 'schedule'): Promise<FireOutcome> {
     this.ctx.stats.fired++;
     const outcome = this.fireSlot(scheduledAt, trigger).catch((error: unknown) => {
-      this.ctx.deps.logger.error(`job '${this.ctx.job.name}': unexpected error handling slot ${scheduledAt.toISOString()}: ${describeError(error)}`);
+      this.ctx.deps.logger.error(
+        `job '${this.ctx.job.name}': unexpected error handling slot ${scheduledAt.toISOString()}: ${describeError(error)}`,
+      );
       return 'unavailable' as const;
     });
     this.ctx.track(outcome);
@@ -148,11 +150,23 @@ export class JobExecutor {
         return this.skippedOverlap(slot, executionId, 'the previous run of this job was still going (overlap: skip)', trigger);
       case 'queued':
         this.ctx.stats.queued++;
-        await this.ctx.notStarted(slot, executionId, 'waiting for the running execution of this job to end (overlap: queue)', 'queued', trigger);
+        await this.ctx.notStarted(
+          slot,
+          executionId,
+          'waiting for the running execution of this job to end (overlap: queue)',
+          'queued',
+          trigger,
+        );
         await this.recordSuperseded(claim.superseded);
         return 'queued';
       case 'replacing':
-        await this.ctx.notStarted(slot, executionId, 'waiting for the running execution to let go of the lease (overlap: replace)', 'queued', trigger);
+        await this.ctx.notStarted(
+          slot,
+          executionId,
+          'waiting for the running execution to let go of the lease (overlap: replace)',
+          'queued',
+          trigger,
+        );
         return this.replaceThenRun(slot, executionId, claim.holderToken, trigger);
       case 'won':
         await this.recordSuperseded(claim.superseded);
@@ -188,7 +202,10 @@ export class JobExecutor {
       this.ctx.alertFailure({ kind: 'unavailable', executionId, scheduledAt: slot.scheduledAt, error: `run history unreachable: ${text}` });
       this.ctx.stats.unavailable++;
       // The row may land late (then a sweep closes it) or never: look again once the database had time.
-      this.checks.watchForRow(slot, executionId, trigger, { status: 'failed', error: `not started: the run history could not be written: ${text}` });
+      this.checks.watchForRow(slot, executionId, trigger, {
+        status: 'failed',
+        error: `not started: the run history could not be written: ${text}`,
+      });
       return 'unavailable';
     }
     if (typeof started === 'string') {
@@ -243,7 +260,12 @@ export class JobExecutor {
           started = this.ctx.lapsed(row.executionId);
           break;
         }
-        const maxAttempts = trigger === 'replay' ? row.attempt + 1 : trigger === 'recover' || row.status === 'queued' ? row.attempt + 1 : this.ctx.job.maxAttempts;
+        const maxAttempts =
+          trigger === 'replay'
+            ? row.attempt + 1
+            : trigger === 'recover' || row.status === 'queued'
+              ? row.attempt + 1
+              : this.ctx.job.maxAttempts;
         const result = await restartRow(this.ctx, row, keeper, trigger, maxAttempts);
         if (typeof result === 'object' && 'kind' in result) {
           const stop = await refence(this.ctx, keeper, result);
@@ -302,7 +324,12 @@ export class JobExecutor {
   private async recordSuperseded(superseded: QueuedSlot | undefined): Promise<void> {
     if (!superseded) return;
     const slot = this.ctx.job.slotInfo(new Date(superseded.scheduledAt));
-    await this.giveUpQueued(slot, superseded.executionId, 'superseded by a newer slot while waiting in the queue (overlap: queue)', 'schedule');
+    await this.giveUpQueued(
+      slot,
+      superseded.executionId,
+      'superseded by a newer slot while waiting in the queue (overlap: queue)',
+      'schedule',
+    );
   }
 
   /** A waiting slot that will not run: its `queued` row (or a new row) says `skipped_overlap`. */
@@ -310,9 +337,13 @@ export class JobExecutor {
     this.ctx.stats.skippedOverlap++;
     let settled = false;
     try {
-      settled = await this.ctx.db('closing a queued slot', () => this.ctx.deps.history.settleQueued(executionId, 'skipped_overlap', why, new Date(this.ctx.deps.clock())));
+      settled = await this.ctx.db('closing a queued slot', () =>
+        this.ctx.deps.history.settleQueued(executionId, 'skipped_overlap', why, new Date(this.ctx.deps.clock())),
+      );
     } catch (error) {
-      this.ctx.deps.logger.error(`job '${this.ctx.job.name}': could not record that ${executionId} did not start (${why}): ${describeError(error)}`);
+      this.ctx.deps.logger.error(
+        `job '${this.ctx.job.name}': could not record that ${executionId} did not start (${why}): ${describeError(error)}`,
+      );
       return 'skipped_overlap';
     }
     if (!settled) await this.ctx.notStarted(slot, executionId, why, 'skipped_overlap', trigger);

@@ -37,12 +37,21 @@ function assertCount(value: unknown, field: string, jobName: string, total: numb
     throw new TypeError(`job '${jobName}': ctx.report(): \`${field}\` must be a non-negative integer, got ${String(value)}`);
   }
   if (total + value > INT_MAX) {
-    throw new RangeError(`job '${jobName}': ctx.report(): the run's \`${field}\` total would exceed ${INT_MAX} (the run history's limit); report batches, not bytes`);
+    throw new RangeError(
+      `job '${jobName}': ctx.report(): the run's \`${field}\` total would exceed ${INT_MAX} (the run history's limit); report batches, not bytes`,
+    );
   }
   return value;
 }
 
-export async function execute(ctx: ExecutorContext, slot: SlotInfo, executionId: string, keeper: LeaseKeeper, attempt: number, trigger: RunTrigger): Promise<void> {
+export async function execute(
+  ctx: ExecutorContext,
+  slot: SlotInfo,
+  executionId: string,
+  keeper: LeaseKeeper,
+  attempt: number,
+  trigger: RunTrigger,
+): Promise<void> {
   const { job, deps } = ctx;
   const controller = new AbortController();
   ctx.running.add(controller);
@@ -76,7 +85,9 @@ export async function execute(ctx: ExecutorContext, slot: SlotInfo, executionId:
   });
 
   const timeoutTimer =
-    job.timeoutMs === undefined ? undefined : setTimeout(() => abort(abortReason('TimeoutError', `timed out after ${job.timeoutMs} ms`)), job.timeoutMs);
+    job.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => abort(abortReason('TimeoutError', `timed out after ${job.timeoutMs} ms`)), job.timeoutMs);
 
   const started = performance.now();
   let failure: unknown;
@@ -103,7 +114,9 @@ export async function execute(ctx: ExecutorContext, slot: SlotInfo, executionId:
   const leaseLost = keeper.lost || !keeper.valid();
   if (leaseLost) lostAt ??= ended;
 
-  const abortedBy = controller.signal.aborted ? ((controller.signal.reason as Error | undefined)?.name as AbortKind | undefined) : undefined;
+  const abortedBy = controller.signal.aborted
+    ? ((controller.signal.reason as Error | undefined)?.name as AbortKind | undefined)
+    : undefined;
   const outcome = decideOutcome(
     { threw, failure, abortedBy: leaseLost ? 'LeaseLostError' : abortedBy, leaseLost, failedItems: counts.failed, attempt },
     { maxAttempts: job.maxAttempts, recover: job.recover && ctx.withinRecoveryWindow(slot.scheduledAt) },
@@ -119,7 +132,11 @@ export async function execute(ctx: ExecutorContext, slot: SlotInfo, executionId:
     error = parts.filter((part, i, all): part is string => !!part && all.indexOf(part) === i).join(': ') || null;
   }
   const nextAttemptAt =
-    outcome.next === 'backoff' ? new Date(deps.clock() + retryDelay(attempt, job.backoff)) : outcome.next === 'now' ? new Date(deps.clock()) : null;
+    outcome.next === 'backoff'
+      ? new Date(deps.clock() + retryDelay(attempt, job.backoff))
+      : outcome.next === 'now'
+        ? new Date(deps.clock())
+        : null;
 
   const written = await recordFinish(ctx, executionId, keeper.lease, outcome.status, durationMs, counts, error, nextAttemptAt);
   keeper.stop();
@@ -145,7 +162,8 @@ export async function execute(ctx: ExecutorContext, slot: SlotInfo, executionId:
  * with backoff for up to FINISH_RETRY_MS, holding the lease (the caller's keeper still renews it),
  * so nobody re-runs or closes the execution meanwhile. True when the row now says this result.
  */
-async function recordFinish(ctx: ExecutorContext, 
+async function recordFinish(
+  ctx: ExecutorContext,
   executionId: string,
   lease: HeldLease,
   status: FinalStatus,
@@ -187,7 +205,9 @@ async function recordFinish(ctx: ExecutorContext,
         return false;
       }
       if (attempt === 1) {
-        ctx.deps.logger.warn(`job '${ctx.job.name}': recording the result of ${executionId} (${status}) failed; retrying while holding its lease: ${text}`);
+        ctx.deps.logger.warn(
+          `job '${ctx.job.name}': recording the result of ${executionId} (${status}) failed; retrying while holding its lease: ${text}`,
+        );
       }
       await sleep(delay, undefined, { signal: ctx.stopping.signal }).catch(() => undefined);
     }

@@ -13,7 +13,13 @@ import type { ExecutorContext, Started } from './executor.context.js';
  * Writes the row that starts a run: a new row, or the next attempt of an existing one. Raises
  * the fencing token when it is at or below the run history's floor.
  */
-export async function beginRun(ctx: ExecutorContext, slot: SlotInfo, executionId: string, keeper: LeaseKeeper, trigger: RunTrigger): Promise<Started | FireOutcome> {
+export async function beginRun(
+  ctx: ExecutorContext,
+  slot: SlotInfo,
+  executionId: string,
+  keeper: LeaseKeeper,
+  trigger: RunTrigger,
+): Promise<Started | FireOutcome> {
   for (let round = 0; round < 3; round++) {
     if (!keeper.valid()) return ctx.lapsed(executionId);
     const begin = await ctx.db('the run start', () =>
@@ -46,7 +52,12 @@ export async function beginRun(ctx: ExecutorContext, slot: SlotInfo, executionId
 }
 
 /** An execution ID that has a row; this instance holds its lease. What the row says decides. */
-async function continueExisting(ctx: ExecutorContext, row: RunRecord, keeper: LeaseKeeper, requested: RunTrigger): Promise<Started | FireOutcome | StaleFence> {
+async function continueExisting(
+  ctx: ExecutorContext,
+  row: RunRecord,
+  keeper: LeaseKeeper,
+  requested: RunTrigger,
+): Promise<Started | FireOutcome | StaleFence> {
   const { lease } = keeper;
   const now = new Date(ctx.deps.clock());
   // Our own INSERT, whose reply was lost (a timeout, a dropped connection): it is ours to run.
@@ -64,7 +75,9 @@ async function continueExisting(ctx: ExecutorContext, row: RunRecord, keeper: Le
       return 'already_done';
     }
     if (owner === 'unsure') {
-      ctx.deps.logger.warn(`job '${ctx.job.name}': ${row.executionId} is running on ${row.instanceId} with no lease Redis still knows of; waiting one lease (${ctx.job.leaseMs} ms) before taking it over`);
+      ctx.deps.logger.warn(
+        `job '${ctx.job.name}': ${row.executionId} is running on ${row.instanceId} with no lease Redis still knows of; waiting one lease (${ctx.job.leaseMs} ms) before taking it over`,
+      );
       try {
         await sleep(ctx.job.leaseMs, undefined, { signal: ctx.stopping.signal });
       } catch {
@@ -77,7 +90,14 @@ async function continueExisting(ctx: ExecutorContext, row: RunRecord, keeper: Le
     } else {
       const error = `instance ${row.instanceId} stopped renewing its lease before finishing`;
       if (await ctx.db('closing a dead run', () => ctx.deps.history.markLeaseLost(row.executionId, row.fencingToken ?? -1, now, error))) {
-        ctx.alertFailure({ kind: 'lease_lost', executionId: row.executionId, scheduledAt: row.scheduledAt, attempt: row.attempt, status: 'lease_lost', detail: error });
+        ctx.alertFailure({
+          kind: 'lease_lost',
+          executionId: row.executionId,
+          scheduledAt: row.scheduledAt,
+          attempt: row.attempt,
+          status: 'lease_lost',
+          detail: error,
+        });
       }
       ctx.stats.alreadyDone++;
       return 'already_done';
@@ -101,7 +121,13 @@ async function continueExisting(ctx: ExecutorContext, row: RunRecord, keeper: Le
   return restarted;
 }
 
-export async function restartRow(ctx: ExecutorContext, row: RunRecord, keeper: LeaseKeeper, trigger: RunTrigger, maxAttempts: number): Promise<Started | StaleFence | 'changed'> {
+export async function restartRow(
+  ctx: ExecutorContext,
+  row: RunRecord,
+  keeper: LeaseKeeper,
+  trigger: RunTrigger,
+  maxAttempts: number,
+): Promise<Started | StaleFence | 'changed'> {
   const result = await ctx.db('the run restart', () =>
     ctx.deps.history.restart({
       executionId: row.executionId,
@@ -118,7 +144,9 @@ export async function restartRow(ctx: ExecutorContext, row: RunRecord, keeper: L
   if (result.kind === 'stale_fence') return result;
   if (trigger === 'recover') {
     ctx.stats.recovered++;
-    ctx.deps.logger.warn(`job '${ctx.job.name}': re-running ${row.executionId}, whose run on ${row.instanceId} did not finish (attempt ${row.attempt + 1})`);
+    ctx.deps.logger.warn(
+      `job '${ctx.job.name}': re-running ${row.executionId}, whose run on ${row.instanceId} did not finish (attempt ${row.attempt + 1})`,
+    );
   } else if (trigger === 'retry' || trigger === 'replay') {
     ctx.stats.retried++;
   }

@@ -162,7 +162,12 @@ export class RunSweeper {
       } else if (row.status === 'queued') {
         closed = await history.closeOrphan(row, 'skipped_overlap', at, `${nobody}: the waiting slot will not run`);
       } else {
-        closed = await history.closeOrphan(row, 'dead', at, `${nobody}: its next attempt, due ${row.nextAttemptAt?.toISOString()}, will not run`);
+        closed = await history.closeOrphan(
+          row,
+          'dead',
+          at,
+          `${nobody}: its next attempt, due ${row.nextAttemptAt?.toISOString()}, will not run`,
+        );
       }
       if (closed) logger.warn(`closed ${row.executionId} (${row.status}): ${nobody}`);
     }

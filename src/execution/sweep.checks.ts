@@ -14,13 +14,18 @@ export interface LostClaim {
   checkAfter: number;
 }
 
-export const VANISHED_CLAIM = 'claimed by an instance that never recorded or started it (it stopped, or lost the database, right after the claim)';
+export const VANISHED_CLAIM =
+  'claimed by an instance that never recorded or started it (it stopped, or lost the database, right after the claim)';
 
 /** What a sweep's check of a `running` row found. */
 export type OwnerCheck = 'alive' | 'handled' | 'skipped';
 
 /** Takes the lease for an existing row outside its slot's claim and starts its next attempt. */
-export type StartAgain = (row: RunRecord, trigger: RunTrigger, deadFence?: number) => Promise<{ finished: Promise<void> } | FireOutcome | 'busy' | 'alive'>;
+export type StartAgain = (
+  row: RunRecord,
+  trigger: RunTrigger,
+  deadFence?: number,
+) => Promise<{ finished: Promise<void> } | FireOutcome | 'busy' | 'alive'>;
 
 /**
  * What the sweep asks of one job: start due retries and recoveries, judge `running` rows whose
@@ -86,9 +91,20 @@ export class SweepChecks {
         return 'handled';
       }
       const error = `instance ${row.instanceId} stopped renewing its lease before finishing`;
-      if (await this.ctx.db('closing a dead run', () => this.ctx.deps.history.markLeaseLost(row.executionId, row.fencingToken!, new Date(this.ctx.deps.clock()), error))) {
+      if (
+        await this.ctx.db('closing a dead run', () =>
+          this.ctx.deps.history.markLeaseLost(row.executionId, row.fencingToken!, new Date(this.ctx.deps.clock()), error),
+        )
+      ) {
         this.ctx.deps.logger.warn(`job '${this.ctx.job.name}': ${row.executionId} ${error}; recorded as lease_lost`);
-        this.ctx.alertFailure({ kind: 'lease_lost', executionId: row.executionId, scheduledAt: row.scheduledAt, attempt: row.attempt, status: 'lease_lost', error });
+        this.ctx.alertFailure({
+          kind: 'lease_lost',
+          executionId: row.executionId,
+          scheduledAt: row.scheduledAt,
+          attempt: row.attempt,
+          status: 'lease_lost',
+          error,
+        });
       }
       return 'handled';
     } catch (error) {
@@ -108,7 +124,12 @@ export class SweepChecks {
     try {
       if (superseded) {
         await this.ctx.db('closing a superseded slot', () =>
-          this.ctx.deps.history.settleQueued(row.executionId, 'skipped_overlap', 'superseded by a newer slot while waiting (overlap: queue)', new Date(this.ctx.deps.clock())),
+          this.ctx.deps.history.settleQueued(
+            row.executionId,
+            'skipped_overlap',
+            'superseded by a newer slot while waiting (overlap: queue)',
+            new Date(this.ctx.deps.clock()),
+          ),
         );
         this.ctx.stats.skippedOverlap++;
         return 'skipped_overlap';
@@ -171,9 +192,18 @@ export class SweepChecks {
   async recordVanishedClaim(claim: LostClaim): Promise<void> {
     const { status, error } = claim.why;
     const recover = status === 'lease_lost' && this.ctx.job.recover && this.ctx.withinRecoveryWindow(claim.slot.scheduledAt);
-    const inserted = await this.ctx.notStarted(claim.slot, claim.executionId, error, status, claim.trigger, recover ? new Date(this.ctx.deps.clock()) : null);
+    const inserted = await this.ctx.notStarted(
+      claim.slot,
+      claim.executionId,
+      error,
+      status,
+      claim.trigger,
+      recover ? new Date(this.ctx.deps.clock()) : null,
+    );
     if (inserted === 'inserted') {
-      this.ctx.deps.logger.warn(`job '${this.ctx.job.name}': ${claim.executionId} has no row a lease after its claim: ${error}; recorded as ${status}${recover ? ', to be recovered' : ''}`);
+      this.ctx.deps.logger.warn(
+        `job '${this.ctx.job.name}': ${claim.executionId} has no row a lease after its claim: ${error}; recorded as ${status}${recover ? ', to be recovered' : ''}`,
+      );
       if (status === 'lease_lost' && !recover) {
         this.ctx.alertFailure({ kind: 'lease_lost', executionId: claim.executionId, scheduledAt: claim.slot.scheduledAt, status, error });
       }

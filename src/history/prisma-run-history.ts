@@ -85,7 +85,13 @@ export class PrismaRunHistory implements RunHistory {
     return updated === 1;
   }
 
-  async markLeaseLost(executionId: string, fencingToken: number, now: Date, error: string, nextAttemptAt: Date | null = null): Promise<boolean> {
+  async markLeaseLost(
+    executionId: string,
+    fencingToken: number,
+    now: Date,
+    error: string,
+    nextAttemptAt: Date | null = null,
+  ): Promise<boolean> {
     const updated = await this.prisma.$executeRawUnsafe(
       `UPDATE ${TABLE} SET status = 'lease_lost', finished_at = $3, updated_at = $3, error = COALESCE(error, $4), next_attempt_at = $5
        WHERE execution_id = $1 AND status = 'running' AND fencing_token = $2`,
@@ -193,10 +199,7 @@ export class PrismaRunHistory implements RunHistory {
   }
 
   async get(executionId: string): Promise<RunRecord | undefined> {
-    const rows = await this.prisma.$queryRawUnsafe<Row[]>(
-      `SELECT ${COLUMNS} FROM ${TABLE} WHERE execution_id = $1`,
-      executionId,
-    );
+    const rows = await this.prisma.$queryRawUnsafe<Row[]>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE execution_id = $1`, executionId);
     return rows[0] ? toRecord(rows[0]) : undefined;
   }
 

@@ -120,7 +120,9 @@ export class LeaseKeeper {
     const lease = this.current;
     if (this.graceFrom !== undefined && performance.now() - this.graceFrom > this.leaseMs) {
       clearInterval(this.renewTimer);
-      this.logger.warn(`job '${jobName}': ${lease.executionId} ignored its abort signal for ${this.leaseMs} ms; its lease is left to expire`);
+      this.logger.warn(
+        `job '${jobName}': ${lease.executionId} ignored its abort signal for ${this.leaseMs} ms; its lease is left to expire`,
+      );
       return;
     }
     this.renewing = true;

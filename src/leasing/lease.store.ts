@@ -42,11 +42,7 @@ export type ClaimResult =
 
 export type RenewResult = 'renewed' | 'lost' | 'stop_requested';
 
-export type ReleaseResult = (
-  | { kind: 'released' }
-  | { kind: 'not_owner' }
-  | { kind: 'handed_over'; next: QueuedSlot; lease: HeldLease }
-) & {
+export type ReleaseResult = ({ kind: 'released' } | { kind: 'not_owner' } | { kind: 'handed_over'; next: QueuedSlot; lease: HeldLease }) & {
   /** Consecutive failures of the job that this successful run ended (0 if none). */
   endedStreak: number;
 };
@@ -96,7 +92,10 @@ export interface LeaseStore {
    */
   refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<HeldLease | undefined>;
   /** Counts a failure in the job's streak; decides dedup and escalation fleet-wide. */
-  recordFailure(jobName: string, options: { now: number; dedupMs: number; escalateAfter: number; force: boolean }): Promise<FailureDecision>;
+  recordFailure(
+    jobName: string,
+    options: { now: number; dedupMs: number; escalateAfter: number; force: boolean },
+  ): Promise<FailureDecision>;
   /** Puts a slot in the job's queue if none waits there; the lease passes to it on the next release. */
   enqueue(jobName: string, slot: QueuedSlot, ttlMs: number): Promise<boolean>;
   /** True for exactly one caller per job and `name` within `ttlMs` (one instance sends a notice). */

@@ -68,23 +68,28 @@ export class RedisLeaseStore implements LeaseStore {
   async claim(request: ClaimRequest): Promise<ClaimResult> {
     const { jobName, executionId } = request;
     const random = newToken();
-    const reply = (await this.runner.run('claim', SCRIPTS.claim, [
-      this.keys.slot(jobName, executionId),
-      this.keys.lease(jobName),
-      this.keys.fence(jobName),
-      this.keys.queue(jobName),
-      this.keys.abort(jobName),
-      this.keys.paused(jobName),
-    ], [
-      random,
-      request.slotMs,
-      request.leaseMs,
-      request.overlap,
-      request.overlap === 'queue' ? JSON.stringify(request.queued) : '',
-      // A waiting slot whose holder died is picked up (as superseded) by the next claim.
-      Math.max(request.leaseMs * 10, 3_600_000),
-      request.ahead ? '1' : '0',
-    ])) as [number, (number | string)?, string?];
+    const reply = (await this.runner.run(
+      'claim',
+      SCRIPTS.claim,
+      [
+        this.keys.slot(jobName, executionId),
+        this.keys.lease(jobName),
+        this.keys.fence(jobName),
+        this.keys.queue(jobName),
+        this.keys.abort(jobName),
+        this.keys.paused(jobName),
+      ],
+      [
+        random,
+        request.slotMs,
+        request.leaseMs,
+        request.overlap,
+        request.overlap === 'queue' ? JSON.stringify(request.queued) : '',
+        // A waiting slot whose holder died is picked up (as superseded) by the next claim.
+        Math.max(request.leaseMs * 10, 3_600_000),
+        request.ahead ? '1' : '0',
+      ],
+    )) as [number, (number | string)?, string?];
     switch (reply[0]) {
       case 1:
         return {
@@ -116,11 +121,12 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   async renew(lease: HeldLease, leaseMs: number): Promise<RenewResult> {
-    const reply = await this.runner.run('renew', SCRIPTS.renew, [
-      this.keys.slot(lease.jobName, lease.executionId),
-      this.keys.lease(lease.jobName),
-      this.keys.abort(lease.jobName),
-    ], [lease.token, leaseMs, lease.on]);
+    const reply = await this.runner.run(
+      'renew',
+      SCRIPTS.renew,
+      [this.keys.slot(lease.jobName, lease.executionId), this.keys.lease(lease.jobName), this.keys.abort(lease.jobName)],
+      [lease.token, leaseMs, lease.on],
+    );
     return reply === 2 ? 'stop_requested' : reply === 1 ? 'renewed' : 'lost';
   }
 
@@ -145,7 +151,7 @@ export class RedisLeaseStore implements LeaseStore {
     ];
     const args = [lease.token, options.doneMs, lease.on, nextRandom, options.leaseMs, options.succeeded ? '1' : '0'];
     const giveUpAt = performance.now() + options.leaseMs;
-    for (let readyFailures = 0; ; ) {
+    for (let readyFailures = 0; ;) {
       try {
         // While the client reconnects, the attempt waits in its place in line, ahead of the claims
         // made after it, so this instance's next slot does not meet its own stale lease.
@@ -178,13 +184,18 @@ export class RedisLeaseStore implements LeaseStore {
     const random = newToken();
     const slotKey = this.keys.slot(jobName, executionId);
     const leaseKey = this.keys.lease(jobName);
-    const reply = (await this.runner.run('take', SCRIPTS.take, [
-      on === 'slot' ? slotKey : leaseKey,
-      this.keys.fence(jobName),
-      this.keys.paused(jobName),
-      on === 'slot' ? leaseKey : slotKey,
-      this.keys.queue(jobName),
-    ], [random, leaseMs, deadFence === undefined ? '' : String(deadFence), `"executionId":${JSON.stringify(executionId)},`])) as [number, number?];
+    const reply = (await this.runner.run(
+      'take',
+      SCRIPTS.take,
+      [
+        on === 'slot' ? slotKey : leaseKey,
+        this.keys.fence(jobName),
+        this.keys.paused(jobName),
+        on === 'slot' ? leaseKey : slotKey,
+        this.keys.queue(jobName),
+      ],
+      [random, leaseMs, deadFence === undefined ? '' : String(deadFence), `"executionId":${JSON.stringify(executionId)},`],
+    )) as [number, number?];
     switch (reply[0]) {
       case 1: {
         const fencingToken = Number(reply[1]);
@@ -201,24 +212,24 @@ export class RedisLeaseStore implements LeaseStore {
 
   async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<HeldLease | undefined> {
     const key = lease.on === 'slot' ? this.keys.slot(lease.jobName, lease.executionId) : this.keys.lease(lease.jobName);
-    const reply = (await this.runner.run('refence', SCRIPTS.refence, [key, this.keys.fence(lease.jobName), this.keys.forgot(lease.jobName)], [
-      lease.token,
-      floor,
-      leaseMs,
-      forgotMs,
-    ])) as [number, number?];
+    const reply = (await this.runner.run(
+      'refence',
+      SCRIPTS.refence,
+      [key, this.keys.fence(lease.jobName), this.keys.forgot(lease.jobName)],
+      [lease.token, floor, leaseMs, forgotMs],
+    )) as [number, number?];
     if (reply[0] !== 1) return undefined;
     const fencingToken = Number(reply[1]);
     return { ...lease, fencingToken, token: `${fencingToken}:${lease.token.slice(lease.token.indexOf(':') + 1)}` };
   }
 
   async owner(jobName: string, executionId: string, fencingToken: number): Promise<OwnerState> {
-    const reply = await this.runner.run('owner', SCRIPTS.owner, [
-      this.keys.lease(jobName),
-      this.keys.slot(jobName, executionId),
-      this.keys.fence(jobName),
-      this.keys.forgot(jobName),
-    ], [String(fencingToken)]);
+    const reply = await this.runner.run(
+      'owner',
+      SCRIPTS.owner,
+      [this.keys.lease(jobName), this.keys.slot(jobName, executionId), this.keys.fence(jobName), this.keys.forgot(jobName)],
+      [String(fencingToken)],
+    );
     return reply === 1 ? 'alive' : reply === 2 ? 'unsure' : 'gone';
   }
 
@@ -226,13 +237,12 @@ export class RedisLeaseStore implements LeaseStore {
     jobName: string,
     options: { now: number; dedupMs: number; escalateAfter: number; force: boolean },
   ): Promise<FailureDecision> {
-    const reply = (await this.runner.run('failure', SCRIPTS.failure, [this.keys.alerts(jobName)], [
-      options.now,
-      options.dedupMs,
-      options.escalateAfter,
-      options.force ? '1' : '0',
-      ALERT_STATE_TTL_MS,
-    ])) as [number, number, number];
+    const reply = (await this.runner.run(
+      'failure',
+      SCRIPTS.failure,
+      [this.keys.alerts(jobName)],
+      [options.now, options.dedupMs, options.escalateAfter, options.force ? '1' : '0', ALERT_STATE_TTL_MS],
+    )) as [number, number, number];
     return { failures: Number(reply[0]), send: reply[1] === 1, escalate: reply[2] === 1 };
   }
 
@@ -247,11 +257,12 @@ export class RedisLeaseStore implements LeaseStore {
 
   async acquireAfter(jobName: string, executionId: string, holderToken: string, leaseMs: number): Promise<AcquireResult> {
     const random = newToken();
-    const reply = (await this.runner.run('acquire', SCRIPTS.acquire, [
-      this.keys.lease(jobName),
-      this.keys.fence(jobName),
-      this.keys.abort(jobName),
-    ], [random, leaseMs, holderToken])) as [number, number?];
+    const reply = (await this.runner.run(
+      'acquire',
+      SCRIPTS.acquire,
+      [this.keys.lease(jobName), this.keys.fence(jobName), this.keys.abort(jobName)],
+      [random, leaseMs, holderToken],
+    )) as [number, number?];
     if (reply[0] === 1) {
       const fencingToken = Number(reply[1]);
       return { kind: 'acquired', lease: { jobName, executionId, token: `${fencingToken}:${random}`, fencingToken, on: 'lease' } };

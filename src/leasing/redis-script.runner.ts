@@ -264,18 +264,24 @@ export class RedisScriptRunner {
     for (const call of calls) first = Math.min(first, call.deadline);
     const timer: CallTimer = {
       open: calls.length,
-      timer: setTimeout(() => {
-        const now = performance.now();
-        const later: PendingCall[] = [];
-        for (const call of calls) {
-          if (call.settled) continue;
-          // A timer may fire a fraction of a millisecond early; anything more is a later call.
-          if (call.deadline - now > 1) later.push(call);
-          else call.reject(call.sent ? new LeaseStoreTimeoutError(call.operation, call.timeoutMs) : new LeaseStoreUnavailableError(this.redis.status));
-        }
-        for (const call of later) call.timer = undefined;
-        this.expireAfterTimeout(later);
-      }, Math.max(0, first - performance.now())),
+      timer: setTimeout(
+        () => {
+          const now = performance.now();
+          const later: PendingCall[] = [];
+          for (const call of calls) {
+            if (call.settled) continue;
+            // A timer may fire a fraction of a millisecond early; anything more is a later call.
+            if (call.deadline - now > 1) later.push(call);
+            else
+              call.reject(
+                call.sent ? new LeaseStoreTimeoutError(call.operation, call.timeoutMs) : new LeaseStoreUnavailableError(this.redis.status),
+              );
+          }
+          for (const call of later) call.timer = undefined;
+          this.expireAfterTimeout(later);
+        },
+        Math.max(0, first - performance.now()),
+      ),
     };
     for (const call of calls) call.timer = timer;
   }

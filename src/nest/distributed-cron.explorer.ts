@@ -79,7 +79,8 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         job.schedule,
         runtime.clock,
         (slot) => void executor.fire(slot),
-        (skipped) => runtime.logger.warn(`job '${job.name}': the event loop stalled; ${skipped} overdue slots were left to other instances`),
+        (skipped) =>
+          runtime.logger.warn(`job '${job.name}': the event loop stalled; ${skipped} overdue slots were left to other instances`),
         job.startGraceMs,
         CLAIM_AHEAD_MS,
       );
@@ -139,12 +140,18 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
 
   private *methods(): Generator<FoundMethod> {
     for (const wrapper of [...this.discovery.getControllers(), ...this.discovery.getProviders()]) {
-      const { instance } = wrapper;
+      // Nest types a provider's instance as any; it is whatever the provider built.
+      const instance: unknown = wrapper.instance;
       if (!instance || typeof instance !== 'object') continue;
       const prototype = Object.getPrototypeOf(instance) as object | null;
       if (!prototype) continue;
       for (const methodName of this.scanner.getAllMethodNames(prototype)) {
-        yield { wrapper, instance, methodName, source: `${instance.constructor?.name ?? 'Anonymous'}.${methodName}` };
+        yield {
+          wrapper,
+          instance,
+          methodName,
+          source: `${(instance.constructor as { name?: string } | undefined)?.name ?? 'Anonymous'}.${methodName}`,
+        };
       }
     }
   }
@@ -173,13 +180,14 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
    * also refuses, by `isDependencyTreeStatic()`).
    */
   private refuseNonStatic({ wrapper, instance, source }: FoundMethod, metadata: DistributedCronMetadata): void {
-    const scope = wrapper.scope === Scope.REQUEST
-      ? 'request'
-      : wrapper.isTransient
-        ? 'transient'
-        : wrapper.isDependencyTreeStatic()
-          ? undefined
-          : 'request-dependency';
+    const scope =
+      wrapper.scope === Scope.REQUEST
+        ? 'request'
+        : wrapper.isTransient
+          ? 'transient'
+          : wrapper.isDependencyTreeStatic()
+            ? undefined
+            : 'request-dependency';
     if (scope === undefined) return;
     const name = typeof metadata.options.name === 'string' ? metadata.options.name : source;
     const className = instance.constructor?.name ?? 'Anonymous';
@@ -211,7 +219,13 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
     }
     let cronJob: CronJob<null, null>;
     try {
-      cronJob = CronJob.from({ cronTime: executor.job.expression, timeZone: executor.job.timeZone, onTick: () => undefined, start: false, name });
+      cronJob = CronJob.from({
+        cronTime: executor.job.expression,
+        timeZone: executor.job.timeZone,
+        onTick: () => undefined,
+        start: false,
+        name,
+      });
     } catch (error) {
       this.runtime.logger.warn(`job '${name}' is scheduled but not listed in SchedulerRegistry: ${describeError(error)}`);
       return;

@@ -52,10 +52,10 @@ export class DistributedCronRuntime {
     if (!options || typeof options !== 'object') fail('options', 'missing: pass { redis, prisma, timeZone }');
     const { redis, prisma } = options;
     if (!redis || typeof (redis as { evalsha?: unknown }).evalsha !== 'function') {
-      fail('redis', 'missing or not an ioredis client (Redis or Cluster); pass the app\'s client, e.g. `redis: new Redis(url)`');
+      fail('redis', "missing or not an ioredis client (Redis or Cluster); pass the app's client, e.g. `redis: new Redis(url)`");
     }
     if (!prisma || typeof prisma.$queryRawUnsafe !== 'function' || typeof prisma.$executeRawUnsafe !== 'function') {
-      fail('prisma', 'missing or not a PrismaClient; pass the app\'s client generated with the DistributedCronRun model');
+      fail('prisma', "missing or not a PrismaClient; pass the app's client generated with the DistributedCronRun model");
     }
     if (options.timeZone !== undefined && (typeof options.timeZone !== 'string' || !isValidTimeZone(options.timeZone))) {
       fail('timeZone', messages.UNKNOWN_TIME_ZONE(options.timeZone));
@@ -67,7 +67,8 @@ export class DistributedCronRuntime {
     if (options.instanceId !== undefined && (typeof options.instanceId !== 'string' || options.instanceId.trim() === '')) {
       fail('instanceId', 'must be a non-empty string');
     }
-    if (options.clock !== undefined && typeof options.clock !== 'function') fail('clock', 'must be a function returning epoch milliseconds');
+    if (options.clock !== undefined && typeof options.clock !== 'function')
+      fail('clock', 'must be a function returning epoch milliseconds');
     if (options.alerter !== undefined && typeof options.alerter?.send !== 'function') fail('alerter', 'must have a send(event) method');
     const duration = (option: string, value: unknown, fallback: number): number => {
       if (value === undefined) return fallback;

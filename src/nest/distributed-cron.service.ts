@@ -22,7 +22,10 @@ const RUN_STATUSES = Object.keys({
   skipped_overlap: true,
   dead: true,
 } satisfies Record<RunStatus, true>);
-const FILTER_KEYS = Object.keys({ jobName: true, status: true, since: true, until: true, limit: true } satisfies Record<keyof HistoryFilter, true>);
+const FILTER_KEYS = Object.keys({ jobName: true, status: true, since: true, until: true, limit: true } satisfies Record<
+  keyof HistoryFilter,
+  true
+>);
 /** nextRuns() computes every slot in one go; more than this is a mistake, not a schedule. */
 const MAX_NEXT_RUNS = 1_000;
 /** backfill() lists every slot of its range in one go, and reports on each. */
@@ -189,7 +192,12 @@ export class DistributedCronService implements BeforeApplicationShutdown {
     if (!row) throw new Error(`replay(): no execution '${executionId}' in the run history`);
     const mounted = this.runtime.jobs.get(row.jobName);
     if (!mounted) {
-      throw new DistributedCronArgumentError('replay', row.jobName, 'executionId', messages.UNMOUNTED_EXECUTION(executionId, [...this.runtime.jobs.keys()]));
+      throw new DistributedCronArgumentError(
+        'replay',
+        row.jobName,
+        'executionId',
+        messages.UNMOUNTED_EXECUTION(executionId, [...this.runtime.jobs.keys()]),
+      );
     }
     const { executor } = mounted;
     if (!['dead', 'failed', 'timed_out', 'lease_lost', 'aborted'].includes(row.status)) return 'not_replayable';
@@ -215,7 +223,8 @@ export class DistributedCronService implements BeforeApplicationShutdown {
     if (!isValidDate(to)) fail('to', messages.NOT_A_VALID_DATE(to));
     if (from.getTime() >= to.getTime()) fail('from', `(${from.toISOString()}) must be before \`to\` (${to.toISOString()})`);
     const now = this.runtime.clock();
-    if (to.getTime() > now) fail('to', `(${to.toISOString()}) must not be after now (${new Date(now).toISOString()}): later slots run on schedule`);
+    if (to.getTime() > now)
+      fail('to', `(${to.toISOString()}) must not be after now (${new Date(now).toISOString()}): later slots run on schedule`);
     if (options !== undefined) {
       if (typeof options !== 'object' || options === null || Array.isArray(options)) {
         fail('options', `must be an object like { overlap: 'wait' }, got ${messages.shown(options)}`);
@@ -309,7 +318,8 @@ export class DistributedCronService implements BeforeApplicationShutdown {
   private async busy(executor: JobExecutor): Promise<boolean> {
     const rows = await this.runtime.history.running([executor.job.name], 10, []);
     for (const row of rows) {
-      if (row.fencingToken !== null && (await this.runtime.leases.owner(row.jobName, row.executionId, row.fencingToken)) === 'alive') return true;
+      if (row.fencingToken !== null && (await this.runtime.leases.owner(row.jobName, row.executionId, row.fencingToken)) === 'alive')
+        return true;
     }
     return false;
   }
@@ -318,14 +328,17 @@ export class DistributedCronService implements BeforeApplicationShutdown {
   nextRuns(jobName: string, count = 5, from?: Date): NextRun[] {
     const { job } = this.job('nextRuns', jobName).executor;
     if (!Number.isInteger(count) || count < 1 || count > MAX_NEXT_RUNS) {
-      throw new DistributedCronArgumentError('nextRuns', jobName, 'count', `must be an integer from 1 to ${MAX_NEXT_RUNS}, got ${messages.shown(count)}`);
+      throw new DistributedCronArgumentError(
+        'nextRuns',
+        jobName,
+        'count',
+        `must be an integer from 1 to ${MAX_NEXT_RUNS}, got ${messages.shown(count)}`,
+      );
     }
     if (from !== undefined && !isValidDate(from)) {
       throw new DistributedCronArgumentError('nextRuns', jobName, 'from', messages.NOT_A_VALID_DATE(from));
     }
-    return job.schedule
-      .nextN(from ?? new Date(this.runtime.clock()), count)
-      .map((at) => ({ at, local: formatInZone(at, job.timeZone) }));
+    return job.schedule.nextN(from ?? new Date(this.runtime.clock()), count).map((at) => ({ at, local: formatInZone(at, job.timeZone) }));
   }
 
   private job(method: string, jobName: string): MountedJob {

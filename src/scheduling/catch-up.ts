@@ -60,7 +60,9 @@ export async function catchUpMissedSlots(
     const from = new Date(bornWithin ? bornAt.getTime() - 1 : now.getTime() - windowMs);
     const scope = bornWithin ? `since the job was first seen (${short(bornAt)})` : `in the last ${windowMs} ms`;
     const slots = job.schedule.slotsBetween(from, to, policy === 'latest' ? 1 : max);
-    const nothingMissed = (): void => logger.debug?.(`job '${job.name}': catch-up (${policy}) found no missed slot ${scope}`);
+    const nothingMissed = (): void => {
+      logger.debug?.(`job '${job.name}': catch-up (${policy}) found no missed slot ${scope}`);
+    };
     if (slots.length === 0) {
       nothingMissed();
       return;

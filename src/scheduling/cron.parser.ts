@@ -17,7 +17,18 @@ interface FieldSpec {
 }
 
 const MONTH_NAMES: Readonly<Record<string, number>> = {
-  JAN: 1, FEB: 2, MAR: 3, APR: 4, MAY: 5, JUN: 6, JUL: 7, AUG: 8, SEP: 9, OCT: 10, NOV: 11, DEC: 12,
+  JAN: 1,
+  FEB: 2,
+  MAR: 3,
+  APR: 4,
+  MAY: 5,
+  JUN: 6,
+  JUL: 7,
+  AUG: 8,
+  SEP: 9,
+  OCT: 10,
+  NOV: 11,
+  DEC: 12,
 };
 const WEEKDAY_NAMES: Readonly<Record<string, number>> = { SUN: 0, MON: 1, TUE: 2, WED: 3, THU: 4, FRI: 5, SAT: 6 };
 const MONTH_LABELS = ['', 'JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'];
@@ -163,9 +174,7 @@ export class CronFields {
     if (trimmed.startsWith('@')) {
       const expanded = MACROS[trimmed.toLowerCase()];
       if (expanded === undefined) {
-        throw new CronExpressionError(
-          `unknown macro '${trimmed}' (expected one of ${Object.keys(MACROS).join(', ')}) in '${expression}'`,
-        );
+        throw new CronExpressionError(`unknown macro '${trimmed}' (expected one of ${Object.keys(MACROS).join(', ')}) in '${expression}'`);
       }
       source = expanded;
     }

@@ -267,7 +267,6 @@ class ZonedCronSchedule implements CronSchedule {
     return this.nextMs(lo);
   }
 
-
   private computeMinPeriodMs(): number {
     let min = this.fields.wallMinGapMs();
     if (min <= SECOND_MS) return SECOND_MS;

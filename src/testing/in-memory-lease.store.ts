@@ -152,7 +152,14 @@ export class InMemoryLeaseStore implements LeaseStore {
     return answer(1, 0, '', ended);
   }
 
-  private releaseResult(lease: HeldLease, code: number, fence: number, payload: string, endedStreak: number, random: string): ReleaseResult {
+  private releaseResult(
+    lease: HeldLease,
+    code: number,
+    fence: number,
+    payload: string,
+    endedStreak: number,
+    random: string,
+  ): ReleaseResult {
     if (code === 0) return { kind: 'not_owner', endedStreak };
     const next = code === 2 ? parseQueued(payload) : undefined;
     if (!next) return { kind: 'released', endedStreak };

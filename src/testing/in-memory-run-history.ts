@@ -206,7 +206,12 @@ export class InMemoryRunHistory implements RunHistory {
     const jobs = new Set(jobNames);
     const excluded = new Set(exclude);
     return this.select(
-      (r) => RETRYABLE.has(r.status) && time(r.nextAttemptAt) <= now.getTime() && attemptsLeft(r) && jobs.has(r.jobName) && !excluded.has(r.executionId),
+      (r) =>
+        RETRYABLE.has(r.status) &&
+        time(r.nextAttemptAt) <= now.getTime() &&
+        attemptsLeft(r) &&
+        jobs.has(r.jobName) &&
+        !excluded.has(r.executionId),
       (r) => time(r.nextAttemptAt),
       limit,
     );
@@ -215,7 +220,11 @@ export class InMemoryRunHistory implements RunHistory {
   async running(jobNames: string[], limit: number, exclude: string[]): Promise<RunRecord[]> {
     const jobs = new Set(jobNames);
     const excluded = new Set(exclude);
-    return this.select((r) => r.status === 'running' && jobs.has(r.jobName) && !excluded.has(r.executionId), (r) => r.updatedAt.getTime(), limit);
+    return this.select(
+      (r) => r.status === 'running' && jobs.has(r.jobName) && !excluded.has(r.executionId),
+      (r) => r.updatedAt.getTime(),
+      limit,
+    );
   }
 
   async queued(jobNames: string[], before: Date, limit: number): Promise<QueuedRow[]> {
@@ -246,7 +255,13 @@ export class InMemoryRunHistory implements RunHistory {
     );
   }
 
-  async markLeaseLost(executionId: string, fencingToken: number, now: Date, error: string, nextAttemptAt: Date | null = null): Promise<boolean> {
+  async markLeaseLost(
+    executionId: string,
+    fencingToken: number,
+    now: Date,
+    error: string,
+    nextAttemptAt: Date | null = null,
+  ): Promise<boolean> {
     const row = this.rows.get(executionId)?.row;
     if (!row || row.status !== 'running' || row.fencingToken !== fencingToken) return false;
     Object.assign(row, { status: 'lease_lost', finishedAt: now, updatedAt: now, error: row.error ?? text(error), nextAttemptAt });
@@ -269,7 +284,8 @@ export class InMemoryRunHistory implements RunHistory {
   async lastSuccess(jobName: string): Promise<Date | undefined> {
     let last: Date | undefined;
     for (const { row } of this.rows.values()) {
-      if (row.jobName !== jobName || (row.status !== 'completed' && row.status !== 'completed_with_errors') || row.finishedAt === null) continue;
+      if (row.jobName !== jobName || (row.status !== 'completed' && row.status !== 'completed_with_errors') || row.finishedAt === null)
+        continue;
       if (last === undefined || row.finishedAt.getTime() > last.getTime()) last = row.finishedAt;
     }
     return last && new Date(last.getTime());

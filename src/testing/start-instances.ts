@@ -39,8 +39,10 @@ export async function startInstances(
   moduleFactory: (index: number) => ModuleMetadata | Promise<ModuleMetadata>,
   options: StartInstancesOptions = {},
 ): Promise<StartedInstances> {
-  if (!Number.isInteger(count) || count < 1) throw new TypeError(`startInstances(): \`count\` must be a positive integer, got ${String(count)}`);
-  if (typeof moduleFactory !== 'function') throw new TypeError('startInstances(): `moduleFactory` must be a function returning module metadata');
+  if (!Number.isInteger(count) || count < 1)
+    throw new TypeError(`startInstances(): \`count\` must be a positive integer, got ${String(count)}`);
+  if (typeof moduleFactory !== 'function')
+    throw new TypeError('startInstances(): `moduleFactory` must be a function returning module metadata');
   const started = await Promise.allSettled(
     Array.from({ length: count }, async (_, index) => {
       const metadata = await moduleFactory(index);

@@ -30,7 +30,8 @@ export class TestClock {
 
   private static ms(value: Date | number, name: string): number {
     const ms = value instanceof Date ? value.getTime() : value;
-    if (typeof ms !== 'number' || !Number.isFinite(ms)) throw new TypeError(`TestClock: \`${name}\` must be a valid Date or epoch milliseconds, got ${String(value)}`);
+    if (typeof ms !== 'number' || !Number.isFinite(ms))
+      throw new TypeError(`TestClock: \`${name}\` must be a valid Date or epoch milliseconds, got ${String(value)}`);
     return ms;
   }
 }

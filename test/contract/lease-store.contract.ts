@@ -63,7 +63,7 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         }
       });
 
-      it("skip: a claim of another slot while the lease is held answers overlap", async () => {
+      it('skip: a claim of another slot while the lease is held answers overlap', async () => {
         const h = await setup();
         const j = job();
         await won(h, request(j, 1));
@@ -291,7 +291,9 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         const lease = await won(h, request(j, 1));
         expect(await h.store.take(j, `${j}:1`, 'lease', LEASE_MS, lease.fencingToken)).toEqual({ kind: 'alive' });
         const slotLease = await won(h, request(job(), 1, 'allow'));
-        expect(await h.store.take(slotLease.jobName, slotLease.executionId, 'slot', LEASE_MS, slotLease.fencingToken)).toEqual({ kind: 'alive' });
+        expect(await h.store.take(slotLease.jobName, slotLease.executionId, 'slot', LEASE_MS, slotLease.fencingToken)).toEqual({
+          kind: 'alive',
+        });
       });
 
       it('answers paused for a paused job', async () => {

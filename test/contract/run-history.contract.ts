@@ -29,7 +29,12 @@ function begin(jobName: string, slot: number, fencingToken: number, extra: Parti
   };
 }
 
-function notStarted(jobName: string, slot: number, status: NotStartedRequest['status'], extra: Partial<NotStartedRequest> = {}): NotStartedRequest {
+function notStarted(
+  jobName: string,
+  slot: number,
+  status: NotStartedRequest['status'],
+  extra: Partial<NotStartedRequest> = {},
+): NotStartedRequest {
   return {
     jobName,
     executionId: `${jobName}:${slot}`,
@@ -63,7 +68,14 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
   const job = (): string => uniqueName(RUN_HISTORY_CONTRACT_PREFIX);
 
   /** A finished row of `jobName`'s slot: begin then finish with these fields. */
-  async function finished(h: RunHistory, jobName: string, slot: number, token: number, fields: Partial<FinishRequest> = {}, extra: Partial<BeginRequest> = {}) {
+  async function finished(
+    h: RunHistory,
+    jobName: string,
+    slot: number,
+    token: number,
+    fields: Partial<FinishRequest> = {},
+    extra: Partial<BeginRequest> = {},
+  ) {
     await h.begin(begin(jobName, slot, token, extra));
     expect(await h.finish(finish(`${jobName}:${slot}`, token, fields))).toBe(true);
     return (await h.get(`${jobName}:${slot}`))!;
@@ -137,7 +149,7 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
     });
 
     describe('finish', () => {
-      it("writes the result when the token still owns the running row", async () => {
+      it('writes the result when the token still owns the running row', async () => {
         const h = await setup();
         const j = job();
         await h.begin(begin(j, 1, 5));
@@ -183,7 +195,14 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         const j = job();
         expect(await h.recordNotStarted(notStarted(j, 1, 'skipped_overlap'))).toBe(true);
         expect(await h.recordNotStarted(notStarted(j, 2, 'queued', { maxAttempts: 4 }))).toBe(true);
-        expect(await h.get(`${j}:1`)).toMatchObject({ status: 'skipped_overlap', attempt: 0, fencingToken: null, finishedAt: at(1), error: 'not started (skipped_overlap)', maxAttempts: 1 });
+        expect(await h.get(`${j}:1`)).toMatchObject({
+          status: 'skipped_overlap',
+          attempt: 0,
+          fencingToken: null,
+          finishedAt: at(1),
+          error: 'not started (skipped_overlap)',
+          maxAttempts: 1,
+        });
         expect(await h.get(`${j}:2`)).toMatchObject({ status: 'queued', attempt: 0, fencingToken: null, finishedAt: null, maxAttempts: 4 });
       });
 
@@ -253,7 +272,14 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         const h = await setup();
         const j = job();
         const row = await finished(h, j, 1, 5, { status: 'failed' });
-        const base = { executionId: row.executionId, jobName: j, trigger: 'retry' as RunTrigger, fencingToken: 6, instanceId: 'x', now: at(50) };
+        const base = {
+          executionId: row.executionId,
+          jobName: j,
+          trigger: 'retry' as RunTrigger,
+          fencingToken: 6,
+          instanceId: 'x',
+          now: at(50),
+        };
         expect(await h.restart({ ...base, from: { status: 'failed', attempt: 2, fencingToken: 5 } })).toEqual({ kind: 'changed' });
         expect(await h.restart({ ...base, from: { status: 'dead', attempt: 1, fencingToken: 5 } })).toEqual({ kind: 'changed' });
         expect(await h.restart({ ...base, from: { status: 'failed', attempt: 1, fencingToken: 4 } })).toEqual({ kind: 'changed' });
@@ -265,8 +291,13 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         const j = job();
         await h.recordNotStarted(notStarted(j, 1, 'queued'));
         const outcome = await h.restart({
-          executionId: `${j}:1`, jobName: j, from: { status: 'queued', attempt: 0, fencingToken: null },
-          trigger: 'schedule', fencingToken: 1, instanceId: 'x', now: at(2),
+          executionId: `${j}:1`,
+          jobName: j,
+          from: { status: 'queued', attempt: 0, fencingToken: null },
+          trigger: 'schedule',
+          fencingToken: 1,
+          instanceId: 'x',
+          now: at(2),
         });
         expect(outcome).toEqual({ kind: 'restarted' });
         expect(await h.get(`${j}:1`)).toMatchObject({ status: 'running', attempt: 1, fencingToken: 1 });
@@ -278,8 +309,13 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         const row = await finished(h, j, 1, 5, { status: 'failed' });
         await h.begin(begin(j, 2, 8));
         const outcome = await h.restart({
-          executionId: row.executionId, jobName: j, from: { status: 'failed', attempt: 1, fencingToken: 5 },
-          trigger: 'retry', fencingToken: 8, instanceId: 'x', now: at(50),
+          executionId: row.executionId,
+          jobName: j,
+          from: { status: 'failed', attempt: 1, fencingToken: 5 },
+          trigger: 'retry',
+          fencingToken: 8,
+          instanceId: 'x',
+          now: at(50),
         });
         expect(outcome).toEqual({ kind: 'stale_fence', floor: 8, running: true });
         expect((await h.get(row.executionId))!.status).toBe('failed');
@@ -295,7 +331,12 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         expect(await h.settleQueued(`${j}:1`, 'skipped_overlap', 'superseded', at(3))).toBe(true);
         expect(await h.settleQueued(`${j}:1`, 'skipped_overlap', 'again', at(4))).toBe(false);
         expect(await h.settleQueued(`${j}:2`, 'skipped_overlap', 'no', at(4))).toBe(false);
-        expect(await h.get(`${j}:1`)).toMatchObject({ status: 'skipped_overlap', error: 'superseded', finishedAt: at(3), updatedAt: at(3) });
+        expect(await h.get(`${j}:1`)).toMatchObject({
+          status: 'skipped_overlap',
+          error: 'superseded',
+          finishedAt: at(3),
+          updatedAt: at(3),
+        });
       });
 
       it('skippedTrigger counts duplicate triggers', async () => {
@@ -387,7 +428,13 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         await h.begin(begin(j, 1, 5));
         expect(await h.markLeaseLost(`${j}:1`, 4, at(9), 'owner died')).toBe(false);
         expect(await h.markLeaseLost(`${j}:1`, 5, at(9), 'owner died', at(10))).toBe(true);
-        expect(await h.get(`${j}:1`)).toMatchObject({ status: 'lease_lost', finishedAt: at(9), updatedAt: at(9), error: 'owner died', nextAttemptAt: at(10) });
+        expect(await h.get(`${j}:1`)).toMatchObject({
+          status: 'lease_lost',
+          finishedAt: at(9),
+          updatedAt: at(9),
+          error: 'owner died',
+          nextAttemptAt: at(10),
+        });
         expect(await h.markLeaseLost(`${j}:1`, 5, at(11), 'again')).toBe(false);
       });
 
@@ -397,7 +444,13 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         const row = await finished(h, j, 1, 5, { status: 'failed', error: 'boom', nextAttemptAt: at(40) });
         expect(await h.closeOrphan({ ...row, attempt: 2 }, 'dead', at(50), 'job gone')).toBe(false);
         expect(await h.closeOrphan(row, 'dead', at(50), 'job gone')).toBe(true);
-        expect(await h.get(`${j}:1`)).toMatchObject({ status: 'dead', finishedAt: at(30), updatedAt: at(50), nextAttemptAt: null, error: 'boom | job gone' });
+        expect(await h.get(`${j}:1`)).toMatchObject({
+          status: 'dead',
+          finishedAt: at(30),
+          updatedAt: at(50),
+          nextAttemptAt: null,
+          error: 'boom | job gone',
+        });
         await h.begin(begin(j, 2, 6));
         const running = (await h.get(`${j}:2`))!;
         expect(await h.closeOrphan(running, 'lease_lost', at(60), 'job gone')).toBe(true);

@@ -25,7 +25,13 @@ const at = (time: string): Date => new Date(`2031-06-01T${time}Z`);
  * fake time is in the future: to the sweeps of other test files' apps (on the shared database,
  * with their own Redis), a `running` row from the past would look like an orphan to close.
  */
-async function startFleetAt(fakeNow: string, count: number, name: string, handler: Handler, expression = '0 * * * *'): Promise<RunningApp[]> {
+async function startFleetAt(
+  fakeNow: string,
+  count: number,
+  name: string,
+  handler: Handler,
+  expression = '0 * * * *',
+): Promise<RunningApp[]> {
   const realStart = Date.now();
   const base = Date.parse(fakeNow);
   const started = await Promise.all(
@@ -101,7 +107,9 @@ describe('backfill', () => {
       // The others triggered it and lost the claim, or found its row when they came to it.
       const outcomes = results.map((result) => result[index]!.outcome);
       expect(outcomes.filter((outcome) => outcome === 'ran')).toHaveLength(1);
-      expect(outcomes.filter((outcome) => outcome !== 'ran').every((outcome) => outcome === 'lost' || outcome === 'already_done')).toBe(true);
+      expect(outcomes.filter((outcome) => outcome !== 'ran').every((outcome) => outcome === 'lost' || outcome === 'already_done')).toBe(
+        true,
+      );
       const winner = fleet[results.findIndex((result) => result[index]!.outcome === 'ran')]!;
       expect(rows.find((r) => iso(r.scheduledAt) === all[index])!.instanceId).toBe(winner.label);
     }
@@ -162,7 +170,10 @@ describe('backfill', () => {
     const [app] = await startFleetAt('2031-06-01T10:30:00Z', 1, name, () => undefined, '* * * * *');
     const cron: DistributedCronService = app!.cron;
     const rejects = async (call: () => Promise<unknown>, parameter: string, problem: RegExp): Promise<void> => {
-      const error = await call().then(() => undefined, (e: unknown) => e);
+      const error = await call().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(TypeError);
       expect(error).toMatchObject({ name: 'DistributedCronArgumentError', method: 'backfill', parameter });
       expect((error as Error).message).toMatch(problem);
@@ -174,7 +185,11 @@ describe('backfill', () => {
     await rejects(() => cron.backfill(name, at('09:00:00'), at('11:00:00')), 'to', /must not be after now/);
     // An every-minute job: 24 hours hold 1,440 slots.
     await rejects(() => cron.backfill(name, new Date('2026-05-31T09:00:00Z'), at('09:00:00')), 'to', /more than 1,000 slots/);
-    await rejects(() => cron.backfill(name, at('08:00:00'), at('09:00:00'), { overlap: 'queue' as 'wait' }), 'options.overlap', /must be 'skip' or 'wait', got "queue"/);
+    await rejects(
+      () => cron.backfill(name, at('08:00:00'), at('09:00:00'), { overlap: 'queue' as 'wait' }),
+      'options.overlap',
+      /must be 'skip' or 'wait', got "queue"/,
+    );
     await rejects(() => cron.backfill(name, at('08:00:00'), at('09:00:00'), { wait: true } as object), 'options.wait', /is not an option/);
     expect(await rowsOf(name)).toEqual([]);
   });

@@ -59,7 +59,9 @@ describe('DistributedCronModule imported twice', () => {
     const error = await bootstrapError(AppModule);
     expect(error).toBeInstanceOf(DistributedCronConfigError);
     const { message } = error as Error;
-    expect(message).toMatch(/^DistributedCronModule option `forRoot`: imported 2 times in this app \(DistributedCronModule\.forRoot\(\)\/forRootAsync\(\) in (AppModule and ReportsModule|ReportsModule and AppModule)\)/);
+    expect(message).toMatch(
+      /^DistributedCronModule option `forRoot`: imported 2 times in this app \(DistributedCronModule\.forRoot\(\)\/forRootAsync\(\) in (AppModule and ReportsModule|ReportsModule and AppModule)\)/,
+    );
     expect(message).toMatch(/feature modules must not import it again/);
     expect(message).toMatch(/pass `isGlobal: true` to that one forRoot, or export DistributedCronModule from the module that imports it/);
     expect(message).not.toMatch(/SchedulerRegistry/);
@@ -91,7 +93,12 @@ describe('DistributedCronModule imported twice', () => {
 
     const app = await NestFactory.createApplicationContext(AppModule, { logger: logs, abortOnError: false });
     try {
-      expect(app.get(ReportsJob).cron.jobs().map((job) => job.name)).toEqual([name]);
+      expect(
+        app
+          .get(ReportsJob)
+          .cron.jobs()
+          .map((job) => job.name),
+      ).toEqual([name]);
     } finally {
       await app.close();
     }
@@ -121,7 +128,9 @@ describe('@DistributedCron on a provider without a real instance at bootstrap', 
     expect(error).toBeInstanceOf(DistributedCronConfigError);
     expect((error as DistributedCronConfigError).jobName).toBe(name);
     expect((error as Error).message).toMatch(
-      new RegExp(`^@DistributedCron job '${name}', option \`scope\`: RequestReports\\.run is on RequestReports, which is request-scoped \\(\`@Injectable\\(\\{ scope: Scope\\.REQUEST \\}\\)\`\\)`),
+      new RegExp(
+        `^@DistributedCron job '${name}', option \`scope\`: RequestReports\\.run is on RequestReports, which is request-scoped \\(\`@Injectable\\(\\{ scope: Scope\\.REQUEST \\}\\)\`\\)`,
+      ),
     );
     expect((error as Error).message).toMatch(/Move the method to a default-scoped \(singleton\) provider/);
   });
@@ -159,6 +168,8 @@ describe('@DistributedCron on a provider without a real instance at bootstrap', 
 
     const error = await bootstrapError(AppModule);
     expect(error).toBeInstanceOf(DistributedCronConfigError);
-    expect((error as Error).message).toMatch(/job 'context-reports', option `scope`: ContextReports\.run is on ContextReports, which is request-scoped because it injects a request-scoped provider/);
+    expect((error as Error).message).toMatch(
+      /job 'context-reports', option `scope`: ContextReports\.run is on ContextReports, which is request-scoped because it injects a request-scoped provider/,
+    );
   });
 });

@@ -20,20 +20,77 @@ async function bootstrap(providers: Type[], module: Parameters<typeof startApp>[
 
 describe('bootstrap fails with an error naming the job and the option', () => {
   const cases: Array<[string, () => Promise<unknown>, RegExp]> = [
-    ['a bad cron expression', () => bootstrap([jobProvider('61 * * * *', { name: 'bad-cron' }, noop, 'x')]), /job 'bad-cron', option `expression`: .*61/],
-    ['an unknown time zone', () => bootstrap([jobProvider('* * * * *', { name: 'bad-zone', timeZone: 'Mars/Olympus' }, noop, 'x')]), /job 'bad-zone', option `timeZone`: unknown IANA time zone "Mars\/Olympus"/],
-    ['no time zone at all', () => bootstrap([jobProvider('* * * * *', { name: 'no-zone' }, noop, 'x')], { timeZone: undefined }), /job 'no-zone', option `timeZone`: no time zone/],
-    ['a lease shorter than the renewal interval', () => bootstrap([jobProvider('* * * * *', { name: 'short-lease', lease: '5s', renewEvery: '10s' }, noop, 'x')]), /job 'short-lease', option `lease`: .*longer than the renewal interval/],
-    ['an unknown overlap policy', () => bootstrap([jobProvider('* * * * *', { name: 'bad-overlap', overlap: 'sometimes' as never }, noop, 'x')]), /job 'bad-overlap', option `overlap`: must be one of/],
-    ['a skew tolerance the period cannot hold', () => bootstrap([jobProvider('* * * * * *', { name: 'bad-skew', skewTolerance: '2s' }, noop, 'x')]), /job 'bad-skew', option `skewTolerance`/],
-    ['an unparseable duration', () => bootstrap([jobProvider('* * * * *', { name: 'bad-duration', lease: 'forever' }, noop, 'x')]), /job 'bad-duration', option `lease`/],
-    ['an execution ID function that throws', () => bootstrap([jobProvider('* * * * *', { name: 'bad-id', executionId: () => { throw new Error('oops'); } }, noop, 'x')]), /job 'bad-id', option `executionId`: threw for the next slot: oops/],
+    [
+      'a bad cron expression',
+      () => bootstrap([jobProvider('61 * * * *', { name: 'bad-cron' }, noop, 'x')]),
+      /job 'bad-cron', option `expression`: .*61/,
+    ],
+    [
+      'an unknown time zone',
+      () => bootstrap([jobProvider('* * * * *', { name: 'bad-zone', timeZone: 'Mars/Olympus' }, noop, 'x')]),
+      /job 'bad-zone', option `timeZone`: unknown IANA time zone "Mars\/Olympus"/,
+    ],
+    [
+      'no time zone at all',
+      () => bootstrap([jobProvider('* * * * *', { name: 'no-zone' }, noop, 'x')], { timeZone: undefined }),
+      /job 'no-zone', option `timeZone`: no time zone/,
+    ],
+    [
+      'a lease shorter than the renewal interval',
+      () => bootstrap([jobProvider('* * * * *', { name: 'short-lease', lease: '5s', renewEvery: '10s' }, noop, 'x')]),
+      /job 'short-lease', option `lease`: .*longer than the renewal interval/,
+    ],
+    [
+      'an unknown overlap policy',
+      () => bootstrap([jobProvider('* * * * *', { name: 'bad-overlap', overlap: 'sometimes' as never }, noop, 'x')]),
+      /job 'bad-overlap', option `overlap`: must be one of/,
+    ],
+    [
+      'a skew tolerance the period cannot hold',
+      () => bootstrap([jobProvider('* * * * * *', { name: 'bad-skew', skewTolerance: '2s' }, noop, 'x')]),
+      /job 'bad-skew', option `skewTolerance`/,
+    ],
+    [
+      'an unparseable duration',
+      () => bootstrap([jobProvider('* * * * *', { name: 'bad-duration', lease: 'forever' }, noop, 'x')]),
+      /job 'bad-duration', option `lease`/,
+    ],
+    [
+      'an execution ID function that throws',
+      () =>
+        bootstrap([
+          jobProvider(
+            '* * * * *',
+            {
+              name: 'bad-id',
+              executionId: () => {
+                throw new Error('oops');
+              },
+            },
+            noop,
+            'x',
+          ),
+        ]),
+      /job 'bad-id', option `executionId`: threw for the next slot: oops/,
+    ],
     ['a missing Redis client', () => bootstrap([], { redis: undefined as never }), /option `redis`: missing/],
     ['a missing Prisma client', () => bootstrap([], { prisma: undefined as never }), /option `prisma`: missing/],
-    ['an unknown module time zone', () => bootstrap([], { timeZone: 'Europe/Atlantis' }), /DistributedCronModule option `timeZone`: unknown IANA time zone/],
+    [
+      'an unknown module time zone',
+      () => bootstrap([], { timeZone: 'Europe/Atlantis' }),
+      /DistributedCronModule option `timeZone`: unknown IANA time zone/,
+    ],
     // Node fires a timer longer than 2^31-1 ms (~24.8 days) after 1 ms: every run would time out at once.
-    ['a timeout longer than a Node timer', () => bootstrap([jobProvider('0 0 * * *', { name: 'long-timeout', timeout: '30d' }, noop, 'x')]), /job 'long-timeout', option `timeout`: 2592000000 ms .*longest timer Node\.js can arm/],
-    ['a module sweep interval longer than a Node timer', () => bootstrap([], { sweepEvery: '30d' }), /DistributedCronModule option `sweepEvery`: 2592000000 ms .*longest timer Node\.js can arm/],
+    [
+      'a timeout longer than a Node timer',
+      () => bootstrap([jobProvider('0 0 * * *', { name: 'long-timeout', timeout: '30d' }, noop, 'x')]),
+      /job 'long-timeout', option `timeout`: 2592000000 ms .*longest timer Node\.js can arm/,
+    ],
+    [
+      'a module sweep interval longer than a Node timer',
+      () => bootstrap([], { sweepEvery: '30d' }),
+      /DistributedCronModule option `sweepEvery`: 2592000000 ms .*longest timer Node\.js can arm/,
+    ],
   ];
   for (const [what, run, message] of cases) {
     it(`for ${what}`, async () => {

@@ -31,7 +31,9 @@ async function startFleetAt(
       const label = uniqueName(`catch-up-${i}`);
       return startApp({
         label,
-        providers: jobs.map((job) => jobProvider('0 * * * *', { name: job.name, catchUp: job.catchUp, timeZone: 'UTC' }, job.handler, label)),
+        providers: jobs.map((job) =>
+          jobProvider('0 * * * *', { name: job.name, catchUp: job.catchUp, timeZone: 'UTC' }, job.handler, label),
+        ),
         module: { clock: () => base + i * 200 + (Date.now() - realStart) },
       });
     }),
@@ -63,17 +65,21 @@ describe('catch-up after the whole fleet was down', () => {
       runs.push({ job: ctx.jobName, scheduledAt: iso(ctx.scheduledAt), trigger: ctx.trigger, instance });
       await sleep(200);
     };
-    apps.push(...(await startFleetAt('2026-06-01T10:00:30Z', 3, [
-      { name: latest, catchUp: 'latest', handler },
-      { name: none, catchUp: 'none', handler },
-    ])));
+    apps.push(
+      ...(await startFleetAt('2026-06-01T10:00:30Z', 3, [
+        { name: latest, catchUp: 'latest', handler },
+        { name: none, catchUp: 'none', handler },
+      ])),
+    );
 
     const lines = await settled(latest, 3);
     await closeApps();
 
     const rows = await rowsOf(latest);
     expect(rows.map((r) => [iso(r.scheduledAt), r.trigger, r.status])).toEqual([['2026-06-01T10:00:00Z', 'catch_up', 'completed']]);
-    expect(runs.filter((r) => r.job === latest)).toEqual([{ job: latest, scheduledAt: '2026-06-01T10:00:00Z', trigger: 'catch_up', instance: rows[0]!.instanceId }]);
+    expect(runs.filter((r) => r.job === latest)).toEqual([
+      { job: latest, scheduledAt: '2026-06-01T10:00:00Z', trigger: 'catch_up', instance: rows[0]!.instanceId },
+    ]);
     // One instance says it ran the slot; the others lost the claim or found the row already there.
     expect(lines.filter((l) => l.includes('ran 1 here: 2026-06-01T10:00:00Z ran'))).toHaveLength(1);
 
@@ -138,7 +144,9 @@ describe('catch-up after the whole fleet was down', () => {
     await closeApps();
 
     const expected = ['2026-06-01T08:00:00Z', '2026-06-01T09:00:00Z', '2026-06-01T10:00:00Z'];
-    expect((await rowsOf(name)).map((r) => [iso(r.scheduledAt), r.trigger, r.status])).toEqual(expected.map((at) => [at, 'catch_up', 'completed']));
+    expect((await rowsOf(name)).map((r) => [iso(r.scheduledAt), r.trigger, r.status])).toEqual(
+      expected.map((at) => [at, 'catch_up', 'completed']),
+    );
     expect(runs.map((r) => r.scheduledAt)).toEqual(expected);
     expect(new Set(runs.map((r) => r.instance)).size).toBe(1);
   });

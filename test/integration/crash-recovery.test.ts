@@ -36,7 +36,12 @@ describe('crash recovery across child processes', () => {
     const name = uniqueName('recover');
     const events: FixtureEvent[] = [];
     const { expression } = oneShot(6_000);
-    await fleet(name, expression, { job: { name, lease: '2s', renewEvery: '500ms', recover: true }, workMs: 30_000, laterAttemptsWorkMs: 200 }, events);
+    await fleet(
+      name,
+      expression,
+      { job: { name, lease: '2s', renewEvery: '500ms', recover: true }, workMs: 30_000, laterAttemptsWorkMs: 200 },
+      events,
+    );
 
     const first = await waitFor(() => events.find((e) => e.event === 'start'), { timeoutMs: 10_000, message: 'the run starts' });
     await instances.find((i) => i.id === first.instanceId)!.kill('SIGKILL');
@@ -101,12 +106,23 @@ describe('crash recovery across child processes', () => {
     const events: FixtureEvent[] = [];
     const { expression } = oneShot(6_000);
     // A short lease: if the kill lands between the result and the release, the lease expires soon anyway.
-    await fleet(name, expression, { job: { name, lease: '2s', renewEvery: '500ms', retry: { attempts: 2, backoff: '2s' } }, workMs: 100, failAttempts: 1 }, events);
+    await fleet(
+      name,
+      expression,
+      { job: { name, lease: '2s', renewEvery: '500ms', retry: { attempts: 2, backoff: '2s' } }, workMs: 100, failAttempts: 1 },
+      events,
+    );
 
-    const failed = await waitFor(() => events.find((e) => e.event === 'end' && e.failed), { timeoutMs: 10_000, message: 'attempt 1 fails' });
+    const failed = await waitFor(() => events.find((e) => e.event === 'end' && e.failed), {
+      timeoutMs: 10_000,
+      message: 'attempt 1 fails',
+    });
     await waitFor(async () => (await row(failed.executionId!))?.status === 'failed', { message: 'the failure is recorded' });
     await instances.find((i) => i.id === failed.instanceId)!.kill('SIGKILL');
-    const retry = await waitFor(() => events.find((e) => e.event === 'start' && e.attempt === 2), { timeoutMs: 10_000, message: 'the retry runs' });
+    const retry = await waitFor(() => events.find((e) => e.event === 'start' && e.attempt === 2), {
+      timeoutMs: 10_000,
+      message: 'the retry runs',
+    });
     expect(retry.instanceId).not.toBe(failed.instanceId);
     expect(retry.executionId).toBe(failed.executionId);
     await waitFor(async () => (await row(failed.executionId!))?.status === 'completed', { message: 'the retry completes' });

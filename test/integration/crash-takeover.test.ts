@@ -57,7 +57,11 @@ describe('crash of the instance running a job (three child processes, SIGKILL)',
 
     // Slots that fired while the dead owner held the lease are recorded, not silently dropped.
     const skipped = await prisma.distributedCronRun.findMany({
-      where: { jobName: name, status: 'skipped_overlap', scheduledAt: { gt: new Date(first.scheduledAt!), lt: new Date(takeover.scheduledAt!) } },
+      where: {
+        jobName: name,
+        status: 'skipped_overlap',
+        scheduledAt: { gt: new Date(first.scheduledAt!), lt: new Date(takeover.scheduledAt!) },
+      },
     });
     expect(skipped.length).toBeGreaterThanOrEqual(1);
     // A survivor notices the dead owner and closes its row: nothing stays 'running' forever.

@@ -3,16 +3,18 @@ import { startFleet } from '../support/app.js';
 import { integrationSetup } from '../support/integration.setup.js';
 import { uniqueName } from '../support/services.js';
 
-const { prisma, apps, closeApps } = integrationSetup({ closeApps: 'all' });
+const { prisma, apps } = integrationSetup({ closeApps: 'all' });
 
 describe('the same execution ID triggered again after it completed', () => {
   it('is skipped by every instance and never runs twice, also when Redis has lost the slot key', async () => {
     const name = uniqueName('dup');
     const runs: string[] = [];
-    apps.push(...(await startFleet(3, name, '0 0 1 1 *', { name, executionId: ({ businessDate }) => `${name}:${businessDate}` }, (ctx) => {
-      runs.push(ctx.executionId);
-      ctx.report({ processed: 3 });
-    })));
+    apps.push(
+      ...(await startFleet(3, name, '0 0 1 1 *', { name, executionId: ({ businessDate }) => `${name}:${businessDate}` }, (ctx) => {
+        runs.push(ctx.executionId);
+        ctx.report({ processed: 3 });
+      })),
+    );
     const slot = new Date('2026-08-14T00:00:00Z');
     const executionId = `${name}:2026-08-14`;
 

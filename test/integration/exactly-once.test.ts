@@ -33,7 +33,12 @@ describe('three instances in one process, a job every second', () => {
     }
     const ids = effects.map((e) => e.executionId);
     expect(new Set(ids).size).toBe(ids.length);
-    expect(ids.sort()).toEqual(rows.filter((r) => r.status !== 'skipped_overlap').map((r) => r.executionId).sort());
+    expect(ids.sort()).toEqual(
+      rows
+        .filter((r) => r.status !== 'skipped_overlap')
+        .map((r) => r.executionId)
+        .sort(),
+    );
     // Each run's row names the instance whose handler ran it.
     for (const effect of effects) {
       expect(rows.find((r) => r.executionId === effect.executionId)!.instanceId).toBe(effect.instance);
@@ -58,22 +63,35 @@ describe('many jobs firing at the same second (batched claims and history writes
       ['a', 'b'].map((instance) =>
         startApp({
           label: `${prefix}-${instance}`,
-          providers: names.map((name) => jobProvider('* * * * * *', { name, lease: '5s' }, (ctx) => void effects.push(ctx.executionId), instance)),
+          providers: names.map((name) =>
+            jobProvider('* * * * * *', { name, lease: '5s' }, (ctx) => void effects.push(ctx.executionId), instance),
+          ),
         }),
       ),
     );
-    await waitFor(async () => (await prisma.distributedCronRun.count({ where: { jobName: { in: names }, status: 'completed' } })) >= 25 * 4, {
-      timeoutMs: 20_000,
-      message: 'four slots of every job',
-    });
+    await waitFor(
+      async () => (await prisma.distributedCronRun.count({ where: { jobName: { in: names }, status: 'completed' } })) >= 25 * 4,
+      {
+        timeoutMs: 20_000,
+        message: 'four slots of every job',
+      },
+    );
     await closeAll(apps);
     apps = [];
 
     const rows = await prisma.distributedCronRun.findMany({ where: { jobName: { in: names } } });
     expect(new Set(effects).size).toBe(effects.length);
-    expect(rows.filter((r) => r.status === 'completed').map((r) => r.executionId).sort()).toEqual([...effects].sort());
+    expect(
+      rows
+        .filter((r) => r.status === 'completed')
+        .map((r) => r.executionId)
+        .sort(),
+    ).toEqual([...effects].sort());
     for (const name of names) {
-      const slots = rows.filter((r) => r.jobName === name).map((r) => r.scheduledAt.getTime()).sort();
+      const slots = rows
+        .filter((r) => r.jobName === name)
+        .map((r) => r.scheduledAt.getTime())
+        .sort();
       // No gaps between the first and last slot of each job.
       expect(slots.length).toBe((slots.at(-1)! - slots[0]!) / 1000 + 1);
     }

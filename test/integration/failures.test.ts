@@ -1,6 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { NonRetryableError, SlackAlerter, type CronContext, type DistributedCronModuleOptions, type DistributedCronOptions } from '../../src/index.js';
+import {
+  NonRetryableError,
+  SlackAlerter,
+  type CronContext,
+  type DistributedCronModuleOptions,
+  type DistributedCronOptions,
+} from '../../src/index.js';
 import { logs, startFleet, type Handler } from '../support/app.js';
 import { integrationSetup } from '../support/integration.setup.js';
 import { uniqueName, waitFor } from '../support/services.js';
@@ -8,12 +14,18 @@ import { uniqueName, waitFor } from '../support/services.js';
 const { prisma, apps, closeApps, slack } = integrationSetup({ slack: true });
 
 /** Three instances of a job that never fires by itself; slots are triggered by the test. */
-async function fleet(options: DistributedCronOptions & { name: string }, handler: Handler, module: Partial<DistributedCronModuleOptions> = {}) {
-  apps.push(...(await startFleet(3, options.name, '0 0 1 1 *', options, handler, {
-    alerter: new SlackAlerter({ webhookUrl: slack.url, retries: 2, retryDelayMs: 20, timeoutMs: 1_000 }),
-    sweepEvery: '100ms',
-    ...module,
-  })));
+async function fleet(
+  options: DistributedCronOptions & { name: string },
+  handler: Handler,
+  module: Partial<DistributedCronModuleOptions> = {},
+) {
+  apps.push(
+    ...(await startFleet(3, options.name, '0 0 1 1 *', options, handler, {
+      alerter: new SlackAlerter({ webhookUrl: slack.url, retries: 2, retryDelayMs: 20, timeoutMs: 1_000 }),
+      sweepEvery: '100ms',
+      ...module,
+    })),
+  );
   return apps;
 }
 const row = (executionId: string) => prisma.distributedCronRun.findUnique({ where: { executionId } });
@@ -34,7 +46,11 @@ describe('retries', () => {
       message: 'the third attempt completes',
     });
     expect(done).toMatchObject({ attempt: 3, maxAttempts: 3, trigger: 'retry', error: null });
-    expect(attempts.map((a) => [a.attempt, a.trigger])).toEqual([[1, 'manual'], [2, 'retry'], [3, 'retry']]);
+    expect(attempts.map((a) => [a.attempt, a.trigger])).toEqual([
+      [1, 'manual'],
+      [2, 'retry'],
+      [3, 'retry'],
+    ]);
     expect(await prisma.distributedCronRun.count({ where: { jobName: name } })).toBe(1);
     await waitFor(() => slack.of('recovered', name).length === 1, { message: 'one recovery message' });
     expect(slack.of('failed', name)).toHaveLength(1);
@@ -83,9 +99,13 @@ describe('retries', () => {
 describe('timeouts', () => {
   it('aborts a handler that honours the signal and records timed_out', async () => {
     const name = uniqueName('timeout-honours');
-    await fleet({ name, timeout: '300ms' }, (ctx: CronContext) => new Promise((_, reject) => {
-      ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error));
-    }));
+    await fleet(
+      { name, timeout: '300ms' },
+      (ctx: CronContext) =>
+        new Promise((_, reject) => {
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error));
+        }),
+    );
     await apps[0]!.cron.trigger(name, SLOT);
     const r = (await row(slotId(name)))!;
     expect(r.status).toBe('timed_out');
@@ -132,9 +152,18 @@ describe('alert delivery never changes the outcome', () => {
     await closeApps();
 
     const downName = uniqueName('slack-down');
-    apps.push(...(await startFleet(1, downName, '0 0 1 1 *', { name: downName }, () => {
-      throw new Error('boom');
-    }, { alerter: new SlackAlerter({ webhookUrl: 'http://127.0.0.1:9/hooks', retries: 1, retryDelayMs: 10, timeoutMs: 300 }) })));
+    apps.push(
+      ...(await startFleet(
+        1,
+        downName,
+        '0 0 1 1 *',
+        { name: downName },
+        () => {
+          throw new Error('boom');
+        },
+        { alerter: new SlackAlerter({ webhookUrl: 'http://127.0.0.1:9/hooks', retries: 1, retryDelayMs: 10, timeoutMs: 300 }) },
+      )),
+    );
     expect(await apps[0]!.cron.trigger(downName, SLOT)).toBe('ran');
     expect((await row(slotId(downName)))!.status).toBe('failed');
   });
@@ -158,9 +187,13 @@ describe('alert policy, fleet-wide', () => {
   it('sends one failure alert per window, one escalation at the threshold and one recovery message, whichever instance ran', async () => {
     const name = uniqueName('streak');
     let healthy = false;
-    await fleet({ name }, () => {
-      if (!healthy) throw new Error('partner API down');
-    }, { alerts: { dedupWindow: '1h', escalateAfter: 3 } });
+    await fleet(
+      { name },
+      () => {
+        if (!healthy) throw new Error('partner API down');
+      },
+      { alerts: { dedupWindow: '1h', escalateAfter: 3 } },
+    );
     for (let year = 2021; year <= 2025; year++) {
       expect(await apps[year % 3]!.cron.trigger(name, new Date(Date.UTC(year, 0, 1)))).toBe('ran');
     }
@@ -179,13 +212,22 @@ describe("dead-man's switch", () => {
   it('stays quiet while the job succeeds, then alerts once, from one instance, when it stops succeeding', async () => {
     const name = uniqueName('deadman');
     let healthy = true;
-    apps.push(...(await startFleet(3, name, '* * * * * *', { name, expectSuccessWithin: '2s' }, () => {
-      if (!healthy) throw new Error('stuck');
-    }, {
-      alerter: new SlackAlerter({ webhookUrl: slack.url }),
-      sweepEvery: '100ms',
-      alerts: { dedupWindow: '1h', escalateAfter: 0 },
-    })));
+    apps.push(
+      ...(await startFleet(
+        3,
+        name,
+        '* * * * * *',
+        { name, expectSuccessWithin: '2s' },
+        () => {
+          if (!healthy) throw new Error('stuck');
+        },
+        {
+          alerter: new SlackAlerter({ webhookUrl: slack.url }),
+          sweepEvery: '100ms',
+          alerts: { dedupWindow: '1h', escalateAfter: 0 },
+        },
+      )),
+    );
     await waitFor(async () => (await prisma.distributedCronRun.count({ where: { jobName: name, status: 'completed' } })) >= 3, {
       timeoutMs: 10_000,
       message: 'three successes',

@@ -33,7 +33,13 @@ const row = (executionId: string) => prisma.distributedCronRun.findUnique({ wher
 const slot = (year: number) => new Date(Date.UTC(year, 0, 1));
 
 /** One instance of one job that never fires by itself (slots are triggered by the test). */
-async function instance(label: string, options: DistributedCronOptions, handler: Handler, db: PrismaClientLike = prisma, sweepEvery = '100ms') {
+async function instance(
+  label: string,
+  options: DistributedCronOptions,
+  handler: Handler,
+  db: PrismaClientLike = prisma,
+  sweepEvery = '100ms',
+) {
   const app = await startApp({ label, providers: [jobProvider('0 0 1 1 *', options, handler, label)], module: { prisma: db, sweepEvery } });
   apps.push(app);
   return app;
@@ -75,18 +81,26 @@ describe('a re-run that fails to start', () => {
       }
     });
     const runs: Array<[string, number, string]> = [];
-    const app = await instance(`${name}-0`, { name, lease: '3s', renewEvery: '500ms', retry: { attempts: 3, backoff: '200ms' } }, (ctx) => {
-      runs.push([ctx.executionId, ctx.attempt, ctx.trigger]);
-      if (ctx.executionId === first && ctx.attempt === 1) throw new Error('upstream 502');
-    }, db);
+    const app = await instance(
+      `${name}-0`,
+      { name, lease: '3s', renewEvery: '500ms', retry: { attempts: 3, backoff: '200ms' } },
+      (ctx) => {
+        runs.push([ctx.executionId, ctx.attempt, ctx.trigger]);
+        if (ctx.executionId === first && ctx.attempt === 1) throw new Error('upstream 502');
+      },
+      db,
+    );
 
     expect(await app.cron.trigger(name, slot(2026))).toBe('ran');
     await waitFor(() => injected === 1, { message: 'the restart of the due retry failed once' });
     // The failed start let go of the lease: the next sweep starts the retry, which completes.
-    const done = await waitFor(async () => {
-      const r = await row(first);
-      return r?.status === 'completed' ? r : undefined;
-    }, { timeoutMs: 8_000, message: 'the retry runs after the failed start' });
+    const done = await waitFor(
+      async () => {
+        const r = await row(first);
+        return r?.status === 'completed' ? r : undefined;
+      },
+      { timeoutMs: 8_000, message: 'the retry runs after the failed start' },
+    );
     expect(done).toMatchObject({ attempt: 2, trigger: 'retry' });
     // Nothing keeps renewing a lease for it: the lease key is gone and later slots run.
     await waitFor(async () => (await redis.exists(keysOf(name).lease)) === 0, { timeoutMs: 3_000, message: 'the lease is free' });
@@ -123,24 +137,33 @@ describe('a database blip while the result is written', () => {
     const { db, state } = finishBlip(1_500);
     const starts: Array<{ instance: string; attempt: number; fencingToken: number }> = [];
     const options: DistributedCronOptions = { name, lease: '2s', renewEvery: '300ms', recover: true };
-    const handler: Handler = (ctx: CronContext, instance) => void starts.push({ instance, attempt: ctx.attempt, fencingToken: ctx.fencingToken });
+    const handler: Handler = (ctx: CronContext, instance) =>
+      void starts.push({ instance, attempt: ctx.attempt, fencingToken: ctx.fencingToken });
     const owner = await instance(`${name}-0`, options, handler, db);
     await instance(`${name}-1`, options, handler);
     await instance(`${name}-2`, options, handler);
 
     const watch = watchStatuses(id);
     expect(await owner.cron.trigger(name, slot(2026))).toBe('ran');
-    const written = await waitFor(async () => {
-      const r = await row(id);
-      return r && r.status !== 'running' ? r : undefined;
-    }, { timeoutMs: 10_000, message: 'the result is written' });
+    const written = await waitFor(
+      async () => {
+        const r = await row(id);
+        return r && r.status !== 'running' ? r : undefined;
+      },
+      { timeoutMs: 10_000, message: 'the result is written' },
+    );
     expect(state.failed).toBeGreaterThanOrEqual(3); // the blip outlasted the old ~0.6 s of retries
     // More than a lease for the other instances' sweeps to (wrongly) re-run or close it.
     await sleep(2_500);
     await watch.stop();
 
     expect(written).toMatchObject({ status: 'completed', attempt: 1, instanceId: `${name}-0` });
-    expect(await row(id)).toMatchObject({ status: 'completed', attempt: 1, instanceId: `${name}-0`, fencingToken: BigInt(starts[0]!.fencingToken) });
+    expect(await row(id)).toMatchObject({
+      status: 'completed',
+      attempt: 1,
+      instanceId: `${name}-0`,
+      fencingToken: BigInt(starts[0]!.fencingToken),
+    });
     expect(starts).toEqual([{ instance: `${name}-0`, attempt: 1, fencingToken: starts[0]!.fencingToken }]);
     expect(watch.seen).toEqual(['running', 'completed']);
   });
@@ -160,22 +183,31 @@ describe('a database blip while the result is written', () => {
 
     const watch = watchStatuses(id);
     expect(await owner.cron.trigger(name, slot(2026))).toBe('ran');
-    const failed = await waitFor(async () => {
-      const r = await row(id);
-      return r && r.status !== 'running' ? r : undefined;
-    }, { timeoutMs: 10_000, message: 'the result is written' });
+    const failed = await waitFor(
+      async () => {
+        const r = await row(id);
+        return r && r.status !== 'running' ? r : undefined;
+      },
+      { timeoutMs: 10_000, message: 'the result is written' },
+    );
     expect(state.failed).toBeGreaterThanOrEqual(3);
     expect(failed).toMatchObject({ status: 'failed', attempt: 1, instanceId: `${name}-0` });
     expect(failed.error).toMatch(/upstream 502/);
     expect(failed.nextAttemptAt).not.toBeNull();
 
-    const done = await waitFor(async () => {
-      const r = await row(id);
-      return r?.status === 'completed' ? r : undefined;
-    }, { timeoutMs: 10_000, message: 'the retry completes' });
+    const done = await waitFor(
+      async () => {
+        const r = await row(id);
+        return r?.status === 'completed' ? r : undefined;
+      },
+      { timeoutMs: 10_000, message: 'the retry completes' },
+    );
     await watch.stop();
     expect(done).toMatchObject({ attempt: 2, trigger: 'retry' });
-    expect(starts.map(([, attempt, trigger]) => [attempt, trigger])).toEqual([[1, 'manual'], [2, 'retry']]);
+    expect(starts.map(([, attempt, trigger]) => [attempt, trigger])).toEqual([
+      [1, 'manual'],
+      [2, 'retry'],
+    ]);
     // Never lease_lost, never closed by another instance: failed (with its next attempt), then the retry's result.
     expect(watch.seen.filter((status) => status !== 'running')).toEqual(['failed', 'completed']);
   });
@@ -187,7 +219,9 @@ describe('one bad value in a batch shared with healthy jobs', () => {
     const label = uniqueName(prefix);
     const app = await startApp({
       label,
-      providers: handlers.map(({ name, options, handler }) => jobProvider('0 0 1 1 *', { name, lease: '2s', renewEvery: '500ms', ...options }, handler, label)),
+      providers: handlers.map(({ name, options, handler }) =>
+        jobProvider('0 0 1 1 *', { name, lease: '2s', renewEvery: '500ms', ...options }, handler, label),
+      ),
       module: { sweepEvery: '200ms' },
     });
     apps.push(app);
@@ -206,24 +240,33 @@ describe('one bad value in a batch shared with healthy jobs', () => {
       await release.opened; // all handlers end in the same turn, so their results share one UPDATE
     };
     const app = await manyJobs('batch-finish', [
-      ...healthy.map((name) => ({ name, handler: async (ctx: CronContext) => {
-        await wait(ctx);
-        ctx.report({ processed: 10 });
-      } })),
-      { name: nulJob, handler: async (ctx: CronContext) => {
-        await wait(ctx);
-        throw new Error('parser choked on "abc\u0000def" in line 7');
-      } },
-      { name: hugeJob, handler: async (ctx: CronContext) => {
-        await wait(ctx);
-        try {
-          ctx.report({ processed: 2_000_000_000 });
-          ctx.report({ processed: 2_000_000_000 }); // the run's total would not fit the column
-        } catch (error) {
-          reportError = error;
-          throw error;
-        }
-      } },
+      ...healthy.map((name) => ({
+        name,
+        handler: async (ctx: CronContext) => {
+          await wait(ctx);
+          ctx.report({ processed: 10 });
+        },
+      })),
+      {
+        name: nulJob,
+        handler: async (ctx: CronContext) => {
+          await wait(ctx);
+          throw new Error('parser choked on "abc\u0000def" in line 7');
+        },
+      },
+      {
+        name: hugeJob,
+        handler: async (ctx: CronContext) => {
+          await wait(ctx);
+          try {
+            ctx.report({ processed: 2_000_000_000 });
+            ctx.report({ processed: 2_000_000_000 }); // the run's total would not fit the column
+          } catch (error) {
+            reportError = error;
+            throw error;
+          }
+        },
+      },
     ]);
 
     const all = [...healthy, nulJob, hugeJob];
@@ -311,10 +354,13 @@ describe('a database that stops answering one instance (packets dropped)', () =>
       intervalMs: 300,
       message: 'the partitioned instance runs a slot after the partition',
     });
-    const notRun = await waitFor(async () => {
-      const r = await row(executionIdOf(name, slot(2026)));
-      return r && r.status !== 'running' ? r : undefined;
-    }, { timeoutMs: 10_000, message: 'the claimed slot has a row' });
+    const notRun = await waitFor(
+      async () => {
+        const r = await row(executionIdOf(name, slot(2026)));
+        return r && r.status !== 'running' ? r : undefined;
+      },
+      { timeoutMs: 10_000, message: 'the claimed slot has a row' },
+    );
     expect(notRun.status).toBe('failed');
     expect(notRun.error).toMatch(/did not answer the run start|run history could not be written/);
     expect(starts.map(([id]) => id)).toEqual([executionIdOf(name, slot(2027)), executionIdOf(name, slot(2028))]);

@@ -41,10 +41,13 @@ const row = (executionId: string) => prisma.distributedCronRun.findUnique({ wher
 const slot = (year: number) => new Date(Date.UTC(year, 0, 1));
 const statusOf = async (executionId: string) => (await row(executionId))?.status;
 const completed = (executionId: string, timeoutMs = 10_000) =>
-  waitFor(async () => {
-    const r = await row(executionId);
-    return r?.status === 'completed' ? r : undefined;
-  }, { timeoutMs, message: `${executionId} completed` });
+  waitFor(
+    async () => {
+      const r = await row(executionId);
+      return r?.status === 'completed' ? r : undefined;
+    },
+    { timeoutMs, message: `${executionId} completed` },
+  );
 
 describe('the holder dies while a slot waits (overlap: queue, recover: false, child processes)', () => {
   /** A six-field UTC cron expression firing at these instants (same minute). */
@@ -72,8 +75,14 @@ describe('the holder dies while a slot waits (overlap: queue, recover: false, ch
     ]);
     const holder = instances[0]!;
 
-    await waitFor(() => events.find((e) => e.event === 'start' && e.executionId === id1), { timeoutMs: 20_000, message: 'slot 1 starts on the holder' });
-    const waiting = await waitFor(() => row(id2), { timeoutMs: Math.max(0, t2 - Date.now()) + 3_000, message: 'slot 2 has a row while it waits' });
+    await waitFor(() => events.find((e) => e.event === 'start' && e.executionId === id1), {
+      timeoutMs: 20_000,
+      message: 'slot 1 starts on the holder',
+    });
+    const waiting = await waitFor(() => row(id2), {
+      timeoutMs: Math.max(0, t2 - Date.now()) + 3_000,
+      message: 'slot 2 has a row while it waits',
+    });
     expect(waiting.status).toBe('queued');
     expect(waiting.attempt).toBe(0);
 
@@ -110,9 +119,19 @@ describe("the reply to the holder's release is lost after the hand-over was made
     };
     // The holder talks to Redis through the proxy; the other instance and the test directly.
     const holderRedis = client(`redis://127.0.0.1:${proxy.port}`);
-    const holder = await startApp({ label: `${name}-holder`, redis: holderRedis, providers: [jobProvider('0 0 1 1 *', options, handler, `${name}-holder`)], module: { sweepEvery: '10s' } });
+    const holder = await startApp({
+      label: `${name}-holder`,
+      redis: holderRedis,
+      providers: [jobProvider('0 0 1 1 *', options, handler, `${name}-holder`)],
+      module: { sweepEvery: '10s' },
+    });
     apps.push(holder);
-    const other = await startApp({ label: `${name}-1`, redis: client(server.url), providers: [jobProvider('0 0 1 1 *', options, handler, `${name}-1`)], module: { sweepEvery: '200ms' } });
+    const other = await startApp({
+      label: `${name}-1`,
+      redis: client(server.url),
+      providers: [jobProvider('0 0 1 1 *', options, handler, `${name}-1`)],
+      module: { sweepEvery: '200ms' },
+    });
     apps.push(other);
     const admin = client(server.url);
 
@@ -165,7 +184,13 @@ describe("the reply to the holder's release is lost after the hand-over was made
 
 describe('trigger() of the execution that is running right now, after its slot key expired', () => {
   // Slot key TTL = lease + 2 × skewTolerance + 1 s = 3.2 s; the run outlives it by renewing its lease.
-  const job = (name: string, overlap: 'queue' | 'replace'): DistributedCronOptions => ({ name, overlap, lease: '2s', renewEvery: '200ms', skewTolerance: '100ms' });
+  const job = (name: string, overlap: 'queue' | 'replace'): DistributedCronOptions => ({
+    name,
+    overlap,
+    lease: '2s',
+    renewEvery: '200ms',
+    skewTolerance: '100ms',
+  });
 
   async function fleetOf(name: string, overlap: 'queue' | 'replace', handler: Handler) {
     apps = await startFleet(3, name, '0 0 1 1 *', job(name, overlap), handler, { sweepEvery: '200ms' });

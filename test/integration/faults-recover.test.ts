@@ -85,10 +85,13 @@ describe('a run aborted by shutdown whose handler returns normally on the signal
     await waitFor(() => starts.length === 1, { message: 'the run starts' });
 
     await shutDown(owner!);
-    const done = await waitFor(async () => {
-      const r = await row(id);
-      return r?.status === 'completed' ? r : undefined;
-    }, { timeoutMs: 8_000, message: 'the aborted run is recovered' });
+    const done = await waitFor(
+      async () => {
+        const r = await row(id);
+        return r?.status === 'completed' ? r : undefined;
+      },
+      { timeoutMs: 8_000, message: 'the aborted run is recovered' },
+    );
     expect(done).toMatchObject({ attempt: 2, trigger: 'recover', instanceId: survivor!.label });
     expect(starts.map(({ instance, attempt, trigger }) => [instance, attempt, trigger])).toEqual([
       [owner!.label, 1, 'manual'],
@@ -104,7 +107,8 @@ describe('a run replaced by a newer slot whose handler returns normally on the s
     const starts: Start[] = [];
     const [a, b] = await fleet(2, { name, overlap: 'replace', lease: '2s', renewEvery: '200ms', recover: true }, async (ctx, instance) => {
       starts.push({ instance, attempt: ctx.attempt, trigger: ctx.trigger, ctx });
-      if (ctx.scheduledAt.getTime() === old.getTime()) await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve()));
+      if (ctx.scheduledAt.getTime() === old.getTime())
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve()));
     });
     const first = a!.cron.trigger(name, old);
     await waitFor(() => starts.length === 1, { message: 'the old slot runs' });
@@ -134,12 +138,18 @@ describe('a live owner that loses its lease, with recover: true and nobody takin
     await waitFor(() => starts[0]!.ctx.signal.aborted, { timeoutMs: 2_000, message: "the owner's signal aborts" });
     expect((starts[0]!.ctx.signal.reason as Error).name).toBe('LeaseLostError');
 
-    const done = await waitFor(async () => {
-      const r = await row(id);
-      return r?.status === 'completed' ? r : undefined;
-    }, { timeoutMs: 8_000, message: 'the execution is re-run' });
+    const done = await waitFor(
+      async () => {
+        const r = await row(id);
+        return r?.status === 'completed' ? r : undefined;
+      },
+      { timeoutMs: 8_000, message: 'the execution is re-run' },
+    );
     expect(done).toMatchObject({ attempt: 2, trigger: 'recover' });
-    expect(starts.map(({ attempt, trigger }) => [attempt, trigger])).toEqual([[1, 'manual'], [2, 'recover']]);
+    expect(starts.map(({ attempt, trigger }) => [attempt, trigger])).toEqual([
+      [1, 'manual'],
+      [2, 'recover'],
+    ]);
     await sleep(600);
     expect(starts).toHaveLength(2);
   });

@@ -47,7 +47,14 @@ describe('fencing tokens when Redis loses its data', () => {
     const app = await startApp({
       label,
       redis: appClient(server.url),
-      providers: [jobProvider('0 0 1 1 *', { name, lease: '2s', catchUp: 'none' }, (ctx) => void tokens.push({ executionId: ctx.executionId, token: ctx.fencingToken }), label)],
+      providers: [
+        jobProvider(
+          '0 0 1 1 *',
+          { name, lease: '2s', catchUp: 'none' },
+          (ctx) => void tokens.push({ executionId: ctx.executionId, token: ctx.fencingToken }),
+          label,
+        ),
+      ],
       module: { redisTimeout: 1_000 },
     });
     apps.push(app);
@@ -197,7 +204,13 @@ describe('fencing tokens when Redis loses its data', () => {
     const RENEW_MS = 500;
     const runs: Array<{ instance: string; executionId: string; token: number; start: number; end?: number }> = [];
     const handler = async (ctx: CronContext, instance: string): Promise<void> => {
-      const run = { instance, executionId: ctx.executionId, token: ctx.fencingToken, start: performance.now(), end: undefined as number | undefined };
+      const run = {
+        instance,
+        executionId: ctx.executionId,
+        token: ctx.fencingToken,
+        start: performance.now(),
+        end: undefined as number | undefined,
+      };
       runs.push(run);
       await sleep(runs.length === 1 ? 30_000 : 100, undefined, { signal: ctx.signal }).catch(() => undefined);
       if (ctx.signal.aborted) await sleep(300); // a real handler stops at its next checkpoint

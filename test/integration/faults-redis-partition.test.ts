@@ -80,7 +80,7 @@ describe('an owner partitioned from Redis (tcp proxy between it and Redis)', () 
     await Promise.all([a.cron.history({ limit: 1 }), b.cron.history({ limit: 1 })]);
     const timerOf = (app: RunningApp) => app.registry.getCronJob(name);
     // B's timer runs only while A is cut off: until then A holds the job.
-    timerOf(b).stop();
+    await timerOf(b).stop();
 
     const leaseKey = `dcron:{${name}}:lease`;
     const measured: Array<{ mode: string; renewedAt: number; aRun: Run; bRun: Run }> = [];
@@ -91,7 +91,7 @@ describe('an owner partitioned from Redis (tcp proxy between it and Redis)', () 
         message: `A runs the job (${mode})`,
       });
       // A's run goes on; A takes no new slots while it is cut off.
-      timerOf(a).stop();
+      await timerOf(a).stop();
       // Cut A off right after one of its renewals went through.
       let ttl = await admin.pttl(leaseKey);
       await waitFor(
@@ -112,7 +112,7 @@ describe('an owner partitioned from Redis (tcp proxy between it and Redis)', () 
         timeoutMs: 10_000,
         message: `B takes the job over (${mode})`,
       });
-      timerOf(b).stop();
+      await timerOf(b).stop();
       await waitFor(() => aRun.end !== undefined && bRun.end !== undefined, { timeoutMs: 5_000, message: 'both runs end' });
       measured.push({ mode, renewedAt, aRun, bRun });
 
@@ -121,7 +121,7 @@ describe('an owner partitioned from Redis (tcp proxy between it and Redis)', () 
       since = performance.now();
       timerOf(a).start();
     }
-    timerOf(a).stop();
+    await timerOf(a).stop();
 
     for (const { mode, renewedAt, aRun, bRun } of measured) {
       const where = `${mode}: A aborted ${Math.round(aRun.abortedAt! - renewedAt)} ms after its last renewal, B started ${Math.round(bRun.start - renewedAt)} ms after it`;

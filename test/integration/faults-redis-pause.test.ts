@@ -38,7 +38,12 @@ describe('an instance paused between its claim and its handler', () => {
     const stalling: PrismaClientLike = {
       $queryRawUnsafe<T>(query: string, ...values: unknown[]): PromiseLike<T> {
         return inner.$queryRawUnsafe<T>(query, ...values).then((result) => {
-          if (frozenAt === undefined && /INSERT INTO distributed_cron_runs/.test(query) && query.includes("'running'") && values.includes(executionId)) {
+          if (
+            frozenAt === undefined &&
+            /INSERT INTO distributed_cron_runs/.test(query) &&
+            query.includes("'running'") &&
+            values.includes(executionId)
+          ) {
             frozenAt = performance.now();
             freezeEventLoop(FREEZE_MS);
           }
@@ -52,7 +57,12 @@ describe('an instance paused between its claim and its handler', () => {
       const app = await startApp({
         label,
         providers: [
-          jobProvider('0 0 1 1 *', { name, lease: LEASE_MS, renewEvery: 400, catchUp: 'none' }, (ctx) => void started.push({ token: ctx.fencingToken, at: performance.now() }), label),
+          jobProvider(
+            '0 0 1 1 *',
+            { name, lease: LEASE_MS, renewEvery: 400, catchUp: 'none' },
+            (ctx) => void started.push({ token: ctx.fencingToken, at: performance.now() }),
+            label,
+          ),
         ],
         module: { prisma: stalling },
       });

@@ -47,9 +47,23 @@ describe("a rolling deploy changes a job's overlap policy to or from 'allow' und
       const A = `${name}-A`;
       const B = `${name}-B`;
       const WORK_MS = 3 * LEASE_MS;
-      const runs: Array<{ instance: string; executionId: string; token: number; attempt: number; start: number; end?: number; aborted?: boolean }> = [];
+      const runs: Array<{
+        instance: string;
+        executionId: string;
+        token: number;
+        attempt: number;
+        start: number;
+        end?: number;
+        aborted?: boolean;
+      }> = [];
       const handler = async (ctx: CronContext, instance: string): Promise<void> => {
-        const run: (typeof runs)[number] = { instance, executionId: ctx.executionId, token: ctx.fencingToken, attempt: ctx.attempt, start: performance.now() };
+        const run: (typeof runs)[number] = {
+          instance,
+          executionId: ctx.executionId,
+          token: ctx.fencingToken,
+          attempt: ctx.attempt,
+          start: performance.now(),
+        };
         runs.push(run);
         await sleep(WORK_MS, undefined, { signal: ctx.signal }).catch(() => undefined);
         run.aborted = ctx.signal.aborted;
@@ -113,7 +127,10 @@ describe('an owner whose clock runs 60 s ahead dies mid-run', () => {
       events,
     );
     instances.push(ahead);
-    const first = await waitFor(() => events.find((e) => e.event === 'start'), { timeoutMs: 15_000, message: 'the instance ahead runs a slot' });
+    const first = await waitFor(() => events.find((e) => e.event === 'start'), {
+      timeoutMs: 15_000,
+      message: 'the instance ahead runs a slot',
+    });
     // Its row carries its clock: started a minute in the future.
     const running = await waitFor(() => prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId! } }), {
       message: 'its row',
@@ -125,7 +142,9 @@ describe('an owner whose clock runs 60 s ahead dies mid-run', () => {
     const label = `${name}-normal`;
     const normal = await startApp({
       label,
-      providers: [jobProvider('0 0 1 1 *', { name, lease: LEASE_MS, renewEvery: RENEW_MS, overlap: 'skip', catchUp: 'none' }, () => undefined, label)],
+      providers: [
+        jobProvider('0 0 1 1 *', { name, lease: LEASE_MS, renewEvery: RENEW_MS, overlap: 'skip', catchUp: 'none' }, () => undefined, label),
+      ],
       module: { sweepEvery: SWEEP_MS },
     });
     apps.push(normal);

@@ -115,10 +115,13 @@ describe('due retries that cannot start do not block the others', () => {
       { options: { name: other, lease: '2s', retry: { attempts: 3 } }, handler },
     ]);
 
-    const done = await waitFor(async () => {
-      const r = await row(otherId);
-      return r?.status === 'completed' ? r : undefined;
-    }, { timeoutMs: 8_000, message: "the other job's retry runs" });
+    const done = await waitFor(
+      async () => {
+        const r = await row(otherId);
+        return r?.status === 'completed' ? r : undefined;
+      },
+      { timeoutMs: 8_000, message: "the other job's retry runs" },
+    );
     // A few sweeps of 200 ms (each looks at 200 rows; those that cannot start wait five sweeps).
     expect(Date.now() - startedAt).toBeLessThan(5_000);
     expect(done).toMatchObject({ attempt: 2, trigger: 'retry' });
@@ -144,20 +147,24 @@ describe('a long recovery started by a sweep', () => {
     const finishRecovery = gate();
     const recoveries: CronContext[] = [];
     const retries: Array<[number, string, number]> = [];
-    await appWith(uniqueName('sweep-no-wait'), [
-      {
-        options: { name: slow, lease: '2s', renewEvery: '300ms', recover: true },
-        handler: async (ctx) => {
-          recoveries.push(ctx);
-          // A recovery that takes 6 s, unless the test ends it sooner.
-          await Promise.race([finishRecovery.opened, sleep(6_000)]);
+    await appWith(
+      uniqueName('sweep-no-wait'),
+      [
+        {
+          options: { name: slow, lease: '2s', renewEvery: '300ms', recover: true },
+          handler: async (ctx) => {
+            recoveries.push(ctx);
+            // A recovery that takes 6 s, unless the test ends it sooner.
+            await Promise.race([finishRecovery.opened, sleep(6_000)]);
+          },
         },
-      },
-      {
-        options: { name: other, lease: '2s', renewEvery: '300ms', retry: { attempts: 3 } },
-        handler: (ctx) => void retries.push([ctx.attempt, ctx.trigger, Date.now()]),
-      },
-    ], '300ms');
+        {
+          options: { name: other, lease: '2s', renewEvery: '300ms', retry: { attempts: 3 } },
+          handler: (ctx) => void retries.push([ctx.attempt, ctx.trigger, Date.now()]),
+        },
+      ],
+      '300ms',
+    );
 
     await waitFor(() => recoveries.length === 1, { timeoutMs: 5_000, message: 'a sweep starts the recovery' });
     expect(recoveries[0]).toMatchObject({ executionId: slowId, attempt: 2, trigger: 'recover' });
@@ -214,15 +221,23 @@ describe('rows of jobs that no instance schedules', () => {
     await prisma.distributedCronRun.createMany({ data: [running, queued, retry, disabledRun, recent] });
 
     const label = uniqueName('orphan-sweeper');
-    await appWith(label, [
-      { options: { name: uniqueName('still-here') }, handler: () => undefined },
-      { options: { name: disabled, disabled: true }, handler: () => undefined },
-    ], '200ms', { clock: () => Date.now() + 90_000 });
+    await appWith(
+      label,
+      [
+        { options: { name: uniqueName('still-here') }, handler: () => undefined },
+        { options: { name: disabled, disabled: true }, handler: () => undefined },
+      ],
+      '200ms',
+      { clock: () => Date.now() + 90_000 },
+    );
 
-    const closed = await waitFor(async () => {
-      const rows = await Promise.all([running, queued, retry, disabledRun].map((r) => row(r.executionId)));
-      return rows.every((r) => r && !['running', 'queued', 'failed'].includes(r.status)) ? rows : undefined;
-    }, { timeoutMs: 5_000, message: 'the orphaned rows are closed' });
+    const closed = await waitFor(
+      async () => {
+        const rows = await Promise.all([running, queued, retry, disabledRun].map((r) => row(r.executionId)));
+        return rows.every((r) => r && !['running', 'queued', 'failed'].includes(r.status)) ? rows : undefined;
+      },
+      { timeoutMs: 5_000, message: 'the orphaned rows are closed' },
+    );
     const [r, q, f, d] = closed.map((c) => c!);
     const nobody = (job: string) => `job '${job}' is not scheduled on instance ${label} \\(removed, renamed, disabled or stopped\\)`;
     expect(r).toMatchObject({ status: 'lease_lost', attempt: 1 });
@@ -251,7 +266,11 @@ describe('an instance that dies between winning the claim and writing its row', 
     });
     faulty.push(db);
     const label = `${options.name}-claimant`;
-    const claimant = await startApp({ label, providers: [jobProvider('0 0 1 1 *', options, handler, label)], module: { prisma: db, sweepEvery: '200ms' } });
+    const claimant = await startApp({
+      label,
+      providers: [jobProvider('0 0 1 1 *', options, handler, label)],
+      module: { prisma: db, sweepEvery: '200ms' },
+    });
     apps.push(claimant);
     const others = await startFleet(2, options.name, '0 0 1 1 *', options, handler, { sweepEvery: '200ms' });
     apps.push(...others);
@@ -267,7 +286,10 @@ describe('an instance that dies between winning the claim and writing its row', 
   it('recover: false: a lease or so later the slot has a row saying lease_lost, claimed by an instance that never recorded it', async () => {
     const name = uniqueName('vanished-claim');
     const starts: string[] = [];
-    const id = await vanishingClaimant({ name, lease: '2s', renewEvery: '300ms', skewTolerance: '100ms' }, (_, instance) => void starts.push(instance));
+    const id = await vanishingClaimant(
+      { name, lease: '2s', renewEvery: '300ms', skewTolerance: '100ms' },
+      (_, instance) => void starts.push(instance),
+    );
     const lost = await waitFor(() => row(id), { timeoutMs: 8_000, message: 'the slot has a row' });
     expect(lost).toMatchObject({ status: 'lease_lost', attempt: 0, nextAttemptAt: null });
     expect(lost.error).toMatch(/claimed by an instance that never recorded or started it/);
@@ -283,10 +305,13 @@ describe('an instance that dies between winning the claim and writing its row', 
       { name, lease: '2s', renewEvery: '300ms', skewTolerance: '100ms', recover: true },
       (ctx, instance) => void starts.push([instance, ctx.attempt, ctx.trigger]),
     );
-    const done = await waitFor(async () => {
-      const r = await row(id);
-      return r?.status === 'completed' ? r : undefined;
-    }, { timeoutMs: 10_000, message: 'the vanished slot runs' });
+    const done = await waitFor(
+      async () => {
+        const r = await row(id);
+        return r?.status === 'completed' ? r : undefined;
+      },
+      { timeoutMs: 10_000, message: 'the vanished slot runs' },
+    );
     expect(done).toMatchObject({ attempt: 1, trigger: 'recover' });
     await sleep(800);
     expect(starts).toHaveLength(1);

@@ -8,15 +8,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
-import {
-  createPrisma,
-  databaseUrl,
-  pingRedis,
-  redisUrl,
-  startRedisServer,
-  uniqueName,
-  waitFor,
-} from '../support/services.js';
+import { createPrisma, databaseUrl, pingRedis, redisUrl, startRedisServer, uniqueName, waitFor } from '../support/services.js';
 
 function runData(executionId: string): Prisma.DistributedCronRunCreateInput {
   return {
@@ -91,9 +83,10 @@ describe('distributed_cron_runs (migration + Prisma client)', () => {
     created.push(executionId);
     await prisma.distributedCronRun.create({ data: runData(executionId) });
 
-    const err: unknown = await prisma.distributedCronRun
-      .create({ data: runData(executionId) })
-      .then(() => undefined, (e: unknown) => e);
+    const err: unknown = await prisma.distributedCronRun.create({ data: runData(executionId) }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
 
     expect(err).toBeInstanceOf(Prisma.PrismaClientKnownRequestError);
     const known = err as Prisma.PrismaClientKnownRequestError;
@@ -109,15 +102,17 @@ describe('distributed_cron_runs (migration + Prisma client)', () => {
     const badTrigger = uniqueName('infra-exec');
     created.push(badStatus, badTrigger);
 
-    const statusErr: unknown = await prisma.distributedCronRun
-      .create({ data: { ...runData(badStatus), status: 'bogus' } })
-      .then(() => undefined, (e: unknown) => e);
+    const statusErr: unknown = await prisma.distributedCronRun.create({ data: { ...runData(badStatus), status: 'bogus' } }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(statusErr).toBeInstanceOf(Prisma.PrismaClientKnownRequestError);
     expect(String((statusErr as Error).message)).toContain('distributed_cron_runs_status_check');
 
-    const triggerErr: unknown = await prisma.distributedCronRun
-      .create({ data: { ...runData(badTrigger), trigger: 'cron' } })
-      .then(() => undefined, (e: unknown) => e);
+    const triggerErr: unknown = await prisma.distributedCronRun.create({ data: { ...runData(badTrigger), trigger: 'cron' } }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(triggerErr).toBeInstanceOf(Prisma.PrismaClientKnownRequestError);
     expect(String((triggerErr as Error).message)).toContain('distributed_cron_runs_trigger_check');
 

@@ -88,7 +88,9 @@ describe('catch-up knows when a job was born', () => {
     await start('2026-06-02T10:00:00Z', name, '0 9 * * *', handler);
     await settled(name, 1, 1);
     await stopAll();
-    expect((await rowsOf(name)).map((r) => [iso(r.scheduledAt), r.trigger, r.status])).toEqual([['2026-06-02T09:00:00Z', 'catch_up', 'completed']]);
+    expect((await rowsOf(name)).map((r) => [iso(r.scheduledAt), r.trigger, r.status])).toEqual([
+      ['2026-06-02T09:00:00Z', 'catch_up', 'completed'],
+    ]);
     expect(runs).toEqual(['2026-06-02T09:00:00Z catch_up']);
     expect((await birthOf(name))!.firstSeenAt).toEqual(birth!.firstSeenAt);
   });

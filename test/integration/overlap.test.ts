@@ -47,7 +47,7 @@ const started = (rec: Recorder, id: string) => waitFor(() => rec.starts.includes
 const status = async (id: string) => (await prisma.distributedCronRun.findUnique({ where: { executionId: id } }))?.status;
 
 describe('overlap policies, fleet-wide', () => {
-  it("skip: a slot that fires while the previous run is going is recorded as skipped_overlap and never runs", async () => {
+  it('skip: a slot that fires while the previous run is going is recorded as skipped_overlap and never runs', async () => {
     const { name, rec, id } = await fleet('skip');
     const first = trigger(apps[0]!, name, 1);
     await started(rec, id(1));
@@ -62,7 +62,10 @@ describe('overlap policies, fleet-wide', () => {
 
     expect(rec.starts).toEqual([id(1), id(4)]);
     expect([await status(id(1)), await status(id(2)), await status(id(3)), await status(id(4))]).toEqual([
-      'completed', 'skipped_overlap', 'skipped_overlap', 'completed',
+      'completed',
+      'skipped_overlap',
+      'skipped_overlap',
+      'completed',
     ]);
   });
 

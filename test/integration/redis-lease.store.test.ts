@@ -22,7 +22,14 @@ afterAll(async () => {
 });
 
 function request(jobName: string, executionId: string, overlap: ClaimRequest['overlap'] = 'skip', leaseMs = 5_000): ClaimRequest {
-  return { jobName, executionId, overlap, leaseMs, slotMs: leaseMs + 5_000, queued: { executionId, scheduledAt: 0, businessDate: '2026-01-01' } };
+  return {
+    jobName,
+    executionId,
+    overlap,
+    leaseMs,
+    slotMs: leaseMs + 5_000,
+    queued: { executionId, scheduledAt: 0, businessDate: '2026-01-01' },
+  };
 }
 
 /** Redis commands the server executed since the last reset, by name (from INFO commandstats). */
@@ -81,14 +88,27 @@ describe('RedisLeaseStore against a real Redis', () => {
 
   it('keeps all keys of a job under one hash tag and separate from other jobs', () => {
     const keys = new KeyBuilder('app');
-    const all = [keys.slot('a', 'a:1'), keys.lease('a'), keys.fence('a'), keys.queue('a'), keys.abort('a'), keys.paused('a'), keys.alerts('a')];
+    const all = [
+      keys.slot('a', 'a:1'),
+      keys.lease('a'),
+      keys.fence('a'),
+      keys.queue('a'),
+      keys.abort('a'),
+      keys.paused('a'),
+      keys.alerts('a'),
+    ];
     for (const key of all) expect(key).toMatch(/^app:\{a\}:/);
     expect(keys.lease('b')).toBe('app:{b}:lease');
   });
 
   it('skips, queues, allows or asks the holder to stop, per overlap policy', async () => {
     const store = new RedisLeaseStore(redisA, 'dcron', 2_000);
-    for (const [overlap, expected] of [['skip', 'overlap'], ['queue', 'queued'], ['allow', 'won'], ['replace', 'replacing']] as const) {
+    for (const [overlap, expected] of [
+      ['skip', 'overlap'],
+      ['queue', 'queued'],
+      ['allow', 'won'],
+      ['replace', 'replacing'],
+    ] as const) {
       const job = uniqueName(`overlap-${overlap}`);
       const held = await store.claim(request(job, `${job}:1`, overlap));
       expect(held.kind).toBe('won');

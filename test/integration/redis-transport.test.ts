@@ -33,7 +33,14 @@ function client(url: string, options: RedisOptions = {}): Redis {
 }
 
 function request(jobName: string, executionId: string, overlap: ClaimRequest['overlap'] = 'skip', leaseMs = 10_000): ClaimRequest {
-  return { jobName, executionId, overlap, leaseMs, slotMs: leaseMs + 5_000, queued: { executionId, scheduledAt: 0, businessDate: '2026-01-01' } };
+  return {
+    jobName,
+    executionId,
+    overlap,
+    leaseMs,
+    slotMs: leaseMs + 5_000,
+    queued: { executionId, scheduledAt: 0, businessDate: '2026-01-01' },
+  };
 }
 
 async function won(store: RedisLeaseStore, claim: ClaimRequest): Promise<HeldLease> {

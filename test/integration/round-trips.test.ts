@@ -15,7 +15,7 @@ function counting(): PrismaClientLike & { statements: string[]; sweeps: number }
   const client: PrismaClientLike & { statements: string[]; sweeps: number } = {
     statements,
     sweeps: 0,
-    $queryRawUnsafe: <T,>(query: string, ...values: unknown[]) => {
+    $queryRawUnsafe: <T>(query: string, ...values: unknown[]) => {
       // The start-up sweep's last query (rows of jobs not scheduled here) is not a per-slot cost.
       if (query.includes('NOT (job_name = ANY')) client.sweeps++;
       else statements.push(query.trim().split(/\s+/)[0]!);

@@ -42,10 +42,15 @@ describe('Redis Sentinel failover with runs in flight', () => {
           label,
           redis,
           providers: [
-            jobProvider('* * * * * *', { name, lease: `${LEASE_MS}ms` }, async (ctx) => {
-              starts.push({ at: Date.now(), scheduledAt: ctx.scheduledAt.getTime(), executionId: ctx.executionId });
-              await sleep(300);
-            }, label),
+            jobProvider(
+              '* * * * * *',
+              { name, lease: `${LEASE_MS}ms` },
+              async (ctx) => {
+                starts.push({ at: Date.now(), scheduledAt: ctx.scheduledAt.getTime(), executionId: ctx.executionId });
+                await sleep(300);
+              },
+              label,
+            ),
           ],
           module: { redisTimeout: 500 },
         }),
@@ -62,20 +67,32 @@ describe('Redis Sentinel failover with runs in flight', () => {
     await sentinel.killMaster();
     await sentinel.waitForFailover();
     const promotedAt = Date.now();
-    await waitFor(() => readyAgain[0] !== undefined && readyAgain[1] !== undefined, { timeoutMs: 10_000, message: 'both apps reconnected' });
+    await waitFor(() => readyAgain[0] !== undefined && readyAgain[1] !== undefined, {
+      timeoutMs: 10_000,
+      message: 'both apps reconnected',
+    });
     const backAt = Math.max(readyAgain[0]!, readyAgain[1]!);
 
     // The job runs again within about one slot of the failover, far sooner than a stale lease
     // (up to LEASE_MS from the kill) would allow.
-    const next = await waitFor(() => starts.find((s) => s.at > backAt), { timeoutMs: LEASE_MS + 5_000, message: 'a run after the failover' });
+    const next = await waitFor(() => starts.find((s) => s.at > backAt), {
+      timeoutMs: LEASE_MS + 5_000,
+      message: 'a run after the failover',
+    });
     // Let a few more slots fire, then read the history.
     await sleep(3_000);
     const timeline = `promoted ${promotedAt - killedAt} ms after the kill, apps back after ${backAt - killedAt} ms, next run ${next.at - backAt} ms after that`;
     expect(next.at - backAt, timeline).toBeLessThan(1_500);
 
-    const rows = await prisma.distributedCronRun.findMany({ where: { jobName: name, scheduledAt: { gt: new Date(backAt) } }, orderBy: { scheduledAt: 'asc' } });
+    const rows = await prisma.distributedCronRun.findMany({
+      where: { jobName: name, scheduledAt: { gt: new Date(backAt) } },
+      orderBy: { scheduledAt: 'asc' },
+    });
     expect(rows.length).toBeGreaterThanOrEqual(3);
-    expect(rows.filter((r) => r.status === 'skipped_overlap').map((r) => r.executionId), timeline).toEqual([]);
+    expect(
+      rows.filter((r) => r.status === 'skipped_overlap').map((r) => r.executionId),
+      timeline,
+    ).toEqual([]);
     // The run that was in flight finished, and says so.
     const inFlightRow = await prisma.distributedCronRun.findUnique({ where: { executionId: inFlight.executionId } });
     expect(inFlightRow?.status).toBe('completed');

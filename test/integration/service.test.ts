@@ -10,7 +10,11 @@ describe('DistributedCronService', () => {
     const name = uniqueName('next-runs');
     apps.push(...(await startFleet(1, name, '0 8 * * *', { name, timeZone: 'Asia/Shanghai' }, () => undefined)));
     const runs = apps[0]!.cron.nextRuns(name, 3, new Date('2026-08-14T12:00:00Z'));
-    expect(runs.map((r) => r.at.toISOString())).toEqual(['2026-08-15T00:00:00.000Z', '2026-08-16T00:00:00.000Z', '2026-08-17T00:00:00.000Z']);
+    expect(runs.map((r) => r.at.toISOString())).toEqual([
+      '2026-08-15T00:00:00.000Z',
+      '2026-08-16T00:00:00.000Z',
+      '2026-08-17T00:00:00.000Z',
+    ]);
     expect(runs.map((r) => r.local)).toEqual(['2026-08-15T08:00:00+08:00', '2026-08-16T08:00:00+08:00', '2026-08-17T08:00:00+08:00']);
     expect(() => apps[0]!.cron.nextRuns('no-such-job')).toThrow(/no @DistributedCron job named 'no-such-job'/);
     await closeApps();
@@ -20,11 +24,15 @@ describe('DistributedCronService', () => {
     const name = uniqueName('bad-args');
     apps.push(...(await startFleet(1, name, '0 0 * * *', { name }, () => undefined)));
     const { cron } = apps[0]!;
-    await expect(cron.trigger(name, new Date('x'))).rejects.toThrow(`trigger('${name}'): \`scheduledAt\` must be a valid Date, got Invalid Date`);
+    await expect(cron.trigger(name, new Date('x'))).rejects.toThrow(
+      `trigger('${name}'): \`scheduledAt\` must be a valid Date, got Invalid Date`,
+    );
     // A Promise-returning method rejects; it does not throw synchronously.
     const paused = cron.isPaused('no-such-job');
     await expect(paused).rejects.toThrow(/^isPaused\('no-such-job'\): `jobName` must name a job of this app/);
-    await expect(cron.history({ jobName: name, status: 'done' as never })).rejects.toThrow(`history('${name}'): \`filter.status\` must be a status`);
+    await expect(cron.history({ jobName: name, status: 'done' as never })).rejects.toThrow(
+      `history('${name}'): \`filter.status\` must be a status`,
+    );
     expect(() => cron.nextRuns(name, 0)).toThrow(`nextRuns('${name}'): \`count\` must be an integer from 1 to 1000, got 0`);
     expect(await prisma.distributedCronRun.count({ where: { jobName: name } })).toBe(0);
     await closeApps();
@@ -54,7 +62,7 @@ describe('DistributedCronService', () => {
     apps.push(...(await startFleet(1, name, '* * * * * *', { name }, (ctx) => void runs.push(ctx.executionId))));
     const job = apps[0]!.registry.getCronJob(name);
     expect(job.isActive).toBe(true);
-    job.stop();
+    await job.stop();
     expect(job.isActive).toBe(false);
     expect(apps[0]!.cron.jobs()[0]!.active).toBe(false);
     const stoppedAt = runs.length;

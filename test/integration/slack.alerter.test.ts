@@ -10,9 +10,7 @@ interface Received {
   body: string;
 }
 
-type Reply =
-  | { status: number; body?: string; headers?: Record<string, string> }
-  | 'hang';
+type Reply = { status: number; body?: string; headers?: Record<string, string> } | 'hang';
 
 interface FakeSlack {
   url: string;
@@ -369,9 +367,7 @@ describe('slackMessage', () => {
     ]);
     expect(blocks.at(-1)?.text?.text).toBe('*Error*\n```connect failed```');
     expect(JSON.stringify(blocks)).toContain('billing-api (prod)');
-    expect(message.text).toBe(
-      ':x: [billing-api (prod)] Job failed: sendInvoices (attempt 2/3), execution exec-7f3a - connect failed',
-    );
+    expect(message.text).toBe(':x: [billing-api (prod)] Job failed: sendInvoices (attempt 2/3), execution exec-7f3a - connect failed');
   });
 
   it.each([
@@ -406,10 +402,7 @@ describe('slackMessage', () => {
   });
 
   it('escapes user text so an error cannot ping a channel or inject a link', () => {
-    const message = slackMessage(
-      { ...event, jobName: 'a<b>&c', error: 'ping <!channel> or <https://evil|click>' },
-      {},
-    );
+    const message = slackMessage({ ...event, jobName: 'a<b>&c', error: 'ping <!channel> or <https://evil|click>' }, {});
     const serialized = JSON.stringify(message);
     expect(serialized).not.toContain('<!channel>');
     expect(serialized).not.toContain('<https://evil');

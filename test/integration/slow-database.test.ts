@@ -4,7 +4,7 @@ import { closeAll, jobProvider, logs, startApp, type RunningApp } from '../suppo
 import { createPrisma, uniqueName, waitFor } from '../support/services.js';
 
 const prisma = createPrisma();
-let apps: RunningApp[] = [];
+const apps: RunningApp[] = [];
 afterAll(async () => {
   await closeAll(apps);
   await prisma.$disconnect();
@@ -33,7 +33,9 @@ async function twoInstances(name: string, firstWritesTakeMs: number, starts: str
     apps.push(
       await startApp({
         label,
-        providers: [jobProvider('0 0 1 1 *', { name, lease: '1s', renewEvery: '200ms' }, (ctx) => void starts.push(ctx.executionId), label)],
+        providers: [
+          jobProvider('0 0 1 1 *', { name, lease: '1s', renewEvery: '200ms' }, (ctx) => void starts.push(ctx.executionId), label),
+        ],
         module: { prisma: i === 0 ? slow(firstWritesTakeMs) : prisma, sweepEvery: '100ms' },
       }),
     );
@@ -77,9 +79,14 @@ describe('a slow database', () => {
         const row = await prisma.distributedCronRun.findUnique({ where: { executionId: `${name}:2026-01-01T00:00:00Z` } });
         return row && row.status !== 'running' ? row : undefined;
       },
-      { message: `the late row closed by a sweep ${JSON.stringify(logs.lines.filter((l) => l.message.includes(name)).slice(-15), null, 1)}`, timeoutMs: 10_000 },
+      {
+        message: `the late row closed by a sweep ${JSON.stringify(logs.lines.filter((l) => l.message.includes(name)).slice(-15), null, 1)}`,
+        timeoutMs: 10_000,
+      },
     );
-    expect(late.status, JSON.stringify(logs.lines.filter((l) => l.message.includes(name)).slice(-15), null, 1)).toMatch(/^(lease_lost|failed)$/);
+    expect(late.status, JSON.stringify(logs.lines.filter((l) => l.message.includes(name)).slice(-15), null, 1)).toMatch(
+      /^(lease_lost|failed)$/,
+    );
     expect(starts).toEqual([`${name}:2027-01-01T00:00:00Z`]);
   });
 });

@@ -174,7 +174,13 @@ describe('startInstances (real Redis and PostgreSQL)', () => {
         imports: [
           ScheduleModule.forRoot(),
           // A loaded CI machine must not turn a slow Redis reply into a failed slot.
-          DistributedCronModule.forRoot({ ...clients[i]!, timeZone: 'UTC', instanceId: `${job}-${i}`, redisTimeout: '10s', auditPlainSchedules: false }),
+          DistributedCronModule.forRoot({
+            ...clients[i]!,
+            timeZone: 'UTC',
+            instanceId: `${job}-${i}`,
+            redisTimeout: '10s',
+            auditPlainSchedules: false,
+          }),
         ],
         providers: [FleetJob],
       }),
@@ -183,7 +189,10 @@ describe('startInstances (real Redis and PostgreSQL)', () => {
     try {
       const slot = new Date('2026-03-02T10:00:00Z');
       const outcomes = await Promise.all(fleet.services.map((service) => service.trigger(job, slot)));
-      expect(outcomes.filter((outcome) => outcome === 'ran'), `outcomes: ${outcomes.join(', ')}`).toHaveLength(1);
+      expect(
+        outcomes.filter((outcome) => outcome === 'ran'),
+        `outcomes: ${outcomes.join(', ')}`,
+      ).toHaveLength(1);
       expect(runs).toHaveLength(1);
       expect((await fleet.services[0]!.history({ jobName: job })).map((r) => r.status)).toEqual(['completed']);
     } finally {

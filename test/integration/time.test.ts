@@ -18,26 +18,36 @@ describe('instances whose clocks disagree by up to 3 s', () => {
     // 3.5 s after the slot, and that slot would be skipped as an overlap.
     await new Promise((resolve) => setTimeout(resolve, 5_000 - ((Date.now() - 2_000) % 5_000)));
     const startedAt = Date.now();
-    apps.push(...(await Promise.all(
-      offsets.map((offset, i) => {
-        const label = `${name}-${i}`;
-        return startApp({
-          label,
-          // skewTolerance is left at its default: 2 s, below half of the 5 s period.
-          providers: [
-            jobProvider('*/5 * * * * *', { name }, async (ctx: CronContext, instance) => {
-              effects.push({ executionId: ctx.executionId, scheduledAt: ctx.scheduledAt.getTime(), instance });
-              await new Promise((resolve) => setTimeout(resolve, 1_450));
-            }, label),
-          ],
-          module: { clock: () => Date.now() + offset },
-        });
-      }),
-    )));
+    apps.push(
+      ...(await Promise.all(
+        offsets.map((offset, i) => {
+          const label = `${name}-${i}`;
+          return startApp({
+            label,
+            // skewTolerance is left at its default: 2 s, below half of the 5 s period.
+            providers: [
+              jobProvider(
+                '*/5 * * * * *',
+                { name },
+                async (ctx: CronContext, instance) => {
+                  effects.push({ executionId: ctx.executionId, scheduledAt: ctx.scheduledAt.getTime(), instance });
+                  await new Promise((resolve) => setTimeout(resolve, 1_450));
+                },
+                label,
+              ),
+            ],
+            module: { clock: () => Date.now() + offset },
+          });
+        }),
+      )),
+    );
 
     // Three slots after start-up: the fastest clock fires each one 1.5 s early, the slowest 1.5 s late.
     await waitFor(
-      async () => (await prisma.distributedCronRun.count({ where: { jobName: name, status: 'completed', scheduledAt: { gt: new Date(startedAt) } } })) >= 3,
+      async () =>
+        (await prisma.distributedCronRun.count({
+          where: { jobName: name, status: 'completed', scheduledAt: { gt: new Date(startedAt) } },
+        })) >= 3,
       { timeoutMs: 20_000, message: '3 completed slots' },
     );
     await closeApps();
@@ -84,7 +94,13 @@ describe('the New York fall-back night (2026-11-01, 01:00-01:59 happens twice)',
         providers: [
           jobProvider(
             '0 1 * * *',
-            { name: daily, timeZone: 'America/New_York', dst: { repeated: 'both' }, executionId: ({ businessDate }) => `${daily}:${businessDate}`, catchUp: 'none' },
+            {
+              name: daily,
+              timeZone: 'America/New_York',
+              dst: { repeated: 'both' },
+              executionId: ({ businessDate }) => `${daily}:${businessDate}`,
+              catchUp: 'none',
+            },
             record,
             'ny',
           ),
@@ -94,8 +110,16 @@ describe('the New York fall-back night (2026-11-01, 01:00-01:59 happens twice)',
       }),
     );
     const cron = apps[0]!.cron;
-    expect(cron.nextRuns(daily, 3).map((r) => r.local)).toEqual(['2026-11-01T01:00:00-04:00', '2026-11-01T01:00:00-05:00', '2026-11-02T01:00:00-05:00']);
-    expect(cron.nextRuns(hourly, 3).map((r) => r.local)).toEqual(['2026-11-01T01:00:00-04:00', '2026-11-01T01:00:00-05:00', '2026-11-01T02:00:00-05:00']);
+    expect(cron.nextRuns(daily, 3).map((r) => r.local)).toEqual([
+      '2026-11-01T01:00:00-04:00',
+      '2026-11-01T01:00:00-05:00',
+      '2026-11-02T01:00:00-05:00',
+    ]);
+    expect(cron.nextRuns(hourly, 3).map((r) => r.local)).toEqual([
+      '2026-11-01T01:00:00-04:00',
+      '2026-11-01T01:00:00-05:00',
+      '2026-11-01T02:00:00-05:00',
+    ]);
     expect(clock()).toBeLessThan(firstPass - 1_000); // the timers are armed for the first pass, a few seconds away
 
     // While the timers wait for the first pass, move the clock on by an hour less 4 s: when they
@@ -113,7 +137,12 @@ describe('the New York fall-back night (2026-11-01, 01:00-01:59 happens twice)',
 
     const dailyRows = await prisma.distributedCronRun.findMany({ where: { jobName: daily } });
     expect(dailyRows).toHaveLength(1);
-    expect(dailyRows[0]).toMatchObject({ executionId: `${daily}:2026-11-01`, businessDate: '2026-11-01', status: 'completed', trigger: 'schedule' });
+    expect(dailyRows[0]).toMatchObject({
+      executionId: `${daily}:2026-11-01`,
+      businessDate: '2026-11-01',
+      status: 'completed',
+      trigger: 'schedule',
+    });
     expect(iso(dailyRows[0]!.scheduledAt)).toBe('2026-11-01T05:00:00Z');
     expect(calls.filter((c) => c.job === daily)).toEqual([
       { job: daily, executionId: `${daily}:2026-11-01`, scheduledAt: '2026-11-01T05:00:00Z', businessDate: '2026-11-01' },

@@ -23,12 +23,24 @@ export class CapturingLogger implements LoggerService {
   private record(level: string, message: unknown): void {
     this.lines.push({ level, message: String(message) });
   }
-  log(message: unknown): void { this.record('log', message); }
-  error(message: unknown): void { this.record('error', message); }
-  warn(message: unknown): void { this.record('warn', message); }
-  debug(message: unknown): void { this.record('debug', message); }
-  verbose(message: unknown): void { this.record('verbose', message); }
-  fatal(message: unknown): void { this.record('fatal', message); }
+  log(message: unknown): void {
+    this.record('log', message);
+  }
+  error(message: unknown): void {
+    this.record('error', message);
+  }
+  warn(message: unknown): void {
+    this.record('warn', message);
+  }
+  debug(message: unknown): void {
+    this.record('debug', message);
+  }
+  verbose(message: unknown): void {
+    this.record('verbose', message);
+  }
+  fatal(message: unknown): void {
+    this.record('fatal', message);
+  }
   matching(level: string, pattern: RegExp): string[] {
     return this.lines.filter((l) => l.level === level && pattern.test(l.message)).map((l) => l.message);
   }
@@ -70,10 +82,7 @@ export async function startApp({ label, providers, module, redis: givenRedis }: 
   const redis = givenRedis ?? new Redis(redisUrl(), { maxRetriesPerRequest: 1, lazyConnect: false });
   const prisma = createPrisma();
   @Module({
-    imports: [
-      ScheduleModule.forRoot(),
-      DistributedCronModule.forRoot({ redis, prisma, timeZone: 'UTC', instanceId: label, ...module }),
-    ],
+    imports: [ScheduleModule.forRoot(), DistributedCronModule.forRoot({ redis, prisma, timeZone: 'UTC', instanceId: label, ...module })],
     providers,
   })
   class AppModule {}

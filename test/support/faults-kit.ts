@@ -37,7 +37,8 @@ export function faultyPrisma(base: PrismaClientLike, fault: (sql: string, values
   };
   return {
     seen,
-    $queryRawUnsafe: <T = unknown>(query: string, ...values: unknown[]) => call<T>(query, values, () => base.$queryRawUnsafe<T>(query, ...values)),
+    $queryRawUnsafe: <T = unknown>(query: string, ...values: unknown[]) =>
+      call<T>(query, values, () => base.$queryRawUnsafe<T>(query, ...values)),
     $executeRawUnsafe: (query: string, ...values: unknown[]) => call<number>(query, values, () => base.$executeRawUnsafe(query, ...values)),
     unhang() {
       unhung = true;

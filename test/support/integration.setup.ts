@@ -22,11 +22,11 @@ export interface IntegrationSetup {
   /** The apps the tests started; push onto it. The hooks close them and empty it. */
   readonly apps: RunningApp[];
   /** Closes the apps started so far and empties `apps` (for a test that checks the rows after shutdown). */
-  closeApps(): Promise<void>;
+  closeApps: () => Promise<void>;
   /** The fake Slack webhook; usable from `beforeAll` on (only with `slack: true`). */
   readonly slack: FakeSlack;
   /** Runs `stop` after the file's tests, after the apps are closed and before Prisma disconnects. */
-  atEnd(stop: () => unknown): void;
+  atEnd: (stop: () => unknown) => void;
 }
 
 export function integrationSetup({ closeApps: when = 'each', slack: withSlack = false }: IntegrationSetupOptions = {}): IntegrationSetup {
@@ -43,7 +43,7 @@ export function integrationSetup({ closeApps: when = 'each', slack: withSlack = 
     get(_, key) {
       if (fakeSlack === undefined) throw new Error('integrationSetup: the fake Slack is not started (slack: true, used from beforeAll on)');
       const value: unknown = Reflect.get(fakeSlack, key);
-      return typeof value === 'function' ? value.bind(fakeSlack) : value;
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(fakeSlack) : value;
     },
   });
 

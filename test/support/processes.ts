@@ -46,7 +46,9 @@ export async function spawnInstance(config: FixtureConfig, allEvents: FixtureEve
     stderr = (stderr + chunk.toString()).slice(-4_000);
   });
   const ready = new Promise<void>((resolve, reject) => {
-    child.once('exit', (code, signal) => reject(new Error(`instance ${config.instanceId} exited (${code ?? signal}) before ready: ${stderr}`)));
+    child.once('exit', (code, signal) =>
+      reject(new Error(`instance ${config.instanceId} exited (${code ?? signal}) before ready: ${stderr}`)),
+    );
     onJsonLines<FixtureEvent>(child.stdout!, (event) => {
       events.push(event);
       allEvents.push(event);

@@ -160,7 +160,14 @@ class Node {
 
 /** Sends one command to 127.0.0.1:port on a short-lived connection; undefined if it fails. */
 async function ask(port: number, ...command: string[]): Promise<unknown> {
-  const redis = new Redis({ host: HOST, port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1_000 });
+  const redis = new Redis({
+    host: HOST,
+    port,
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1_000,
+  });
   redis.on('error', () => undefined);
   try {
     await redis.connect();
@@ -191,16 +198,25 @@ export async function startSentinel(options: SentinelOptions = {}): Promise<Sent
   }
   const [masterPort, replicaPort, ...sentinelPorts] = ports as [number, number, number, number, number];
   const serverArgs = (port: number, replicaOf?: number): string[] => [
-    '--port', String(port),
-    '--bind', HOST,
-    '--save', '',
-    '--appendonly', 'no',
-    '--daemonize', 'no',
-    '--dir', dir,
-    '--dbfilename', `dump-${port}.rdb`,
-    '--loglevel', 'warning',
+    '--port',
+    String(port),
+    '--bind',
+    HOST,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--daemonize',
+    'no',
+    '--dir',
+    dir,
+    '--dbfilename',
+    `dump-${port}.rdb`,
+    '--loglevel',
+    'warning',
     // A replica syncs at once instead of after Redis 7's default 5 s wait for more replicas.
-    '--repl-diskless-sync-delay', '0',
+    '--repl-diskless-sync-delay',
+    '0',
     ...(replicaOf === undefined ? [] : ['--replicaof', HOST, String(replicaOf)]),
   ];
   const servers = [new Node(masterPort, () => serverArgs(masterPort)), new Node(replicaPort, () => serverArgs(replicaPort, masterPort))];
@@ -237,7 +253,9 @@ export async function startSentinel(options: SentinelOptions = {}): Promise<Sent
 
   /** The address that at least two sentinels agree on, or undefined. */
   const agreedMaster = async (): Promise<HostPort | undefined> => {
-    const replies = await Promise.all(sentinelNodes.map((s) => (s.running ? ask(s.port, 'SENTINEL', 'get-master-addr-by-name', masterName) : undefined)));
+    const replies = await Promise.all(
+      sentinelNodes.map((s) => (s.running ? ask(s.port, 'SENTINEL', 'get-master-addr-by-name', masterName) : Promise.resolve(undefined))),
+    );
     const votes = new Map<string, number>();
     for (const reply of replies) {
       if (!Array.isArray(reply)) continue;
@@ -338,8 +356,11 @@ export async function startSentinel(options: SentinelOptions = {}): Promise<Sent
             if (!Array.isArray(replicas)) return false;
             const healthy = replicas.some((reply) => {
               const fields = new Map<string, string>();
-              for (let i = 0; i + 1 < (reply as unknown[]).length; i += 2) fields.set(String((reply as unknown[])[i]), String((reply as unknown[])[i + 1]));
-              return fields.get('port') === String(node.port) && fields.get('flags') === 'slave' && fields.get('master-link-status') === 'ok';
+              for (let i = 0; i + 1 < (reply as unknown[]).length; i += 2)
+                fields.set(String((reply as unknown[])[i]), String((reply as unknown[])[i + 1]));
+              return (
+                fields.get('port') === String(node.port) && fields.get('flags') === 'slave' && fields.get('master-link-status') === 'ok'
+              );
             });
             if (!healthy) return false;
           }
@@ -362,14 +383,22 @@ export async function startDurableRedis(): Promise<TestRedisServer> {
   const dir = tempDir();
   const port = await freePort();
   const node = new Node(port, () => [
-    '--port', String(port),
-    '--bind', HOST,
-    '--save', '',
-    '--appendonly', 'yes',
-    '--appendfsync', 'always',
-    '--daemonize', 'no',
-    '--dir', dir,
-    '--loglevel', 'warning',
+    '--port',
+    String(port),
+    '--bind',
+    HOST,
+    '--save',
+    '',
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'always',
+    '--daemonize',
+    'no',
+    '--dir',
+    dir,
+    '--loglevel',
+    'warning',
   ]);
   await node.start();
   return {

@@ -185,13 +185,20 @@ export async function startRedisServer(): Promise<TestRedisServer> {
     const proc = spawn(
       'redis-server',
       [
-        '--port', String(port),
-        '--bind', '127.0.0.1',
-        '--save', '',
-        '--appendonly', 'no',
-        '--daemonize', 'no',
-        '--dir', os.tmpdir(),
-        '--loglevel', 'warning',
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--daemonize',
+        'no',
+        '--dir',
+        os.tmpdir(),
+        '--loglevel',
+        'warning',
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -226,8 +233,7 @@ export async function startRedisServer(): Promise<TestRedisServer> {
     }
   };
 
-  const isRunning = (): boolean =>
-    child !== undefined && child.exitCode === null && child.signalCode === null;
+  const isRunning = (): boolean => child !== undefined && child.exitCode === null && child.signalCode === null;
 
   // The free port can be taken by someone else between probing and binding: retry.
   let port = 0;

@@ -13,7 +13,11 @@ import { resolveJobConfig, type JobConfig } from '../../src/config/job.config.js
 const LONGEST_TIMER_MS = 2 ** 31 - 1;
 const TOO_LONG = /longer than the longest timer Node\.js can arm \(2147483647 ms, about 24\.8 days\): Node would fire it after 1 ms/;
 
-function job(options: DistributedCronOptions, expression = '0 0 * * *', jobDefaults?: DistributedCronModuleOptions['jobDefaults']): JobConfig {
+function job(
+  options: DistributedCronOptions,
+  expression = '0 0 * * *',
+  jobDefaults?: DistributedCronModuleOptions['jobDefaults'],
+): JobConfig {
   return resolveJobConfig({ expression, options: { name: 'report', ...options } }, 'Reports.run', { timeZone: 'UTC', jobDefaults });
 }
 

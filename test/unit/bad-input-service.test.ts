@@ -71,7 +71,10 @@ describe('trigger()', () => {
   });
 
   it('rejects a scheduledAt that is not a Date', async () => {
-    await rejects(() => cron.trigger(JOB, '2026-08-14' as never), `trigger('daily-report'): \`scheduledAt\` must be a valid Date, got "2026-08-14"`);
+    await rejects(
+      () => cron.trigger(JOB, '2026-08-14' as never),
+      `trigger('daily-report'): \`scheduledAt\` must be a valid Date, got "2026-08-14"`,
+    );
     await rejects(() => cron.trigger(JOB, 1_786_000_000_000 as never), /`scheduledAt` must be a valid Date, got 1786000000000$/);
     await rejects(() => cron.trigger(JOB, null as never), /`scheduledAt` must be a valid Date, got null$/);
   });
@@ -79,7 +82,10 @@ describe('trigger()', () => {
   it('rejects a job name that is not a non-empty string, or names no job', async () => {
     await rejects(() => cron.trigger(42 as never), 'trigger(): `jobName` must be a non-empty string, got 42');
     await rejects(() => cron.trigger(''), 'trigger(): `jobName` must be a non-empty string, got ""');
-    await rejects(() => cron.trigger('nightly'), /^trigger\('nightly'\): `jobName` must name a job of this app: no @DistributedCron job named 'nightly' \(known: daily-report\)$/);
+    await rejects(
+      () => cron.trigger('nightly'),
+      /^trigger\('nightly'\): `jobName` must name a job of this app: no @DistributedCron job named 'nightly' \(known: daily-report\)$/,
+    );
     expect(runtime.executor.fire).not.toHaveBeenCalled();
   });
 
@@ -102,14 +108,34 @@ describe('pause(), resume(), isPaused()', () => {
 
 describe('history()', () => {
   it.each([
-    ['a filter that is not an object', 'daily-report', 'history(): `filter` must be an object like { jobName, status, since, until, limit }, got "daily-report"'],
+    [
+      'a filter that is not an object',
+      'daily-report',
+      'history(): `filter` must be an object like { jobName, status, since, until, limit }, got "daily-report"',
+    ],
     ['null', null, 'history(): `filter` must be an object like { jobName, status, since, until, limit }, got null'],
-    ['an unknown key (a typo would list every job)', { name: JOB }, 'history(): `filter.name` is not a filter; known: jobName, status, since, until, limit'],
+    [
+      'an unknown key (a typo would list every job)',
+      { name: JOB },
+      'history(): `filter.name` is not a filter; known: jobName, status, since, until, limit',
+    ],
     ['a job name that is not a string', { jobName: 7 }, 'history(): `filter.jobName` must be a non-empty string, got 7'],
-    ['an unknown status', { jobName: JOB, status: 'complete' }, /^history\('daily-report'\): `filter\.status` must be a status or a list of them \('queued', 'running', 'completed'.*\), got "complete"$/],
-    ['an unknown status in a list', { status: ['failed', 'deadd'] }, /^history\(\): `filter\.status` must be a status or a list of them .*, got "deadd"$/],
+    [
+      'an unknown status',
+      { jobName: JOB, status: 'complete' },
+      /^history\('daily-report'\): `filter\.status` must be a status or a list of them \('queued', 'running', 'completed'.*\), got "complete"$/,
+    ],
+    [
+      'an unknown status in a list',
+      { status: ['failed', 'deadd'] },
+      /^history\(\): `filter\.status` must be a status or a list of them .*, got "deadd"$/,
+    ],
     ['an empty status list', { status: [] }, 'history(): `filter.status` must not be an empty list; leave it out to list every status'],
-    ['an Invalid Date since', { jobName: JOB, since: new Date('yesterday') }, "history('daily-report'): `filter.since` must be a valid Date, got Invalid Date"],
+    [
+      'an Invalid Date since',
+      { jobName: JOB, since: new Date('yesterday') },
+      "history('daily-report'): `filter.since` must be a valid Date, got Invalid Date",
+    ],
     ['a since that is a string', { since: '2026-01-01' }, 'history(): `filter.since` must be a valid Date, got "2026-01-01"'],
     ['an Invalid Date until', { until: new Date(Number.NaN) }, 'history(): `filter.until` must be a valid Date, got Invalid Date'],
     [

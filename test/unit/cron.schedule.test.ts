@@ -97,12 +97,7 @@ describe('cron field matching', () => {
       ['2028-02-29T00:00:00.000Z', '2032-02-29T00:00:00.000Z'],
     ],
     ['skips 2100, which is not a leap year', '0 0 29 2 *', '2096-03-01T00:00:00Z', ['2104-02-29T00:00:00.000Z']],
-    [
-      'crosses a year end',
-      '59 23 31 12 *',
-      '2026-12-31T23:59:00Z',
-      ['2027-12-31T23:59:00.000Z'],
-    ],
+    ['crosses a year end', '59 23 31 12 *', '2026-12-31T23:59:00Z', ['2027-12-31T23:59:00.000Z']],
   ])('%s', (_name, expression, after, expected) => {
     expect(nextSlots(expression, 'UTC', after, expected.length)).toEqual(expected);
   });
@@ -152,54 +147,243 @@ describe('the 2026 change nights slot by slot (wall time with offset = an exact 
   // be exactly those instants and print as exactly that wall time in the job's zone.
   it.each<[string, string, string, DstPolicy | undefined, string, string[]]>([
     // Europe/Berlin, Sunday 2026-03-29: 02:00 CET becomes 03:00 CEST at 01:00Z.
-    ['Berlin spring, 02:30 daily, default: once at the change', 'Europe/Berlin', '30 2 * * *', undefined, '2026-03-28T12:00:00Z', ['2026-03-29T03:00:00+02:00', '2026-03-30T02:30:00+02:00']],
-    ['Berlin spring, 02:30 daily, gap: skip', 'Europe/Berlin', '30 2 * * *', { gap: 'skip' }, '2026-03-28T12:00:00Z', ['2026-03-30T02:30:00+02:00']],
-    ['Berlin spring, hourly: no 02:00', 'Europe/Berlin', '0 * * * *', undefined, '2026-03-28T23:30:00Z', ['2026-03-29T01:00:00+01:00', '2026-03-29T03:00:00+02:00', '2026-03-29T04:00:00+02:00']],
-    ['Berlin spring, */15: no 02:xx', 'Europe/Berlin', '*/15 * * * *', undefined, '2026-03-29T00:40:00Z', ['2026-03-29T01:45:00+01:00', '2026-03-29T03:00:00+02:00', '2026-03-29T03:15:00+02:00']],
-    ['Berlin spring, every second: every real second across the jump', 'Europe/Berlin', '* * * * * *', undefined, '2026-03-29T00:59:58Z', ['2026-03-29T01:59:59+01:00', '2026-03-29T03:00:00+02:00', '2026-03-29T03:00:01+02:00']],
+    [
+      'Berlin spring, 02:30 daily, default: once at the change',
+      'Europe/Berlin',
+      '30 2 * * *',
+      undefined,
+      '2026-03-28T12:00:00Z',
+      ['2026-03-29T03:00:00+02:00', '2026-03-30T02:30:00+02:00'],
+    ],
+    [
+      'Berlin spring, 02:30 daily, gap: skip',
+      'Europe/Berlin',
+      '30 2 * * *',
+      { gap: 'skip' },
+      '2026-03-28T12:00:00Z',
+      ['2026-03-30T02:30:00+02:00'],
+    ],
+    [
+      'Berlin spring, hourly: no 02:00',
+      'Europe/Berlin',
+      '0 * * * *',
+      undefined,
+      '2026-03-28T23:30:00Z',
+      ['2026-03-29T01:00:00+01:00', '2026-03-29T03:00:00+02:00', '2026-03-29T04:00:00+02:00'],
+    ],
+    [
+      'Berlin spring, */15: no 02:xx',
+      'Europe/Berlin',
+      '*/15 * * * *',
+      undefined,
+      '2026-03-29T00:40:00Z',
+      ['2026-03-29T01:45:00+01:00', '2026-03-29T03:00:00+02:00', '2026-03-29T03:15:00+02:00'],
+    ],
+    [
+      'Berlin spring, every second: every real second across the jump',
+      'Europe/Berlin',
+      '* * * * * *',
+      undefined,
+      '2026-03-29T00:59:58Z',
+      ['2026-03-29T01:59:59+01:00', '2026-03-29T03:00:00+02:00', '2026-03-29T03:00:01+02:00'],
+    ],
     // Asia/Shanghai has no DST: 02:30 is 18:30Z every day, whatever Europe does.
-    ['Shanghai, 02:30 daily across the Berlin spring night', 'Asia/Shanghai', '30 2 * * *', undefined, '2026-03-27T00:00:00Z', ['2026-03-28T02:30:00+08:00', '2026-03-29T02:30:00+08:00', '2026-03-30T02:30:00+08:00', '2026-03-31T02:30:00+08:00']],
+    [
+      'Shanghai, 02:30 daily across the Berlin spring night',
+      'Asia/Shanghai',
+      '30 2 * * *',
+      undefined,
+      '2026-03-27T00:00:00Z',
+      ['2026-03-28T02:30:00+08:00', '2026-03-29T02:30:00+08:00', '2026-03-30T02:30:00+08:00', '2026-03-31T02:30:00+08:00'],
+    ],
     // Europe/Berlin, Sunday 2026-10-25: 03:00 CEST becomes 02:00 CET at 01:00Z.
-    ['Berlin autumn, 02:30 daily, default: first pass only', 'Europe/Berlin', '30 2 * * *', undefined, '2026-10-24T12:00:00Z', ['2026-10-25T02:30:00+02:00', '2026-10-26T02:30:00+01:00']],
-    ['Berlin autumn, 02:30 daily, repeated: both', 'Europe/Berlin', '30 2 * * *', { repeated: 'both' }, '2026-10-24T12:00:00Z', ['2026-10-25T02:30:00+02:00', '2026-10-25T02:30:00+01:00', '2026-10-26T02:30:00+01:00']],
-    ['Berlin autumn, hourly: 02:00 twice', 'Europe/Berlin', '0 * * * *', undefined, '2026-10-24T23:30:00Z', ['2026-10-25T02:00:00+02:00', '2026-10-25T02:00:00+01:00', '2026-10-25T03:00:00+01:00']],
+    [
+      'Berlin autumn, 02:30 daily, default: first pass only',
+      'Europe/Berlin',
+      '30 2 * * *',
+      undefined,
+      '2026-10-24T12:00:00Z',
+      ['2026-10-25T02:30:00+02:00', '2026-10-26T02:30:00+01:00'],
+    ],
+    [
+      'Berlin autumn, 02:30 daily, repeated: both',
+      'Europe/Berlin',
+      '30 2 * * *',
+      { repeated: 'both' },
+      '2026-10-24T12:00:00Z',
+      ['2026-10-25T02:30:00+02:00', '2026-10-25T02:30:00+01:00', '2026-10-26T02:30:00+01:00'],
+    ],
+    [
+      'Berlin autumn, hourly: 02:00 twice',
+      'Europe/Berlin',
+      '0 * * * *',
+      undefined,
+      '2026-10-24T23:30:00Z',
+      ['2026-10-25T02:00:00+02:00', '2026-10-25T02:00:00+01:00', '2026-10-25T03:00:00+01:00'],
+    ],
     [
       'Berlin autumn, */15: 02:xx twice',
       'Europe/Berlin',
       '*/15 * * * *',
       undefined,
       '2026-10-25T00:40:00Z',
-      ['2026-10-25T02:45:00+02:00', '2026-10-25T02:00:00+01:00', '2026-10-25T02:15:00+01:00', '2026-10-25T02:30:00+01:00', '2026-10-25T02:45:00+01:00', '2026-10-25T03:00:00+01:00'],
+      [
+        '2026-10-25T02:45:00+02:00',
+        '2026-10-25T02:00:00+01:00',
+        '2026-10-25T02:15:00+01:00',
+        '2026-10-25T02:30:00+01:00',
+        '2026-10-25T02:45:00+01:00',
+        '2026-10-25T03:00:00+01:00',
+      ],
     ],
     // America/New_York, Sunday 2026-03-08: 02:00 EST becomes 03:00 EDT at 07:00Z.
-    ['New York spring, 02:30 daily, default: once at the change', 'America/New_York', '30 2 * * *', undefined, '2026-03-07T12:00:00Z', ['2026-03-08T03:00:00-04:00', '2026-03-09T02:30:00-04:00']],
-    ['New York spring, 02:30 daily, gap: skip', 'America/New_York', '30 2 * * *', { gap: 'skip' }, '2026-03-07T12:00:00Z', ['2026-03-09T02:30:00-04:00']],
-    ['New York spring, hourly: no 02:00', 'America/New_York', '0 * * * *', undefined, '2026-03-08T05:30:00Z', ['2026-03-08T01:00:00-05:00', '2026-03-08T03:00:00-04:00', '2026-03-08T04:00:00-04:00']],
-    ['New York spring, */15: no 02:xx', 'America/New_York', '*/15 * * * *', undefined, '2026-03-08T06:40:00Z', ['2026-03-08T01:45:00-05:00', '2026-03-08T03:00:00-04:00', '2026-03-08T03:15:00-04:00']],
+    [
+      'New York spring, 02:30 daily, default: once at the change',
+      'America/New_York',
+      '30 2 * * *',
+      undefined,
+      '2026-03-07T12:00:00Z',
+      ['2026-03-08T03:00:00-04:00', '2026-03-09T02:30:00-04:00'],
+    ],
+    [
+      'New York spring, 02:30 daily, gap: skip',
+      'America/New_York',
+      '30 2 * * *',
+      { gap: 'skip' },
+      '2026-03-07T12:00:00Z',
+      ['2026-03-09T02:30:00-04:00'],
+    ],
+    [
+      'New York spring, hourly: no 02:00',
+      'America/New_York',
+      '0 * * * *',
+      undefined,
+      '2026-03-08T05:30:00Z',
+      ['2026-03-08T01:00:00-05:00', '2026-03-08T03:00:00-04:00', '2026-03-08T04:00:00-04:00'],
+    ],
+    [
+      'New York spring, */15: no 02:xx',
+      'America/New_York',
+      '*/15 * * * *',
+      undefined,
+      '2026-03-08T06:40:00Z',
+      ['2026-03-08T01:45:00-05:00', '2026-03-08T03:00:00-04:00', '2026-03-08T03:15:00-04:00'],
+    ],
     // America/New_York, Sunday 2026-11-01: 02:00 EDT becomes 01:00 EST at 06:00Z.
-    ['New York autumn, 02:30 daily, default: once (02:30 is not repeated)', 'America/New_York', '30 2 * * *', undefined, '2026-10-31T12:00:00Z', ['2026-11-01T02:30:00-05:00', '2026-11-02T02:30:00-05:00']],
-    ['New York autumn, 01:30 daily, default: first pass only', 'America/New_York', '30 1 * * *', undefined, '2026-10-31T12:00:00Z', ['2026-11-01T01:30:00-04:00', '2026-11-02T01:30:00-05:00']],
-    ['New York autumn, 01:30 daily, repeated: both', 'America/New_York', '30 1 * * *', { repeated: 'both' }, '2026-10-31T12:00:00Z', ['2026-11-01T01:30:00-04:00', '2026-11-01T01:30:00-05:00', '2026-11-02T01:30:00-05:00']],
-    ['New York autumn, hourly: 01:00 twice', 'America/New_York', '0 * * * *', undefined, '2026-11-01T04:30:00Z', ['2026-11-01T01:00:00-04:00', '2026-11-01T01:00:00-05:00', '2026-11-01T02:00:00-05:00']],
+    [
+      'New York autumn, 02:30 daily, default: once (02:30 is not repeated)',
+      'America/New_York',
+      '30 2 * * *',
+      undefined,
+      '2026-10-31T12:00:00Z',
+      ['2026-11-01T02:30:00-05:00', '2026-11-02T02:30:00-05:00'],
+    ],
+    [
+      'New York autumn, 01:30 daily, default: first pass only',
+      'America/New_York',
+      '30 1 * * *',
+      undefined,
+      '2026-10-31T12:00:00Z',
+      ['2026-11-01T01:30:00-04:00', '2026-11-02T01:30:00-05:00'],
+    ],
+    [
+      'New York autumn, 01:30 daily, repeated: both',
+      'America/New_York',
+      '30 1 * * *',
+      { repeated: 'both' },
+      '2026-10-31T12:00:00Z',
+      ['2026-11-01T01:30:00-04:00', '2026-11-01T01:30:00-05:00', '2026-11-02T01:30:00-05:00'],
+    ],
+    [
+      'New York autumn, hourly: 01:00 twice',
+      'America/New_York',
+      '0 * * * *',
+      undefined,
+      '2026-11-01T04:30:00Z',
+      ['2026-11-01T01:00:00-04:00', '2026-11-01T01:00:00-05:00', '2026-11-01T02:00:00-05:00'],
+    ],
     [
       'New York autumn, */15: 01:xx twice',
       'America/New_York',
       '*/15 * * * *',
       undefined,
       '2026-11-01T05:40:00Z',
-      ['2026-11-01T01:45:00-04:00', '2026-11-01T01:00:00-05:00', '2026-11-01T01:15:00-05:00', '2026-11-01T01:30:00-05:00', '2026-11-01T01:45:00-05:00', '2026-11-01T02:00:00-05:00'],
+      [
+        '2026-11-01T01:45:00-04:00',
+        '2026-11-01T01:00:00-05:00',
+        '2026-11-01T01:15:00-05:00',
+        '2026-11-01T01:30:00-05:00',
+        '2026-11-01T01:45:00-05:00',
+        '2026-11-01T02:00:00-05:00',
+      ],
     ],
     // Asia/Shanghai has no DST: the same nights are ordinary there.
-    ['Shanghai on the Berlin spring night, 02:30 daily', 'Asia/Shanghai', '30 2 * * *', undefined, '2026-03-28T12:00:00Z', ['2026-03-29T02:30:00+08:00', '2026-03-30T02:30:00+08:00']],
-    ['Shanghai on the New York autumn night, hourly', 'Asia/Shanghai', '0 * * * *', undefined, '2026-11-01T05:30:00Z', ['2026-11-01T14:00:00+08:00', '2026-11-01T15:00:00+08:00']],
+    [
+      'Shanghai on the Berlin spring night, 02:30 daily',
+      'Asia/Shanghai',
+      '30 2 * * *',
+      undefined,
+      '2026-03-28T12:00:00Z',
+      ['2026-03-29T02:30:00+08:00', '2026-03-30T02:30:00+08:00'],
+    ],
+    [
+      'Shanghai on the New York autumn night, hourly',
+      'Asia/Shanghai',
+      '0 * * * *',
+      undefined,
+      '2026-11-01T05:30:00Z',
+      ['2026-11-01T14:00:00+08:00', '2026-11-01T15:00:00+08:00'],
+    ],
     // Australia/Lord_Howe moves by 30 minutes: 02:00 +10:30 becomes 02:30 +11:00 on 2026-10-04,
     // 02:00 +11:00 becomes 01:30 +10:30 on 2026-04-05.
-    ['Lord Howe spring, 02:15 daily, default: once at the change', 'Australia/Lord_Howe', '15 2 * * *', undefined, '2026-10-03T00:00:00Z', ['2026-10-04T02:30:00+11:00', '2026-10-05T02:15:00+11:00']],
-    ['Lord Howe spring, 02:15 daily, gap: skip', 'Australia/Lord_Howe', '15 2 * * *', { gap: 'skip' }, '2026-10-03T00:00:00Z', ['2026-10-05T02:15:00+11:00']],
-    ['Lord Howe spring, */15: no 02:00-02:29', 'Australia/Lord_Howe', '*/15 * * * *', undefined, '2026-10-03T15:10:00Z', ['2026-10-04T01:45:00+10:30', '2026-10-04T02:30:00+11:00', '2026-10-04T02:45:00+11:00']],
-    ['Lord Howe autumn, 01:45 daily, default: first pass only', 'Australia/Lord_Howe', '45 1 * * *', undefined, '2026-04-04T00:00:00Z', ['2026-04-05T01:45:00+11:00', '2026-04-06T01:45:00+10:30']],
-    ['Lord Howe autumn, 01:45 daily, repeated: both', 'Australia/Lord_Howe', '45 1 * * *', { repeated: 'both' }, '2026-04-04T00:00:00Z', ['2026-04-05T01:45:00+11:00', '2026-04-05T01:45:00+10:30', '2026-04-06T01:45:00+10:30']],
-    ['Lord Howe autumn, */15: 01:30-01:59 twice', 'Australia/Lord_Howe', '*/15 * * * *', undefined, '2026-04-04T14:40:00Z', ['2026-04-05T01:45:00+11:00', '2026-04-05T01:30:00+10:30', '2026-04-05T01:45:00+10:30', '2026-04-05T02:00:00+10:30']],
+    [
+      'Lord Howe spring, 02:15 daily, default: once at the change',
+      'Australia/Lord_Howe',
+      '15 2 * * *',
+      undefined,
+      '2026-10-03T00:00:00Z',
+      ['2026-10-04T02:30:00+11:00', '2026-10-05T02:15:00+11:00'],
+    ],
+    [
+      'Lord Howe spring, 02:15 daily, gap: skip',
+      'Australia/Lord_Howe',
+      '15 2 * * *',
+      { gap: 'skip' },
+      '2026-10-03T00:00:00Z',
+      ['2026-10-05T02:15:00+11:00'],
+    ],
+    [
+      'Lord Howe spring, */15: no 02:00-02:29',
+      'Australia/Lord_Howe',
+      '*/15 * * * *',
+      undefined,
+      '2026-10-03T15:10:00Z',
+      ['2026-10-04T01:45:00+10:30', '2026-10-04T02:30:00+11:00', '2026-10-04T02:45:00+11:00'],
+    ],
+    [
+      'Lord Howe autumn, 01:45 daily, default: first pass only',
+      'Australia/Lord_Howe',
+      '45 1 * * *',
+      undefined,
+      '2026-04-04T00:00:00Z',
+      ['2026-04-05T01:45:00+11:00', '2026-04-06T01:45:00+10:30'],
+    ],
+    [
+      'Lord Howe autumn, 01:45 daily, repeated: both',
+      'Australia/Lord_Howe',
+      '45 1 * * *',
+      { repeated: 'both' },
+      '2026-04-04T00:00:00Z',
+      ['2026-04-05T01:45:00+11:00', '2026-04-05T01:45:00+10:30', '2026-04-06T01:45:00+10:30'],
+    ],
+    [
+      'Lord Howe autumn, */15: 01:30-01:59 twice',
+      'Australia/Lord_Howe',
+      '*/15 * * * *',
+      undefined,
+      '2026-04-04T14:40:00Z',
+      ['2026-04-05T01:45:00+11:00', '2026-04-05T01:30:00+10:30', '2026-04-05T01:45:00+10:30', '2026-04-05T02:00:00+10:30'],
+    ],
   ])('%s', (_name, zone, expression, dst, after, expected) => {
     const slots = parseCronSchedule(expression, zone, dst).nextN(at(after), expected.length);
     expect(slots.map((s) => s.getTime())).toEqual(expected.map((text) => Date.parse(text)));
@@ -381,11 +565,26 @@ describe('daylight-saving rules for a fixed-time 02:30 daily job', () => {
   });
 
   it.each<[string, DstPolicy | undefined, string, string]>([
-    ['hands out the change slot to a search starting less than a second before it', undefined, '2026-03-29T00:59:59.999Z', '2026-03-29T01:00:00.000Z'],
+    [
+      'hands out the change slot to a search starting less than a second before it',
+      undefined,
+      '2026-03-29T00:59:59.999Z',
+      '2026-03-29T01:00:00.000Z',
+    ],
     ['does not hand out the change slot to a search starting at it', undefined, '2026-03-29T01:00:00Z', '2026-03-30T00:30:00.000Z'],
     ['does not hand out the change slot to a search starting after it', undefined, '2026-03-29T01:10:00Z', '2026-03-30T00:30:00.000Z'],
-    ['does not rerun the first pass when asked from inside the repeated hour', undefined, '2026-10-25T01:10:00Z', '2026-10-26T01:30:00.000Z'],
-    ['runs the second pass when asked from inside the repeated hour with repeated: both', { repeated: 'both' }, '2026-10-25T01:10:00Z', '2026-10-25T01:30:00.000Z'],
+    [
+      'does not rerun the first pass when asked from inside the repeated hour',
+      undefined,
+      '2026-10-25T01:10:00Z',
+      '2026-10-26T01:30:00.000Z',
+    ],
+    [
+      'runs the second pass when asked from inside the repeated hour with repeated: both',
+      { repeated: 'both' },
+      '2026-10-25T01:10:00Z',
+      '2026-10-25T01:30:00.000Z',
+    ],
   ])('Berlin 02:30 daily: %s', (_name, dst, after, expected) => {
     expect(parseCronSchedule('30 2 * * *', 'Europe/Berlin', dst).next(at(after)).toISOString()).toBe(expected);
   });
@@ -489,7 +688,6 @@ describe('zones without DST and with half-hour DST', () => {
   ])('%s', (_name, expression, dst, after, expected) => {
     expect(nextSlots(expression, 'Australia/Lord_Howe', after, expected.length, dst)).toEqual(expected);
   });
-
 });
 
 describe('independence from the process time zone', () => {
@@ -535,9 +733,33 @@ describe('slotFor', () => {
   });
 
   it.each<[string, string, string, DstPolicy | undefined, string, number, string]>([
-    ['maps an early clock to the previous slot without tolerance', '*/5 * * * * *', 'Europe/Berlin', undefined, '2026-06-01T12:00:03.500Z', 0, '2026-06-01T12:00:00.000Z'],
-    ['maps the first pass of a Berlin fall-back job with repeated: both to its own slot', '30 2 * * *', 'Europe/Berlin', { repeated: 'both' }, '2026-10-25T00:30:00.800Z', 2_000, '2026-10-25T00:30:00.000Z'],
-    ['maps the second pass of a Berlin fall-back job with repeated: both to its own slot', '30 2 * * *', 'Europe/Berlin', { repeated: 'both' }, '2026-10-25T01:29:59.100Z', 2_000, '2026-10-25T01:30:00.000Z'],
+    [
+      'maps an early clock to the previous slot without tolerance',
+      '*/5 * * * * *',
+      'Europe/Berlin',
+      undefined,
+      '2026-06-01T12:00:03.500Z',
+      0,
+      '2026-06-01T12:00:00.000Z',
+    ],
+    [
+      'maps the first pass of a Berlin fall-back job with repeated: both to its own slot',
+      '30 2 * * *',
+      'Europe/Berlin',
+      { repeated: 'both' },
+      '2026-10-25T00:30:00.800Z',
+      2_000,
+      '2026-10-25T00:30:00.000Z',
+    ],
+    [
+      'maps the second pass of a Berlin fall-back job with repeated: both to its own slot',
+      '30 2 * * *',
+      'Europe/Berlin',
+      { repeated: 'both' },
+      '2026-10-25T01:29:59.100Z',
+      2_000,
+      '2026-10-25T01:30:00.000Z',
+    ],
     ['still finds a slot more than five years back', '0 0 29 2 *', 'UTC', undefined, '2104-02-28T00:00:00Z', 0, '2096-02-29T00:00:00.000Z'],
   ])('%s', (_name, expression, zone, dst, now, toleranceMs, expected) => {
     expect(parseCronSchedule(expression, zone, dst).slotFor(at(now), toleranceMs).toISOString()).toBe(expected);
@@ -554,13 +776,62 @@ describe('previous', () => {
     ['returns the day before 1 ms earlier', '0 9 * * *', 'UTC', '2026-01-02T08:59:59.999Z', undefined, '2026-01-01T09:00:00.000Z'],
     ['finds the last leap day', '0 0 29 2 *', 'UTC', '2026-06-01T00:00:00Z', undefined, '2024-02-29T00:00:00.000Z'],
     ['gives undefined when the last slot is more than 5 years back', '0 0 29 2 *', 'UTC', '2104-02-28T00:00:00Z', undefined, undefined],
-    ['returns the Berlin spring slot moved to the change', '30 2 * * *', 'Europe/Berlin', '2026-03-29T12:00:00Z', undefined, '2026-03-29T01:00:00.000Z'],
-    ['returns the previous day just before the Berlin change', '30 2 * * *', 'Europe/Berlin', '2026-03-29T00:59:59.999Z', undefined, '2026-03-28T01:30:00.000Z'],
-    ['skips the Berlin spring day with gap: skip', '30 2 * * *', 'Europe/Berlin', '2026-03-29T12:00:00Z', { gap: 'skip' }, '2026-03-28T01:30:00.000Z'],
-    ['returns the first Berlin fall-back pass by default', '30 2 * * *', 'Europe/Berlin', '2026-10-25T01:45:00Z', undefined, '2026-10-25T00:30:00.000Z'],
-    ['returns the second Berlin fall-back pass with repeated: both', '30 2 * * *', 'Europe/Berlin', '2026-10-25T01:45:00Z', { repeated: 'both' }, '2026-10-25T01:30:00.000Z'],
-    ['returns 01:00 EST for an hourly New York job late in the repeated hour', '0 * * * *', 'America/New_York', '2026-11-01T06:59:59Z', undefined, '2026-11-01T06:00:00.000Z'],
-    ['returns the current second of an every-second job', '* * * * * *', 'Europe/Berlin', '2026-01-01T00:00:00.999Z', undefined, '2026-01-01T00:00:00.000Z'],
+    [
+      'returns the Berlin spring slot moved to the change',
+      '30 2 * * *',
+      'Europe/Berlin',
+      '2026-03-29T12:00:00Z',
+      undefined,
+      '2026-03-29T01:00:00.000Z',
+    ],
+    [
+      'returns the previous day just before the Berlin change',
+      '30 2 * * *',
+      'Europe/Berlin',
+      '2026-03-29T00:59:59.999Z',
+      undefined,
+      '2026-03-28T01:30:00.000Z',
+    ],
+    [
+      'skips the Berlin spring day with gap: skip',
+      '30 2 * * *',
+      'Europe/Berlin',
+      '2026-03-29T12:00:00Z',
+      { gap: 'skip' },
+      '2026-03-28T01:30:00.000Z',
+    ],
+    [
+      'returns the first Berlin fall-back pass by default',
+      '30 2 * * *',
+      'Europe/Berlin',
+      '2026-10-25T01:45:00Z',
+      undefined,
+      '2026-10-25T00:30:00.000Z',
+    ],
+    [
+      'returns the second Berlin fall-back pass with repeated: both',
+      '30 2 * * *',
+      'Europe/Berlin',
+      '2026-10-25T01:45:00Z',
+      { repeated: 'both' },
+      '2026-10-25T01:30:00.000Z',
+    ],
+    [
+      'returns 01:00 EST for an hourly New York job late in the repeated hour',
+      '0 * * * *',
+      'America/New_York',
+      '2026-11-01T06:59:59Z',
+      undefined,
+      '2026-11-01T06:00:00.000Z',
+    ],
+    [
+      'returns the current second of an every-second job',
+      '* * * * * *',
+      'Europe/Berlin',
+      '2026-01-01T00:00:00.999Z',
+      undefined,
+      '2026-01-01T00:00:00.000Z',
+    ],
   ])('%s', (_name, expression, zone, when, dst, expected) => {
     expect(parseCronSchedule(expression, zone, dst).previous(at(when))?.toISOString()).toBe(expected);
   });
@@ -577,7 +848,13 @@ describe('slotsBetween', () => {
       10,
       ['2026-01-01T01:00:00.000Z', '2026-01-01T02:00:00.000Z', '2026-01-01T03:00:00.000Z'],
     ],
-    ['keeps the latest slots when more than limit exist', '2026-01-01T00:00:00Z', '2026-01-01T05:30:00Z', 2, ['2026-01-01T04:00:00.000Z', '2026-01-01T05:00:00.000Z']],
+    [
+      'keeps the latest slots when more than limit exist',
+      '2026-01-01T00:00:00Z',
+      '2026-01-01T05:30:00Z',
+      2,
+      ['2026-01-01T04:00:00.000Z', '2026-01-01T05:00:00.000Z'],
+    ],
     ['returns nothing for limit 0', '2026-01-01T00:00:00Z', '2026-01-01T05:00:00Z', 0, []],
     ['returns nothing for an empty range', '2026-01-01T05:00:00Z', '2026-01-01T05:00:00Z', 5, []],
     ['returns nothing when from is after to', '2026-01-01T06:00:00Z', '2026-01-01T05:00:00Z', 5, []],
@@ -712,7 +989,10 @@ describe('validation', () => {
   it.each([
     ['', "expression is empty in ''"],
     ['   ', "expression is empty in '   '"],
-    ['* * * *', "expected 5 fields (minute hour day-of-month month day-of-week) or 6 fields (second minute hour day-of-month month day-of-week), got 4 in '* * * *'"],
+    [
+      '* * * *',
+      "expected 5 fields (minute hour day-of-month month day-of-week) or 6 fields (second minute hour day-of-month month day-of-week), got 4 in '* * * *'",
+    ],
     ['* * * * * * *', 'got 7 in'],
     ['61 * * * *', "minute field: 61 is out of range 0-59 in '61 * * * *'"],
     ['60 * * * * *', "second field: 60 is out of range 0-59 in '60 * * * * *'"],
@@ -731,7 +1011,10 @@ describe('validation', () => {
     ['? * * * *', "minute field: '?' is not a number in '? * * * *'"],
     ['1.5 * * * *', "minute field: '1.5' is not a number in '1.5 * * * *'"],
     ['*5 * * * *', "minute field: '*5' is not a number in '*5 * * * *'"],
-    ['0 0 * FOO *', "month field: 'FOO' is not a number or a name (JAN, FEB, MAR, APR, MAY, JUN, JUL, AUG, SEP, OCT, NOV, DEC) in '0 0 * FOO *'"],
+    [
+      '0 0 * FOO *',
+      "month field: 'FOO' is not a number or a name (JAN, FEB, MAR, APR, MAY, JUN, JUL, AUG, SEP, OCT, NOV, DEC) in '0 0 * FOO *'",
+    ],
     ['0 0 * * MONDAY', "day-of-week field: 'MONDAY' is not a number or a name (SUN, MON, TUE, WED, THU, FRI, SAT) in '0 0 * * MONDAY'"],
     ['0 0 MON * *', "day-of-month field: 'MON' is not a number in '0 0 MON * *'"],
     ['0 0 * * MON-', "day-of-week field: 'MON-' is not a value, range or step in '0 0 * * MON-'"],
@@ -743,7 +1026,10 @@ describe('validation', () => {
     ['@every 5m', "unknown macro '@every 5m'"],
     ['@reboot', "unknown macro '@reboot'"],
     ['0 0 30 2 *', "day-of-month field: none of the days 30 exists in FEB, so the expression never runs, in '0 0 30 2 *'"],
-    ['0 0 31 4,6,9,11 *', "day-of-month field: none of the days 31 exists in APR,JUN,SEP,NOV, so the expression never runs, in '0 0 31 4,6,9,11 *'"],
+    [
+      '0 0 31 4,6,9,11 *',
+      "day-of-month field: none of the days 31 exists in APR,JUN,SEP,NOV, so the expression never runs, in '0 0 31 4,6,9,11 *'",
+    ],
   ])('rejects %j', (expression, message) => {
     const call = () => parseCronSchedule(expression, 'UTC');
     expect(call).toThrow(CronExpressionError);

@@ -43,18 +43,12 @@ describe('redactSecrets', () => {
     // Provider-specific tokens
     ['key AKIAIOSFODNN7EXAMPLE used', 'key AKIA*** used'],
     ['ASIAIOSFODNN7EXAMPLE', 'ASIA***'],
-    [
-      'posting to https://hooks.slack.com/services/T000/B000/XXXXXXXX failed',
-      'posting to https://hooks.slack.com/services/*** failed',
-    ],
+    ['posting to https://hooks.slack.com/services/T000/B000/XXXXXXXX failed', 'posting to https://hooks.slack.com/services/*** failed'],
     ['hooks.slack.com/services/T0/B0/X', 'hooks.slack.com/services/***'],
     ['xoxb-1234-5678-abcdEFGH', 'xoxb-***'],
     ['xoxp-1-2', 'xoxp-***'],
     ['xoxs-1 xoxa-2 xoxr-3', 'xoxs-*** xoxa-*** xoxr-***'],
-    [
-      '-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY----- loaded',
-      '[redacted private key] loaded',
-    ],
+    ['-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY----- loaded', '[redacted private key] loaded'],
   ])('%s', (input, expected) => {
     expect(redactSecrets(input)).toBe(expected);
   });
@@ -72,17 +66,13 @@ describe('redactSecrets', () => {
   });
 
   it('is idempotent', () => {
-    const once = redactSecrets(
-      'postgres://u:p@h/db Bearer abc.def password=x https://token:abc@host xoxb-1-2',
-    );
+    const once = redactSecrets('postgres://u:p@h/db Bearer abc.def password=x https://token:abc@host xoxb-1-2');
     expect(redactSecrets(once)).toBe(once);
     expect(once).not.toMatch(/abc\.def|password=x|xoxb-1-2|:p@|:abc@/);
   });
 
   it('redacts every occurrence, not just the first', () => {
-    expect(redactSecrets('password=a; password=b; token: c')).toBe(
-      'password=***; password=***; token: ***',
-    );
+    expect(redactSecrets('password=a; password=b; token: c')).toBe('password=***; password=***; token: ***');
   });
 
   it('stays fast on long secret-free input', () => {
@@ -106,9 +96,7 @@ describe('describeError', () => {
     const error = new TypeError('fetch failed', {
       cause: new Error('connect ECONNREFUSED 127.0.0.1:5432'),
     });
-    expect(describeError(error)).toBe(
-      'TypeError: fetch failed — caused by: connect ECONNREFUSED 127.0.0.1:5432',
-    );
+    expect(describeError(error)).toBe('TypeError: fetch failed — caused by: connect ECONNREFUSED 127.0.0.1:5432');
   });
 
   it('stops at errors that refer to themselves', () => {
@@ -135,9 +123,7 @@ describe('describeError', () => {
   });
 
   it('renders plain objects as JSON-like text', () => {
-    expect(describeError({ code: 42, why: 'bad', list: [1, 'two'] })).toBe(
-      '{"code":42,"why":"bad","list":[1,"two"]}',
-    );
+    expect(describeError({ code: 42, why: 'bad', list: [1, 'two'] })).toBe('{"code":42,"why":"bad","list":[1,"two"]}');
   });
 
   it('marks circular references instead of throwing', () => {
@@ -203,12 +189,8 @@ describe('describeError', () => {
   });
 
   it('redacts secrets in messages and nested values', () => {
-    expect(describeError(new Error('connect postgres://app:secret@db/x failed'))).toBe(
-      'connect postgres://app:***@db/x failed',
-    );
-    expect(describeError({ headers: { authorization: 'Bearer abc.def' } })).toBe(
-      '{"headers":{"authorization":"***"}}',
-    );
+    expect(describeError(new Error('connect postgres://app:secret@db/x failed'))).toBe('connect postgres://app:***@db/x failed');
+    expect(describeError({ headers: { authorization: 'Bearer abc.def' } })).toBe('{"headers":{"authorization":"***"}}');
   });
 
   it('trims to 2000 chars by default with a marker counting the dropped chars', () => {

@@ -32,7 +32,11 @@ afterEach(async () => {
   await Promise.all(executors.splice(0).map((executor) => executor.shutdown(2_000)));
 });
 
-function rig(options: DistributedCronOptions = {}, handler: (ctx: CronContext) => unknown = () => undefined, shared?: Pick<Rig, 'leases' | 'history' | 'clock'>): Rig {
+function rig(
+  options: DistributedCronOptions = {},
+  handler: (ctx: CronContext) => unknown = () => undefined,
+  shared?: Pick<Rig, 'leases' | 'history' | 'clock'>,
+): Rig {
   const clock = shared?.clock ?? { now: SLOT.getTime() };
   const leases = shared?.leases ?? new InMemoryLeaseStore(() => clock.now);
   const history = shared?.history ?? new InMemoryRunHistory();
@@ -49,7 +53,13 @@ function rig(options: DistributedCronOptions = {}, handler: (ctx: CronContext) =
     'ReportJob.run',
     { timeZone: 'UTC' },
   );
-  const dispatcher = new AlertDispatcher({ send: async (event) => void alerts.push(event) }, leases, { dedupMs: 3_600_000, escalateAfter: 3 }, () => clock.now, logger);
+  const dispatcher = new AlertDispatcher(
+    { send: async (event) => void alerts.push(event) },
+    leases,
+    { dedupMs: 3_600_000, escalateAfter: 3 },
+    () => clock.now,
+    logger,
+  );
   const executor = new JobExecutor(
     job,
     async (ctx) => {
@@ -66,7 +76,17 @@ const executionId = 'report:2026-05-01T10:00:00Z';
 
 function runningRow(jobName: string, id: string, fencingToken: number): BeginRequest {
   const at = new Date(SLOT.getTime() - 3_600_000);
-  return { jobName, executionId: id, scheduledAt: at, businessDate: '2026-05-01', instanceId: 'instance-gone', fencingToken, maxAttempts: 1, trigger: 'schedule', now: at };
+  return {
+    jobName,
+    executionId: id,
+    scheduledAt: at,
+    businessDate: '2026-05-01',
+    instanceId: 'instance-gone',
+    fencingToken,
+    maxAttempts: 1,
+    trigger: 'schedule',
+    now: at,
+  };
 }
 
 describe('JobExecutor on in-memory adapters', () => {
@@ -75,7 +95,13 @@ describe('JobExecutor on in-memory adapters', () => {
     expect(await r.executor.fire(SLOT)).toBe('ran');
     expect(r.calls).toHaveLength(1);
     expect(r.calls[0]).toMatchObject({ executionId, attempt: 1, fencingToken: 1, trigger: 'schedule', instanceId: 'instance-a' });
-    expect(await r.history.get(executionId)).toMatchObject({ status: 'completed', attempt: 1, fencingToken: 1, processedCount: 3, error: null });
+    expect(await r.history.get(executionId)).toMatchObject({
+      status: 'completed',
+      attempt: 1,
+      fencingToken: 1,
+      processedCount: 3,
+      error: null,
+    });
     expect(await r.leases.owner('report', executionId, 1)).toBe('gone');
   });
 
@@ -89,7 +115,11 @@ describe('JobExecutor on in-memory adapters', () => {
   it('a lost claim writes nothing and does not run the handler', async () => {
     const r = rig();
     const other = await r.leases.claim({
-      jobName: 'report', executionId, overlap: 'skip', leaseMs: LEASE_MS, slotMs: 10_000,
+      jobName: 'report',
+      executionId,
+      overlap: 'skip',
+      leaseMs: LEASE_MS,
+      slotMs: 10_000,
       queued: { executionId, scheduledAt: SLOT.getTime(), businessDate: '2026-05-01' },
     });
     expect(other.kind).toBe('won');
@@ -103,7 +133,11 @@ describe('JobExecutor on in-memory adapters', () => {
     const r = rig({ overlap: 'skip' });
     const previous = 'report:2026-05-01T09:00:00Z';
     await r.leases.claim({
-      jobName: 'report', executionId: previous, overlap: 'skip', leaseMs: LEASE_MS, slotMs: 10_000,
+      jobName: 'report',
+      executionId: previous,
+      overlap: 'skip',
+      leaseMs: LEASE_MS,
+      slotMs: 10_000,
       queued: { executionId: previous, scheduledAt: SLOT.getTime() - 3_600_000, businessDate: '2026-05-01' },
     });
     expect(await r.executor.fire(SLOT)).toBe('skipped_overlap');
@@ -138,7 +172,17 @@ describe('JobExecutor on in-memory adapters', () => {
     const r = rig();
     // The store forgot the job's counter: the history already holds token 10 (a finished run).
     await r.history.begin({ ...runningRow('report', 'report:old', 10) });
-    await r.history.finish({ executionId: 'report:old', fencingToken: 10, status: 'completed', finishedAt: SLOT, durationMs: 1, processedCount: 0, failedCount: 0, error: null, nextAttemptAt: null });
+    await r.history.finish({
+      executionId: 'report:old',
+      fencingToken: 10,
+      status: 'completed',
+      finishedAt: SLOT,
+      durationMs: 1,
+      processedCount: 0,
+      failedCount: 0,
+      error: null,
+      nextAttemptAt: null,
+    });
     const started = performance.now();
     expect(await r.executor.fire(SLOT)).toBe('ran');
     expect(performance.now() - started).toBeLessThan(LEASE_MS);

@@ -5,11 +5,19 @@ import { JobTimer } from '../../src/scheduling/job.timer.js';
 const SLOT = Date.parse('2026-06-01T10:00:00Z');
 
 function job(expression: string, skewTolerance?: string): JobConfig {
-  return resolveJobConfig({ expression, options: { name: 'job', ...(skewTolerance ? { skewTolerance } : {}) } }, 'Jobs.run', { timeZone: 'UTC' });
+  return resolveJobConfig({ expression, options: { name: 'job', ...(skewTolerance ? { skewTolerance } : {}) } }, 'Jobs.run', {
+    timeZone: 'UTC',
+  });
 }
 
 /** Starts the job's timer on an instance whose clock is `offsetMs` off, at real time `realStart`; returns the fired slots by real time. */
-function fired(config: JobConfig, realStart: number, offsetMs: number, runForMs: number, aheadMs = 0): Array<{ slot: string; realMs: number }> {
+function fired(
+  config: JobConfig,
+  realStart: number,
+  offsetMs: number,
+  runForMs: number,
+  aheadMs = 0,
+): Array<{ slot: string; realMs: number }> {
   vi.setSystemTime(realStart);
   const out: Array<{ slot: string; realMs: number }> = [];
   const timer = new JobTimer(
@@ -71,7 +79,14 @@ describe('JobTimer on start-up', () => {
     // Stopped and started again between firing a slot ahead and its instant: not fired twice.
     vi.setSystemTime(SLOT + 4_900);
     const slots: string[] = [];
-    const timer = new JobTimer(everyFive.schedule, () => Date.now(), (slot) => slots.push(slot.toISOString()), () => undefined, 0, 50);
+    const timer = new JobTimer(
+      everyFive.schedule,
+      () => Date.now(),
+      (slot) => slots.push(slot.toISOString()),
+      () => undefined,
+      0,
+      50,
+    );
     timer.start();
     vi.advanceTimersByTime(60);
     timer.stop();

@@ -48,7 +48,15 @@ function quietLogger(): LoggerService & { warnings: string[] } {
 function keeper(store: FakeStore, options: { sentAgoMs?: number; leaseMs: number; renewMs: number }) {
   const logger = quietLogger();
   const lost: Array<{ at: number; reason: Error }> = [];
-  const k = new LeaseKeeper(store.asStore(), LEASE, performance.now() - (options.sentAgoMs ?? 0), options.leaseMs, options.renewMs, logger, 'job');
+  const k = new LeaseKeeper(
+    store.asStore(),
+    LEASE,
+    performance.now() - (options.sentAgoMs ?? 0),
+    options.leaseMs,
+    options.renewMs,
+    logger,
+    'job',
+  );
   k.onLost = (reason) => lost.push({ at: performance.now(), reason });
   return { k, lost, logger };
 }
@@ -69,7 +77,9 @@ describe('leaseSafetyMarginMs', () => {
 describe('LeaseKeeper: the local deadline of a held lease', () => {
   let t0 = 0;
   beforeEach(() => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'Date', 'performance'] });
+    vi.useFakeTimers({
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'Date', 'performance'],
+    });
     t0 = performance.now();
     // The keeper reads performance.now(): it must be on the fake clock too.
     vi.advanceTimersByTime(1);
