@@ -38,6 +38,43 @@ function recentSlot(secondsAgo: number): Date {
   return new Date(Math.floor(Date.now() / 1_000) * 1_000 - secondsAgo * 1_000);
 }
 
+/** Two apps of the same job on one Redis: A sweeps only at start-up, B every `bSweep`. */
+async function twoApps(
+  server: TestRedisServer,
+  name: string,
+  options: Parameters<typeof jobProvider>[1],
+  handler: Parameters<typeof jobProvider>[2],
+  bSweep: string,
+): Promise<{ a: RunningApp; b: RunningApp }> {
+  const start = (label: string, sweepEvery: string): Promise<RunningApp> =>
+    startApp({
+      label,
+      redis: appClient(server.url),
+      providers: [jobProvider('0 0 1 1 *', options, handler, label)],
+      module: { sweepEvery, redisTimeout: 1_000 },
+    });
+  const a = await start(`${name}-A`, '60s');
+  const b = await start(`${name}-B`, bSweep);
+  apps.push(a, b);
+  await Promise.all([a.cron.history({ limit: 1 }), b.cron.history({ limit: 1 })]);
+  return { a, b };
+}
+
+/** Resolves right after one of the holder's renewals went through (the lease's TTL jumps up). */
+async function afterARenewal(admin: Redis, name: string): Promise<void> {
+  const leaseKey = `dcron:{${name}}:lease`;
+  let last = await admin.pttl(leaseKey);
+  await waitFor(
+    async () => {
+      const ttl = await admin.pttl(leaseKey);
+      const renewed = ttl > last + 100;
+      last = ttl;
+      return renewed;
+    },
+    { timeoutMs: 5_000, intervalMs: 10, message: "one of the holder's renewals" },
+  );
+}
+
 describe('fencing tokens when Redis loses its data', () => {
   it('keeps growing per job across FLUSHALL and a restart without data; each run after it completes', async () => {
     const { server, admin } = await privateRedis();
@@ -127,20 +164,7 @@ describe('fencing tokens when Redis loses its data', () => {
     };
     const options = { name, lease: LEASE_MS, renewEvery: RENEW_MS, recover: true, catchUp: 'none' as const };
     // A sweeps only at start-up; B sweeps often: B is the one that finds the run without a lease.
-    const a = await startApp({
-      label: `${name}-A`,
-      redis: appClient(server.url),
-      providers: [jobProvider('0 0 1 1 *', options, handler, `${name}-A`)],
-      module: { sweepEvery: '60s', redisTimeout: 1_000 },
-    });
-    const b = await startApp({
-      label: `${name}-B`,
-      redis: appClient(server.url),
-      providers: [jobProvider('0 0 1 1 *', options, handler, `${name}-B`)],
-      module: { sweepEvery: '200ms', redisTimeout: 1_000 },
-    });
-    apps.push(a, b);
-    await Promise.all([a.cron.history({ limit: 1 }), b.cron.history({ limit: 1 })]);
+    const { a } = await twoApps(server, name, options, handler, '200ms');
 
     const firstRun = a.cron.trigger(name, recentSlot(1));
     const first = await waitFor(() => runs[0], { timeoutMs: 10_000, message: 'A starts the run' });
@@ -148,17 +172,7 @@ describe('fencing tokens when Redis loses its data', () => {
     // Running for longer than a lease, so any instance would look at its row.
     await sleep(LEASE_MS + 300);
     // Wipe Redis right after one of A's renewals: A learns of it only at its next renewal.
-    const leaseKey = `dcron:{${name}}:lease`;
-    let last = await admin.pttl(leaseKey);
-    await waitFor(
-      async () => {
-        const ttl = await admin.pttl(leaseKey);
-        const renewed = ttl > last + 100;
-        last = ttl;
-        return renewed;
-      },
-      { timeoutMs: 5_000, intervalMs: 10, message: "one of A's renewals" },
-    );
+    await afterARenewal(admin, name);
     await admin.flushall();
     const wipedAt = performance.now();
 
@@ -217,37 +231,14 @@ describe('fencing tokens when Redis loses its data', () => {
       run.end = performance.now();
     };
     const options = { name, lease: LEASE_MS, renewEvery: RENEW_MS, catchUp: 'none' as const };
-    const a = await startApp({
-      label: `${name}-A`,
-      redis: appClient(server.url),
-      providers: [jobProvider('0 0 1 1 *', options, handler, `${name}-A`)],
-      module: { sweepEvery: '60s', redisTimeout: 1_000 },
-    });
     // B sweeps often: before the fix it found A's row without a lease, closed it as lease_lost at
     // once, and its next slot then started beside A's run.
-    const b = await startApp({
-      label: `${name}-B`,
-      redis: appClient(server.url),
-      providers: [jobProvider('0 0 1 1 *', options, handler, `${name}-B`)],
-      module: { sweepEvery: '100ms', redisTimeout: 1_000 },
-    });
-    apps.push(a, b);
-    await Promise.all([a.cron.history({ limit: 1 }), b.cron.history({ limit: 1 })]);
+    const { a, b } = await twoApps(server, name, options, handler, '100ms');
 
     const firstRun = a.cron.trigger(name, new Date('2026-01-01T00:00:00Z'));
     const first = await waitFor(() => runs[0], { timeoutMs: 10_000, message: 'A starts the run' });
     await sleep(LEASE_MS + 300);
-    const leaseKey = `dcron:{${name}}:lease`;
-    let last = await admin.pttl(leaseKey);
-    await waitFor(
-      async () => {
-        const ttl = await admin.pttl(leaseKey);
-        const renewed = ttl > last + 100;
-        last = ttl;
-        return renewed;
-      },
-      { timeoutMs: 5_000, intervalMs: 10, message: "one of A's renewals" },
-    );
+    await afterARenewal(admin, name);
     await admin.flushall();
     await sleep(300); // B has swept since
     expect(await b.cron.trigger(name, new Date('2026-01-02T00:00:00Z'))).toBe('ran');

@@ -48,7 +48,7 @@ export function faultyPrisma(base: PrismaClientLike, fault: (sql: string, values
   };
 }
 
-/** SQL prefixes of the statements the library writes (src/prisma-run-history.ts). */
+/** SQL prefixes of the statements the library writes (src/history/prisma-run.sql.ts, src/history/prisma-run-history.ts). */
 export const SQL = {
   /** begin(): the INSERT of a started run's row. */
   beginInsert: 'INSERT INTO distributed_cron_runs (job_name, execution_id, status, trigger, scheduled_at, business_date, started_at',
