@@ -1,4 +1,6 @@
 import { Logger } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { doubling, retryDelay } from '../config/backoff.js';
 import type { AlertEvent, Alerter } from './alert.interfaces.js';
 import { describeError, redactSecrets } from '../errors/error.redact.js';
 import { ESCALATING_KINDS, slackMessage } from './slack.message.js';
@@ -152,8 +154,8 @@ export class SlackAlerter implements Alerter {
   }
 
   private retryDelay(attempt: number, retryAfterMs: number | undefined): number {
-    const delay = retryAfterMs ?? this.retryDelayMs * 2 ** (attempt - 1);
-    return Math.min(delay, this.maxRetryDelayMs);
+    if (retryAfterMs !== undefined) return Math.min(retryAfterMs, this.maxRetryDelayMs);
+    return retryDelay(attempt, doubling(this.retryDelayMs, this.maxRetryDelayMs));
   }
 
   private log(level: 'warn' | 'error', message: string): void {
@@ -186,10 +188,6 @@ function parseRetryAfter(header: string | null): number | undefined {
   if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
   const at = Date.parse(trimmed);
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 function httpUrl(option: string, value: unknown): string {

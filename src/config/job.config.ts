@@ -3,7 +3,7 @@ import type { DistributedCronMetadata } from '../nest/distributed-cron.decorator
 import type { CatchUpPolicy, DistributedCronModuleOptions, OverlapPolicy, SlotInfo } from '../distributed-cron.interfaces.js';
 import * as messages from '../distributed-cron.messages.js';
 import { MAX_TIMER_MS, parseDuration } from './duration.parse.js';
-import type { Backoff } from '../execution/backoff.js';
+import type { Backoff } from './backoff.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
 
 const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['skip', 'queue', 'allow', 'replace'];

@@ -5,7 +5,7 @@ import { describeError } from '../errors/error.redact.js';
 import type { LeaseKeeper } from '../leasing/lease.keeper.js';
 import type { HeldLease } from '../leasing/lease.store.js';
 import type { FinalStatus } from '../history/run-history.js';
-import { retryDelay } from './backoff.js';
+import { doubling, retryDelay } from '../config/backoff.js';
 import type { ExecutorContext } from './executor.context.js';
 import { decideOutcome, type RunEnd } from './run.outcome.js';
 
@@ -30,6 +30,7 @@ const INT_MAX = 2_147_483_647;
  * lease stays held (renewed) meanwhile, so no instance re-runs or closes the execution.
  */
 export const FINISH_RETRY_MS = 5 * 60_000;
+const FINISH_BACKOFF = doubling(200, 5_000);
 
 function assertCount(value: unknown, field: string, jobName: string, total: number): number {
   if (value === undefined) return 0;
@@ -173,7 +174,7 @@ async function recordFinish(
   nextAttemptAt: Date | null,
 ): Promise<boolean> {
   const firstTry = performance.now();
-  for (let attempt = 1, delay = 200; ; attempt++, delay = Math.min(delay * 2, 5_000)) {
+  for (let attempt = 1; ; attempt++) {
     try {
       const written = await ctx.db('the run result', () =>
         ctx.deps.history.finish({
@@ -209,7 +210,7 @@ async function recordFinish(
           `job '${ctx.job.name}': recording the result of ${executionId} (${status}) failed; retrying while holding its lease: ${text}`,
         );
       }
-      await sleep(delay, undefined, { signal: ctx.stopping.signal }).catch(() => undefined);
+      await sleep(retryDelay(attempt, FINISH_BACKOFF), undefined, { signal: ctx.stopping.signal }).catch(() => undefined);
     }
   }
 }

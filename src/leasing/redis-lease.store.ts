@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { doubling, retryDelay } from '../config/backoff.js';
 import type { Cluster, Redis } from 'ioredis';
 import { KeyBuilder } from './lease.store.js';
 import type { AcquireResult, ClaimRequest, ClaimResult, FailureDecision, HeldLease, LeaseStore } from './lease.store.js';
@@ -29,9 +30,7 @@ function newToken(): string {
 }
 
 /** Pause before retrying a release that failed while the client was ready (a READONLY replica, a stall). */
-function retryPauseMs(failures: number): number {
-  return Math.min(50 * 2 ** failures, 1_000);
-}
+const RELEASE_BACKOFF = doubling(100, 1_000);
 
 function parseQueued(payload: unknown): QueuedSlot | undefined {
   if (typeof payload !== 'string' || payload === '') return undefined;
@@ -161,7 +160,8 @@ export class RedisLeaseStore implements LeaseStore {
         if (!isTransient(error) || this.redis.status === 'end' || performance.now() >= giveUpAt) throw error;
         // A ready client answered too soon (READONLY) or not at all (a stall): ask again shortly.
         // A client that is not ready parks the next attempt until it is.
-        if (this.redis.status === 'ready') await sleep(Math.min(retryPauseMs(++readyFailures), giveUpAt - performance.now()));
+        if (this.redis.status === 'ready')
+          await sleep(Math.min(retryDelay(++readyFailures, RELEASE_BACKOFF), giveUpAt - performance.now()));
       }
     }
   }

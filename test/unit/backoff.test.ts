@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { retryDelay, type Backoff } from '../../src/execution/backoff.js';
+import { retryDelay, type Backoff } from '../../src/config/backoff.js';
 
 const exponential: Backoff = { initialMs: 1_000, factor: 2, maxMs: 60_000, jitter: 0 };
 

@@ -1,3 +1,8 @@
+/**
+ * The one backoff of the library: a job's retries, a run result written again while the database
+ * is down, a lease release retried while Redis is away, a Slack delivery retried.
+ */
+
 /** Resolved backoff, in milliseconds. */
 export interface Backoff {
   readonly initialMs: number;
@@ -15,4 +20,9 @@ export function retryDelay(attempt: number, backoff: Backoff, random: number = M
   const base = Math.min(backoff.maxMs, backoff.initialMs * backoff.factor ** Math.max(0, attempt - 1));
   const spread = base * backoff.jitter * (2 * random - 1);
   return Math.max(0, Math.round(Math.min(backoff.maxMs, base + spread)));
+}
+
+/** Doubling from `initialMs` up to `maxMs`, no jitter: for the library's own retries of a write. */
+export function doubling(initialMs: number, maxMs: number): Backoff {
+  return Object.freeze({ initialMs, factor: 2, maxMs, jitter: 0 });
 }
