@@ -1,6 +1,13 @@
 export { DistributedCron } from './nest/distributed-cron.decorator.js';
 export { DistributedCronModule } from './nest/distributed-cron.module.js';
-export { DistributedCronService, type JobDescription, type NextRun } from './nest/distributed-cron.service.js';
+export {
+  DistributedCronService,
+  type BackfilledSlot,
+  type BackfillOptions,
+  type BackfillOverlap,
+  type JobDescription,
+  type NextRun,
+} from './nest/distributed-cron.service.js';
 export type {
   BackoffOptions,
   CatchUpOptions,
