@@ -3,19 +3,13 @@
  * oldest first, with trigger `backfill`.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DistributedCronService, type CronContext, type FireOutcome } from '../../src/index.js';
-import { closeAll, jobProvider, startApp, type Handler, type RunningApp } from '../support/app.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { jobProvider, startApp, type Handler, type RunningApp } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-afterAll(() => prisma.$disconnect());
-
-let apps: RunningApp[] = [];
-afterEach(async () => {
-  await closeAll(apps);
-  apps = [];
-});
+const { prisma, apps } = integrationSetup();
 
 const iso = (date: Date): string => date.toISOString().replace(/\.000Z$/, 'Z');
 const at = (time: string): Date => new Date(`2031-06-01T${time}Z`);

@@ -2,19 +2,13 @@
  * Job births (table distributed_cron_jobs): catch-up never runs a slot from before the fleet
  * first saw the job with its expression and zone.
  */
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CatchUpPolicy, CronContext } from '../../src/index.js';
-import { closeAll, jobProvider, logs, startApp, type Handler, type RunningApp } from '../support/app.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { jobProvider, logs, startApp, type Handler, type RunningApp } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-afterAll(() => prisma.$disconnect());
-
-let apps: RunningApp[] = [];
-afterEach(async () => {
-  await closeAll(apps);
-  apps = [];
-});
+const { prisma, apps, closeApps } = integrationSetup();
 
 const iso = (date: Date): string => date.toISOString().replace(/\.000Z$/, 'Z');
 const HOUR_MS = 3_600_000;
@@ -60,8 +54,7 @@ function settled(name: string, instances: number, earlier = 0): Promise<string[]
 }
 
 async function stopAll(): Promise<void> {
-  await closeAll(apps);
-  apps = [];
+  await closeApps();
 }
 
 const birthOf = (jobName: string) => prisma.distributedCronJob.findUnique({ where: { jobName } });
