@@ -242,6 +242,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         return executor.fire(executor.job.schedule.previous(now) ?? now, 'manual');
       }),
     });
-    registry.addCronJob(name, cronJob);
+    // The app may hold another copy of `cron` than @nestjs/schedule's (cron 4.3 pinned by schedule 6.0): same class, other type.
+    registry.addCronJob(name, cronJob as Parameters<SchedulerRegistry['addCronJob']>[1]);
   }
 }

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Compatibility matrix (`npm run test:compat [-- row...]`; rows and versions in
+# scripts/compat/rows.mjs). For each suite row it builds a scratch project in
+# .tmp/compat/<row>/ from src/, test/, prisma/, scripts/ and the configs, pins that row's
+# versions in a fresh package.json, runs `npm install --ignore-scripts`, generates the
+# Prisma client, applies the migrations, runs the tsc build check and a subset of the suite.
+# Row d packs the library and runs a CommonJS NestJS 11 app against it
+# (scripts/compat/cjs-consumer.sh). Prints one line per row:
+#   <row>: N passed, N failed          (or: <row>: ERROR <step>: <first error line>)
+# and exits non-zero when any row failed. Logs: .tmp/compat/<row>.log
+set -uo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+rows_cli=(node scripts/compat/rows.mjs)
+
+if (( $# > 0 )); then rows=("$@"); else read -r -a rows <<<"$("${rows_cli[@]}" list)"; fi
+
+bash scripts/services.sh >/dev/null || { echo "compat: services failed to start"; exit 1; }
+mkdir -p .tmp/compat
+
+export PRISMA_HIDE_UPDATE_MESSAGE=1 CHECKPOINT_DISABLE=1
+export DATABASE_URL="${DATABASE_URL:-postgresql://cron:cron@127.0.0.1:5432/distributed_cron}"
+export PRISMA_SCHEMA_ENGINE_BINARY="${PRISMA_SCHEMA_ENGINE_BINARY:-$(command -v node)}"
+
+# Runs "$@" in the current dir, appending output to $log; on failure records the step name.
+step() {
+  local name="$1"; shift
+  echo "### $name: $*" >>"$log"
+  if ! "$@" >>"$log" 2>&1; then failed_step="$name"; return 1; fi
+}
+
+# Copies the project into $dir (fresh each run, node_modules kept to speed up reinstalls).
+prepare_tree() {
+  local dir="$1" overlay="$2"
+  mkdir -p "$dir"
+  (cd "$dir" && rm -rf src test prisma scripts build-check dist .tmp tsconfig*.json vitest.config.ts prisma.config.ts)
+  cp -r src test prisma scripts "$dir"/
+  rm -rf "$dir/test/generated"
+  cp tsconfig*.json vitest.config.ts prisma.config.ts "$dir"/
+  if [[ -n "$overlay" ]]; then
+    cp -r "scripts/compat/overlays/$overlay/." "$dir"/
+    # TypeScript files are stored as *.tpl so that the repository's lint does not type-check them.
+    find "$dir" -path "$dir/node_modules" -prune -o -name '*.tpl' -print | while read -r f; do mv "$f" "${f%.tpl}"; done
+    # tsconfig.patch.json: compilerOptions merged into the copied tsconfig.json.
+    if [[ -f "$dir/tsconfig.patch.json" ]]; then
+      node -e '
+        const fs = require("fs"); const [, base, patch] = process.argv;
+        const t = JSON.parse(fs.readFileSync(base, "utf8")); const p = JSON.parse(fs.readFileSync(patch, "utf8"));
+        t.compilerOptions = { ...t.compilerOptions, ...p.compilerOptions };
+        fs.writeFileSync(base, JSON.stringify(t, null, 2));' "$dir/tsconfig.json" "$dir/tsconfig.patch.json"
+    fi
+  fi
+}
+
+summarise_report() {
+  node --input-type=module - "$1" <<'JS'
+import { readFileSync } from 'node:fs';
+let r;
+try { r = JSON.parse(readFileSync(process.argv[2], 'utf8')); } catch { console.log('ERROR vitest: report missing'); process.exit(0); }
+let failed = r.numFailedTests ?? 0;
+const first = [];
+for (const file of r.testResults ?? []) {
+  const bad = (file.assertionResults ?? []).filter((a) => a.status === 'failed');
+  if (file.status === 'failed' && bad.length === 0) { failed += 1; first.push(`${file.name}: ${String(file.message ?? '').split('\n')[0]}`); }
+  for (const a of bad) first.push(`${a.fullName}: ${String(a.failureMessages?.[0] ?? '').split('\n')[0]}`);
+}
+const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
+let line = `${r.numPassedTests ?? 0} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`;
+if (first.length) line += `  (first: ${first[0].replace(process.cwd() + '/', '').slice(0, 300)})`;
+console.log(line);
+JS
+}
+
+run_suite_row() {
+  local row="$1" dir="$root/.tmp/compat/$1"
+  local overlay; overlay="$("${rows_cli[@]}" overlay "$row")"
+  prepare_tree "$dir" "$overlay" || { failed_step=copy; return 1; }
+  "${rows_cli[@]}" package-json "$row" "$root/package.json" >"$dir/package.json" || { failed_step=package.json; return 1; }
+  cd "$dir" || return 1
+  step install npm install --ignore-scripts --no-audit --no-fund --loglevel=error || return 1
+  echo "### versions" >>"$log"
+  npm ls --depth=0 @nestjs/core @nestjs/common @nestjs/schedule @prisma/client prisma typescript >>"$log" 2>&1
+  step prisma-generate npx --no-install prisma generate || return 1
+  step migrate node scripts/migrate.mjs || return 1
+  step tsc bash scripts/build-test.sh || return 1
+  local tests; mapfile -t tests < <("${rows_cli[@]}" tests)
+  echo "### vitest" >>"$log"
+  npx --no-install vitest run --reporter=default --reporter=json --outputFile=.tmp/vitest.json "${tests[@]}" >>"$log" 2>&1
+  result="$(summarise_report .tmp/vitest.json)"
+}
+
+status=0
+for row in "${rows[@]}"; do
+  log="$root/.tmp/compat/$row.log"; : >"$log"
+  failed_step=""; result=""
+  started=$SECONDS
+  kind="$("${rows_cli[@]}" kind "$row")"
+  if [[ "$kind" == cjs-consumer ]]; then
+    out="$(bash scripts/compat/cjs-consumer.sh "$root/.tmp/compat/$row" 2>>"$log" | tee -a "$log" | tail -n 1)"
+    if [[ "$out" =~ ^[0-9]+\ passed ]]; then result="$out"; else failed_step="cjs-consumer"; result="${out:-no output}"; fi
+  else
+    (run_suite_row "$row"; echo "rc=$? step=$failed_step result=$result" >"$root/.tmp/compat/$row.status")
+    IFS= read -r line <"$root/.tmp/compat/$row.status"
+    failed_step="$(sed -n 's/.* step=\([^ ]*\) result=.*/\1/p' <<<"$line")"
+    result="${line#* result=}"
+  fi
+  took=$((SECONDS - started))
+  if [[ -n "$failed_step" ]]; then
+    first_err="$(grep -v '^###' "$log" | grep -m1 -iE 'error|ERR!|failed' | cut -c1-300)"
+    echo "$row: ERROR $failed_step: ${first_err:-$result}  [${took}s, log .tmp/compat/$row.log]"
+    status=1
+  else
+    [[ "$result" =~ ^[0-9]+\ passed,\ 0\ failed ]] || status=1
+    echo "$row: $result  [${took}s]"
+  fi
+done
+exit "$status"

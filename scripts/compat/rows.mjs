@@ -1,0 +1,88 @@
+// The compatibility matrix run by `npm run test:compat` (scripts/compat.sh).
+//
+// Each row pins exact versions on top of the repository's own devDependencies; `overlay`
+// names a folder under scripts/compat/overlays/ whose files replace the copied ones in the
+// scratch project (e.g. a Prisma 6 schema header). Row `d` is not a test-suite row: it packs
+// the library and runs a CommonJS NestJS 11 app against it (scripts/compat/cjs-consumer.sh).
+const nest12 = {
+  '@nestjs/common': '12.5.1',
+  '@nestjs/core': '12.5.1',
+  '@nestjs/schedule': '12.0.2',
+  '@nestjs/testing': '12.1.1',
+};
+const nest11 = {
+  '@nestjs/common': '11.2.10',
+  '@nestjs/core': '11.2.10',
+  '@nestjs/schedule': '6.1.3',
+  '@nestjs/testing': '11.2.6',
+};
+// The oldest versions inside the recommended peer ranges (scripts/compat/recommended-peers.json).
+const nest11Oldest = {
+  '@nestjs/common': '11.0.0',
+  '@nestjs/core': '11.0.0',
+  '@nestjs/schedule': '6.0.0',
+  '@nestjs/testing': '11.0.0',
+  // @nestjs/schedule 6.0.0 pins cron 4.3.0; with a second copy (4.4.0) at the top level,
+  // tsc rejects src/nest/distributed-cron.explorer.ts `registry.addCronJob(name, cronJob)`
+  // (two CronJob classes with private members). A deduped install has one cron: pin it.
+  cron: '4.3.0',
+};
+const prisma7 = { '@prisma/client': '7.10.0', '@prisma/adapter-pg': '7.10.0', prisma: '7.10.0' };
+const prisma6 = { '@prisma/client': '6.19.3', '@prisma/adapter-pg': '6.19.3', prisma: '6.19.3' };
+const prisma6Oldest = { '@prisma/client': '6.19.0', '@prisma/adapter-pg': '6.19.0', prisma: '6.19.0' };
+
+export const rows = {
+  a: { title: 'NestJS 12 + Prisma 7.10 (current)', deps: { ...nest12, ...prisma7 } },
+  b: { title: 'NestJS 11 + Prisma 7.10', deps: { ...nest11, ...prisma7 } },
+  c: { title: 'NestJS 12 + Prisma 6.19', deps: { ...nest12, ...prisma6 }, overlay: 'prisma6' },
+  e: {
+    title: 'oldest in the recommended ranges: NestJS 11.0.0 + @nestjs/schedule 6.0.0 + Prisma 6.19.0',
+    deps: { ...nest11Oldest, ...prisma6Oldest },
+    overlay: 'prisma6',
+  },
+  d: { title: 'CommonJS NestJS 11 app consuming the packed library', kind: 'cjs-consumer' },
+};
+
+// The subset of the suite each row runs (paths relative to the project root).
+export const testSubset = [
+  'test/unit',
+  'test/integration/exactly-once.test.ts',
+  'test/integration/overlap.test.ts',
+  'test/integration/crash-takeover.test.ts',
+  'test/integration/service.test.ts',
+  'test/integration/bootstrap.test.ts',
+  'test/integration/failures.test.ts',
+];
+
+// Dev tools the scratch projects do not need (lint, release tooling, local file: packages).
+export const dropDevDependencies = ['@changesets/cli', '@eslint/js', 'eslint', 'globals', 'prettier', 'nestjs-distributed-cron-lint'];
+
+// `node scripts/compat/rows.mjs <cmd> [args]` — small CLI used by compat.sh.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const [cmd, ...args] = process.argv.slice(2);
+  if (cmd === 'list') console.log(Object.keys(rows).join(' '));
+  else if (cmd === 'kind') console.log(rows[args[0]]?.kind ?? 'suite');
+  else if (cmd === 'overlay') console.log(rows[args[0]]?.overlay ?? '');
+  else if (cmd === 'title') console.log(rows[args[0]]?.title ?? '');
+  else if (cmd === 'tests') console.log(testSubset.join('\n'));
+  else if (cmd === 'package-json') {
+    // args: <row> <path to the repository's package.json>
+    const { readFileSync } = await import('node:fs');
+    const base = JSON.parse(readFileSync(args[1], 'utf8'));
+    const row = rows[args[0]];
+    if (!row) throw new Error(`unknown row ${args[0]}`);
+    const devDependencies = { ...base.devDependencies, ...row.deps };
+    for (const name of dropDevDependencies) delete devDependencies[name];
+    const pkg = {
+      name: `compat-row-${args[0]}`,
+      private: true,
+      type: 'module',
+      devDependencies,
+      overrides: base.overrides,
+    };
+    console.log(JSON.stringify(pkg, null, 2));
+  } else {
+    console.error(`unknown command ${cmd}`);
+    process.exit(2);
+  }
+}
