@@ -1,6 +1,6 @@
 import type { FireOutcome, RunRecord, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
 import { describeError } from '../errors/error.redact.js';
-import type { QueuedSlot } from '../leasing/lease.store.js';
+import { queueEntryTtlMs, type QueuedSlot } from '../leasing/lease.store.js';
 import type { ExecutorContext } from './executor.context.js';
 
 /** A slot another instance claimed; checked later for a row (its claimant may have died first). */
@@ -145,7 +145,7 @@ export class SweepChecks {
   /** Puts an execution in the job's queue (if none waits there), for the lease to pass to it on release. */
   private async waitInQueue(row: RunRecord): Promise<void> {
     const slot: QueuedSlot = { executionId: row.executionId, scheduledAt: row.scheduledAt.getTime(), businessDate: row.businessDate };
-    await this.ctx.deps.leases.enqueue(this.ctx.job.name, slot, Math.max(this.ctx.job.leaseMs * 10, 3_600_000));
+    await this.ctx.deps.leases.enqueue(this.ctx.job.name, slot, queueEntryTtlMs(this.ctx.job.leaseMs));
   }
 
   /** Dead-man's switch: one alert per window, fleet-wide, when nothing completed within it. */

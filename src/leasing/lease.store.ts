@@ -1,5 +1,13 @@
 import type { OverlapPolicy } from '../distributed-cron.interfaces.js';
 
+/** How long a queue entry waits for the lease: ten leases, at least an hour (its holder may have died). */
+export function queueEntryTtlMs(leaseMs: number): number {
+  return Math.max(leaseMs * 10, 3_600_000);
+}
+
+/** Failure streaks are forgotten after a week without failures. */
+export const ALERT_STATE_TTL_MS = 7 * 24 * 3_600_000;
+
 /** A slot waiting under `overlap: 'queue'`, as stored next to the lease. */
 export interface QueuedSlot {
   executionId: string;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { doubling, retryDelay } from '../config/backoff.js';
 import type { Cluster, Redis } from 'ioredis';
-import { KeyBuilder } from './lease.store.js';
+import { ALERT_STATE_TTL_MS, KeyBuilder, queueEntryTtlMs } from './lease.store.js';
 import type { AcquireResult, ClaimRequest, ClaimResult, FailureDecision, HeldLease, LeaseStore } from './lease.store.js';
 import type { OwnerState, QueuedSlot, ReleaseResult, RenewResult, TakeResult } from './lease.store.js';
 import { isTransient, loadScript, RedisScriptRunner } from './redis-script.runner.js';
@@ -20,9 +20,6 @@ const SCRIPTS = {
   owner: loadScript('owner-4.lua'),
   failure: loadScript('failure-1.lua'),
 };
-
-/** Failure streaks are forgotten after a week without failures. */
-const ALERT_STATE_TTL_MS = 7 * 24 * 3_600_000;
 
 /** 122 random bits; `randomUUID` draws from a buffered entropy pool, not one syscall per token. */
 function newToken(): string {
@@ -85,7 +82,7 @@ export class RedisLeaseStore implements LeaseStore {
         request.overlap,
         request.overlap === 'queue' ? JSON.stringify(request.queued) : '',
         // A waiting slot whose holder died is picked up (as superseded) by the next claim.
-        Math.max(request.leaseMs * 10, 3_600_000),
+        queueEntryTtlMs(request.leaseMs),
         request.ahead ? '1' : '0',
       ],
     )) as [number, (number | string)?, string?];

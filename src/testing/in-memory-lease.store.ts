@@ -13,9 +13,7 @@ import {
   type RenewResult,
   type TakeResult,
 } from '../leasing/lease.store.js';
-
-/** Failure streaks are forgotten after a week without failures (as in Redis). */
-const ALERT_STATE_TTL_MS = 7 * 24 * 3_600_000;
+import { ALERT_STATE_TTL_MS, queueEntryTtlMs } from '../leasing/lease.store.js';
 
 interface Entry {
   value: string | Map<string, string>;
@@ -78,7 +76,7 @@ export class InMemoryLeaseStore implements LeaseStore {
       }
       if (request.overlap === 'queue') {
         const previous = this.get(k.queue(jobName));
-        this.set(k.queue(jobName), JSON.stringify(request.queued), Math.max(request.leaseMs * 10, 3_600_000));
+        this.set(k.queue(jobName), JSON.stringify(request.queued), queueEntryTtlMs(request.leaseMs));
         return { kind: 'queued', superseded: parseQueued(previous) };
       }
       if (request.overlap === 'replace') {
