@@ -9,12 +9,11 @@ import type { QueuedSlot } from '../leasing/lease.store.js';
 import { ExecutorContext, type ExecutorDeps, type JobStats, type Started } from './executor.context.js';
 import { abortReason, execute } from './run.attempt.js';
 import { beginRun, refence, restartRow } from './run.starter.js';
-import { SweepChecks, VANISHED_CLAIM, type LostClaim, type OwnerCheck } from './sweep.checks.js';
+import { SweepChecks, VANISHED_CLAIM } from './sweep.checks.js';
 
 export type { ExecutorDeps, JobStats } from './executor.context.js';
 export { HistoryTimeoutError } from './executor.context.js';
 export { FINISH_RETRY_MS } from './run.attempt.js';
-export type { LostClaim, OwnerCheck } from './sweep.checks.js';
 
 /**
  * One job's pipeline on one instance: claim → run history → run (renewing the lease) → finish →
@@ -32,7 +31,8 @@ export type { LostClaim, OwnerCheck } from './sweep.checks.js';
  */
 export class JobExecutor {
   private readonly ctx: ExecutorContext;
-  private readonly checks: SweepChecks;
+  /** What the sweep asks of this job: due retries, owners of running rows, queued rows, silent jobs. */
+  readonly checks: SweepChecks;
   private storeDown = false;
 
   constructor(job: JobConfig, invoke: (ctx: CronContext) => unknown, deps: ExecutorDeps) {
@@ -369,38 +369,5 @@ export class JobExecutor {
       this.ctx.alert({ kind: 'unavailable', executionId, scheduledAt: slot.scheduledAt, error: `Redis unreachable: ${text}` });
     }
     return 'unavailable';
-  }
-
-  /** Starts a due retry or recovery found by the sweep; resolves once it started (or could not). */
-  startDue(row: RunRecord): Promise<FireOutcome | 'busy' | 'alive'> {
-    return this.checks.startDue(row);
-  }
-
-  /** A `running` row seen by the sweep: alive, or closed / re-run. */
-  checkOwner(row: RunRecord): Promise<OwnerCheck> {
-    return this.checks.checkOwner(row);
-  }
-
-  /** A `queued` row seen by the sweep: started once the lease is free, or closed when superseded. */
-  checkQueued(row: RunRecord, superseded: boolean): Promise<FireOutcome | 'busy' | 'alive'> {
-    return this.checks.checkQueued(row, superseded);
-  }
-
-  /** Dead-man's switch. */
-  checkSuccess(watchingSince: number): Promise<void> {
-    return this.checks.checkSuccess(watchingSince);
-  }
-
-  /** Claimed slots whose claimant has had time to write a row. */
-  takeDueLostClaims(now?: number): LostClaim[] {
-    return this.checks.takeDueLostClaims(now);
-  }
-
-  returnLostClaim(claim: LostClaim): void {
-    this.checks.returnLostClaim(claim);
-  }
-
-  recordVanishedClaim(claim: LostClaim): Promise<void> {
-    return this.checks.recordVanishedClaim(claim);
   }
 }

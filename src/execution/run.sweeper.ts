@@ -88,13 +88,13 @@ export class RunSweeper {
       await step('due retries', async () => {
         for (const row of await runtime.history.dueRetries(names, new Date(now), BATCH, exclude)) {
           const executor = byName.get(row.jobName);
-          if (executor) this.launch(row, executor.startDue(row), (r) => r === 'busy' || r === 'paused' || r === 'alive');
+          if (executor) this.launch(row, executor.checks.startDue(row), (r) => r === 'busy' || r === 'paused' || r === 'alive');
         }
       });
       await step('running executions', async () => {
         for (const row of await runtime.history.running(names, RUNNING_BATCH, [...this.inFlight])) {
           const executor = byName.get(row.jobName);
-          if (executor) this.launch(row, executor.checkOwner(row), () => false);
+          if (executor) this.launch(row, executor.checks.checkOwner(row), () => false);
         }
       });
       await step('queued slots', async () => {
@@ -103,7 +103,7 @@ export class RunSweeper {
         for (const { row, superseded } of await runtime.history.queued(names, new Date(now - shortestLease), BATCH)) {
           const executor = byName.get(row.jobName);
           if (executor && !this.inFlight.has(row.executionId) && !this.deferred.has(row.executionId)) {
-            this.launch(row, executor.checkQueued(row, superseded), (r) => r === 'busy' || r === 'paused');
+            this.launch(row, executor.checks.checkQueued(row, superseded), (r) => r === 'busy' || r === 'paused');
           }
         }
       });
@@ -118,7 +118,7 @@ export class RunSweeper {
       const last = this.lastSuccessCheck.get(executor.job.name) ?? 0;
       if (now - last < Math.min(windowMs / 10, 60_000)) continue;
       this.lastSuccessCheck.set(executor.job.name, now);
-      await executor.checkSuccess(this.startedAt);
+      await executor.checks.checkSuccess(this.startedAt);
     }
   }
 
@@ -136,16 +136,16 @@ export class RunSweeper {
 
   /** Slots other instances claimed a lease ago: each must have a row by now, or its claimant vanished. */
   private async checkLostClaims(active: JobExecutor[], mono: number): Promise<void> {
-    const due = active.flatMap((executor) => executor.takeDueLostClaims(mono).map((claim) => ({ executor, claim })));
+    const due = active.flatMap((executor) => executor.checks.takeDueLostClaims(mono).map((claim) => ({ executor, claim })));
     if (due.length === 0) return;
     let existing: Set<string>;
     try {
       existing = await this.runtime.history.existing(due.map(({ claim }) => claim.executionId));
     } catch (error) {
-      for (const { executor, claim } of due) executor.returnLostClaim(claim);
+      for (const { executor, claim } of due) executor.checks.returnLostClaim(claim);
       throw error;
     }
-    for (const { executor, claim } of due) if (!existing.has(claim.executionId)) await executor.recordVanishedClaim(claim);
+    for (const { executor, claim } of due) if (!existing.has(claim.executionId)) await executor.checks.recordVanishedClaim(claim);
   }
 
   /** Rows of jobs this instance does not schedule, waiting for longer than ORPHAN_GRACE_MS. */
