@@ -1,6 +1,14 @@
 export { DistributedCron } from './nest/distributed-cron.decorator.js';
 export { DistributedCronModule } from './nest/distributed-cron.module.js';
 export {
+  DISTRIBUTED_CRON_JOB_BIRTHS,
+  DISTRIBUTED_CRON_LEASE_STORE,
+  DISTRIBUTED_CRON_RUN_HISTORY,
+} from './nest/distributed-cron.providers.js';
+export type { LeaseStore } from './leasing/lease.store.js';
+export type { RunHistory } from './history/run-history.js';
+export type { JobBirths } from './history/job-births.js';
+export {
   DistributedCronService,
   type BackfilledSlot,
   type BackfillOptions,
@@ -20,6 +28,8 @@ export type {
   FireOutcome,
   OverlapPolicy,
   PrismaClientLike,
+  RedisClientLike,
+  RedisLikeClient,
   RetryOptions,
   RunRecord,
   RunReport,

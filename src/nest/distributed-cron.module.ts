@@ -2,6 +2,12 @@ import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { DistributedCronExplorer } from './distributed-cron.explorer.js';
 import { DistributedCronConfigurableModule } from './distributed-cron.module-definition.js';
+import {
+  DISTRIBUTED_CRON_JOB_BIRTHS,
+  DISTRIBUTED_CRON_LEASE_STORE,
+  DISTRIBUTED_CRON_RUN_HISTORY,
+  STORE_PROVIDERS,
+} from './distributed-cron.providers.js';
 import { DistributedCronRuntime } from './distributed-cron.runtime.js';
 import { DistributedCronService } from './distributed-cron.service.js';
 
@@ -20,7 +26,7 @@ import { DistributedCronService } from './distributed-cron.service.js';
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [DistributedCronRuntime, DistributedCronExplorer, DistributedCronService],
-  exports: [DistributedCronService],
+  providers: [...STORE_PROVIDERS, DistributedCronRuntime, DistributedCronExplorer, DistributedCronService],
+  exports: [DistributedCronService, DISTRIBUTED_CRON_LEASE_STORE, DISTRIBUTED_CRON_RUN_HISTORY, DISTRIBUTED_CRON_JOB_BIRTHS],
 })
 export class DistributedCronModule extends DistributedCronConfigurableModule {}

@@ -5,7 +5,7 @@
  */
 import 'reflect-metadata';
 import { describe, expect, it } from 'vitest';
-import { DistributedCronRuntime } from '../../src/nest/distributed-cron.runtime.js';
+import { resolveModuleConfig, type ModuleConfig } from '../../src/config/module.config.js';
 import type { DistributedCronModuleOptions, DistributedCronOptions } from '../../src/distributed-cron.interfaces.js';
 import { DistributedCronConfigError } from '../../src/errors/distributed-cron-config.error.js';
 import { resolveJobConfig, type JobConfig } from '../../src/config/job.config.js';
@@ -31,11 +31,11 @@ function failure(run: () => unknown): DistributedCronConfigError {
   throw new Error('expected a DistributedCronConfigError, but nothing was thrown');
 }
 
-/** Enough of the clients for the runtime's constructor, which only checks and stores them. */
-function runtime(options: Partial<DistributedCronModuleOptions>): DistributedCronRuntime {
+/** Enough of the clients for the module's option check, which only checks and stores them. */
+function runtime(options: Partial<DistributedCronModuleOptions>): ModuleConfig {
   const redis = { evalsha: () => undefined, eval: () => undefined, status: 'ready' } as unknown as DistributedCronModuleOptions['redis'];
   const prisma = { $queryRawUnsafe: async () => [], $executeRawUnsafe: async () => 0 } as unknown as DistributedCronModuleOptions['prisma'];
-  return new DistributedCronRuntime({ redis, prisma, timeZone: 'UTC', ...options });
+  return resolveModuleConfig({ redis, prisma, timeZone: 'UTC', ...options });
 }
 
 describe('a job duration that becomes a Node timer is refused above 2^31-1 ms', () => {

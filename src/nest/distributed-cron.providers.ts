@@ -1,0 +1,43 @@
+import type { Provider } from '@nestjs/common';
+import type { Cluster, Redis } from 'ioredis';
+import { resolveModuleConfig, type ModuleConfig } from '../config/module.config.js';
+import type { PrismaClientLike } from '../distributed-cron.interfaces.js';
+import type { JobBirths } from '../history/job-births.js';
+import { PrismaJobBirths } from '../history/prisma-job-births.js';
+import { PrismaRunHistory } from '../history/prisma-run-history.js';
+import type { RunHistory } from '../history/run-history.js';
+import type { LeaseStore } from '../leasing/lease.store.js';
+import { RedisLeaseStore } from '../leasing/redis-lease.store.js';
+import { DISTRIBUTED_CRON_OPTIONS } from './distributed-cron.module-definition.js';
+
+/** The checked module options (`ModuleConfig`). */
+export const DISTRIBUTED_CRON_CONFIG = 'nestjs-distributed-cron:config';
+/** Injection token of the `LeaseStore` in use: Redis by default, or the module option `stores.leases`. */
+export const DISTRIBUTED_CRON_LEASE_STORE = 'nestjs-distributed-cron:lease-store';
+/** Injection token of the `RunHistory` in use: Prisma by default, or the module option `stores.history`. */
+export const DISTRIBUTED_CRON_RUN_HISTORY = 'nestjs-distributed-cron:run-history';
+/** Injection token of the `JobBirths` in use: Prisma by default, or the module option `stores.births`. */
+export const DISTRIBUTED_CRON_JOB_BIRTHS = 'nestjs-distributed-cron:job-births';
+
+/** The config and the three stores, each a provider of its own (replaceable with `overrideProvider` in tests). */
+export const STORE_PROVIDERS: Provider[] = [
+  { provide: DISTRIBUTED_CRON_CONFIG, useFactory: resolveModuleConfig, inject: [DISTRIBUTED_CRON_OPTIONS] },
+  {
+    provide: DISTRIBUTED_CRON_LEASE_STORE,
+    useFactory: (config: ModuleConfig): LeaseStore =>
+      config.options.stores?.leases ??
+      new RedisLeaseStore(config.options.redis as Redis | Cluster, config.keyPrefix, config.redisTimeoutMs),
+    inject: [DISTRIBUTED_CRON_CONFIG],
+  },
+  {
+    provide: DISTRIBUTED_CRON_RUN_HISTORY,
+    useFactory: ({ options }: ModuleConfig): RunHistory =>
+      options.stores?.history ?? new PrismaRunHistory(options.prisma as PrismaClientLike),
+    inject: [DISTRIBUTED_CRON_CONFIG],
+  },
+  {
+    provide: DISTRIBUTED_CRON_JOB_BIRTHS,
+    useFactory: ({ options }: ModuleConfig): JobBirths => options.stores?.births ?? new PrismaJobBirths(options.prisma as PrismaClientLike),
+    inject: [DISTRIBUTED_CRON_CONFIG],
+  },
+];

@@ -1,0 +1,125 @@
+/**
+ * The stores are Nest providers: an app can bring its own run history (or lease store) through
+ * the `stores` option, inject the ones in use by their tokens, and use `iovalkey` as its Redis
+ * client. Real Redis and PostgreSQL where a built-in store is used.
+ */
+import 'reflect-metadata';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
+import { Redis as Valkey } from 'iovalkey';
+import type { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  DISTRIBUTED_CRON_LEASE_STORE,
+  DISTRIBUTED_CRON_RUN_HISTORY,
+  DistributedCronModule,
+  type CronContext,
+  type RunHistory,
+} from '../../src/index.js';
+import { RedisLeaseStore } from '../../src/leasing/redis-lease.store.js';
+import { InMemoryJobBirths } from '../../src/testing/in-memory-job-births.js';
+import { InMemoryRunHistory } from '../../src/testing/in-memory-run-history.js';
+import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
+import { createPrisma, redisUrl, uniqueName, waitFor } from '../support/services.js';
+
+const apps: RunningApp[] = [];
+afterEach(async () => {
+  await closeAll(apps.splice(0));
+});
+
+/** Every execution ID the handlers saw, with how often. */
+function counter(): { seen: Map<string, number>; handler: (ctx: CronContext) => void } {
+  const seen = new Map<string, number>();
+  return { seen, handler: (ctx) => void seen.set(ctx.executionId, (seen.get(ctx.executionId) ?? 0) + 1) };
+}
+
+describe('iovalkey as the Redis client', () => {
+  it('runs each slot once across two instances, each on its own iovalkey client', async () => {
+    const name = uniqueName('valkey');
+    const { seen, handler } = counter();
+    for (const label of ['valkey-a', 'valkey-b']) {
+      const valkey = new Valkey(redisUrl(), { maxRetriesPerRequest: 1 });
+      apps.push(
+        await startApp({
+          label: `${label}-${name}`,
+          providers: [jobProvider('* * * * * *', { name, lease: '5s' }, handler, label)],
+          redis: valkey as unknown as Redis,
+          module: { keyPrefix: name },
+        }),
+      );
+    }
+    const rows = await waitFor(
+      async () => {
+        const done = (await apps[0].cron.history({ jobName: name })).filter((r) => r.status === 'completed');
+        return done.length >= 3 && done;
+      },
+      { timeoutMs: 15_000, message: 'three completed slots' },
+    );
+    for (const row of rows) expect(seen.get(row.executionId)).toBe(1);
+    expect([...seen.values()].every((n) => n === 1)).toBe(true);
+  });
+});
+
+describe('stores as providers', () => {
+  it('keeps the run history in a store the app brings, with no PrismaClient at all', async () => {
+    const name = uniqueName('own-history');
+    const history = new InMemoryRunHistory();
+    const { seen, handler } = counter();
+    const redis = new Valkey(redisUrl(), { maxRetriesPerRequest: 1 });
+    @Module({
+      imports: [
+        ScheduleModule.forRoot(),
+        DistributedCronModule.forRoot({
+          redis,
+          timeZone: 'UTC',
+          keyPrefix: name,
+          stores: { history, births: new InMemoryJobBirths() },
+        }),
+      ],
+      providers: [jobProvider('* * * * * *', { name }, handler, 'own')],
+    })
+    class AppModule {}
+    const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
+    try {
+      expect(app.get<RunHistory>(DISTRIBUTED_CRON_RUN_HISTORY)).toBe(history);
+      expect(app.get(DISTRIBUTED_CRON_LEASE_STORE)).toBeInstanceOf(RedisLeaseStore);
+      const row = await waitFor(async () => (await history.list({ jobName: name })).find((r) => r.status === 'completed'), {
+        timeoutMs: 10_000,
+        message: 'a completed row in the app-provided history',
+      });
+      expect(seen.get(row.executionId)).toBe(1);
+    } finally {
+      await app.close();
+      redis.disconnect();
+    }
+  });
+
+  it('fails bootstrap naming the option when a given store lacks the contract, or prisma is missing', async () => {
+    const redis = new Valkey(redisUrl(), { lazyConnect: true });
+    const prisma = createPrisma();
+    const boot = async (options: Parameters<typeof DistributedCronModule.forRoot>[0]): Promise<string> => {
+      @Module({ imports: [DistributedCronModule.forRoot(options)] })
+      class AppModule {}
+      try {
+        const app = await NestFactory.createApplicationContext(AppModule, { logger: false, abortOnError: false });
+        await app.close();
+        return 'started';
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
+    try {
+      expect(await boot({ redis, prisma, timeZone: 'UTC', stores: { history: {} as RunHistory } })).toMatch(
+        /option `stores\.history`: must implement begin, finish/,
+      );
+      expect(await boot({ redis, timeZone: 'UTC', stores: { history: new InMemoryRunHistory() } })).toMatch(
+        /option `prisma`: missing or not a PrismaClient/,
+      );
+      expect(await boot({ prisma, timeZone: 'UTC' })).toMatch(/option `redis`: missing or not an ioredis client/);
+    } finally {
+      redis.disconnect();
+      await prisma.$disconnect();
+    }
+  });
+});
