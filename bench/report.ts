@@ -1,5 +1,6 @@
 /** Renders BENCHMARKS.md and the overhead chart (hand-built SVG) from the results of a run. */
 import { chaosSection } from './chaos/markdown.js';
+import { transportSection, type TransportResult } from './script-transport.js';
 import type { FleetStepResult } from './fleet.js';
 import type { RoundTripResult, VariantResult } from './overhead.js';
 import type { TakeoverResult } from './takeover.js';
@@ -31,6 +32,7 @@ export interface BenchResults {
   fleet?: { instances: number; warmupSeconds?: number; steps: FleetStepResult[]; probes: FleetStepResult[]; meta?: RunMeta };
   bullmq?: { instances: number; steps: FleetStepResult[]; meta?: RunMeta };
   takeover?: TakeoverResult & { meta?: RunMeta };
+  transport?: TransportResult & { meta?: RunMeta };
 }
 
 const fmt = (v: number | null | undefined, digits = 2): string =>
@@ -93,6 +95,7 @@ export function renderMarkdown(results: BenchResults, svgPath: string): string {
   if (results.fleet) out.push(...fleetSection(results));
   if (results.takeover) out.push(...takeoverSection(results.takeover));
   if (results.bullmq) out.push(...bullmqSection(results));
+  out.push(...transportSection(results.transport));
   out.push(...chaosSection('bench/results'));
   out.push(...targetsSection(results));
   out.push(...findingsSection(results));

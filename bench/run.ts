@@ -5,7 +5,7 @@
  *   npm run bench                      full run (several minutes)
  *   npm run bench -- --quick           smoke run, under 2 minutes; writes bench/results/quick-*.json
  *                                      and bench/results/quick-BENCHMARKS.md, never the full results
- *   npm run bench -- --only overhead,takeover     some scenarios only (overhead, fleet, bullmq, takeover)
+ *   npm run bench -- --only overhead,takeover     some scenarios only (overhead, fleet, bullmq, takeover, transport)
  *   npm run bench -- --fleet-jobs 200,500         other fleet sizes
  *   npm run bench -- --report-only     re-render BENCHMARKS.md and the chart from bench/results/*.json
  *   npm run bench -- --profile         V8 CPU profile of one fleet instance per size, into
@@ -25,9 +25,10 @@ import { renderMarkdown, renderOverheadSvg, type BenchResults, type RunMeta } fr
 import { adminDb, closeAdminDb } from './lib/services.js';
 import { killAllChildren } from './lib/children.js';
 import { runTakeover, type TakeoverResult } from './takeover.js';
+import { runTransport } from './script-transport.js';
 import { clockDrift, loadAverage, log, round2 } from './lib/util.js';
 
-const SCENARIOS = ['overhead', 'fleet', 'bullmq', 'takeover'] as const;
+const SCENARIOS = ['overhead', 'fleet', 'bullmq', 'takeover', 'transport'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Settings {
@@ -238,6 +239,10 @@ async function main(): Promise<void> {
       results.takeover = takeover;
       save('takeover', takeover);
     }
+    if (settings.only.has('transport')) {
+      results.transport = await runTransport(settings.quick ? { burst: 1_000, rounds: 10 } : { burst: 1_000, rounds: 50 });
+      save('transport', results.transport);
+    }
   } finally {
     await killAllChildren();
     rmSync(buildDir, { recursive: true, force: true });
@@ -254,6 +259,7 @@ async function main(): Promise<void> {
     ['fleet', 'fleet'],
     ['bullmq', 'bullmq'],
     ['takeover', 'takeover'],
+    ['transport', 'transport'],
   ] as const) {
     if (results[key]) save(name, results[key]);
   }
@@ -276,6 +282,7 @@ function writeReport(results: BenchResults, settings: Settings, prefix: string):
   load('fleet', 'fleet', (f) => f as unknown as BenchResults['fleet']);
   load('bullmq', 'bullmq', (f) => f as unknown as BenchResults['bullmq']);
   load('takeover', 'takeover', (f) => f as unknown as BenchResults['takeover']);
+  load('transport', 'transport', (f) => f as unknown as BenchResults['transport']);
 
   const svgName = `${prefix}overhead.svg`;
   if (results.overhead) writeFileSync(`${resultsDir}/${svgName}`, renderOverheadSvg(results.overhead));
