@@ -104,7 +104,11 @@ export interface LeaseStore {
     jobName: string,
     options: { now: number; dedupMs: number; escalateAfter: number; force: boolean },
   ): Promise<FailureDecision>;
-  /** Puts a slot in the job's queue if none waits there; the lease passes to it on the next release. */
+  /**
+   * Puts an execution waiting for its next attempt (a due retry or recovery that found the job
+   * busy) in the job's retry line, if none waits there. The next release hands the lease to it,
+   * before any slot waiting under `overlap: 'queue'`.
+   */
   enqueue(jobName: string, slot: QueuedSlot, ttlMs: number): Promise<boolean>;
   /** True for exactly one caller per job and `name` within `ttlMs` (one instance sends a notice). */
   once(jobName: string, name: string, ttlMs: number): Promise<boolean>;
@@ -157,6 +161,11 @@ export class KeyBuilder {
     return `${this.base(jobName)}:forgot`;
   }
   /** What a release answered (a hand-over, an ended failure streak), kept for a retry of the same release. */
+  /** The one execution waiting for its next attempt; served before the queue. */
+  retryLine(jobName: string): string {
+    return `${this.base(jobName)}:retry`;
+  }
+
   handover(jobName: string, token: string): string {
     return `${this.base(jobName)}:handover:${token}`;
   }

@@ -13,9 +13,9 @@ export { LeaseStoreTimeoutError, LeaseStoreUnavailableError } from './redis-scri
 const SCRIPTS = {
   claim: loadScript('claim-6.lua'),
   renew: loadScript('renew-3.lua'),
-  release: loadScript('release-7.lua'),
+  release: loadScript('release-8.lua'),
   acquire: loadScript('acquire-3.lua'),
-  take: loadScript('take-5.lua'),
+  take: loadScript('take-6.lua'),
   refence: loadScript('refence-3.lua'),
   owner: loadScript('owner-4.lua'),
   failure: loadScript('failure-1.lua'),
@@ -144,6 +144,7 @@ export class RedisLeaseStore implements LeaseStore {
       this.keys.abort(lease.jobName),
       this.keys.alerts(lease.jobName),
       this.keys.handover(lease.jobName, lease.token),
+      this.keys.retryLine(lease.jobName),
     ];
     const args = [lease.token, options.doneMs, lease.on, nextRandom, options.leaseMs, options.succeeded ? '1' : '0'];
     const giveUpAt = performance.now() + options.leaseMs;
@@ -190,6 +191,7 @@ export class RedisLeaseStore implements LeaseStore {
         this.keys.paused(jobName),
         on === 'slot' ? leaseKey : slotKey,
         this.keys.queue(jobName),
+        this.keys.retryLine(jobName),
       ],
       [random, leaseMs, deadFence === undefined ? '' : String(deadFence), `"executionId":${JSON.stringify(executionId)},`],
     )) as [number, number?];
@@ -244,7 +246,7 @@ export class RedisLeaseStore implements LeaseStore {
   }
 
   async enqueue(jobName: string, slot: QueuedSlot, ttlMs: number): Promise<boolean> {
-    const set = (): Promise<'OK' | null> => this.redis.set(this.keys.queue(jobName), JSON.stringify(slot), 'PX', ttlMs, 'NX');
+    const set = (): Promise<'OK' | null> => this.redis.set(this.keys.retryLine(jobName), JSON.stringify(slot), 'PX', ttlMs, 'NX');
     return (await this.runner.command('enqueue', set)) === 'OK';
   }
 

@@ -139,9 +139,11 @@ export class InMemoryLeaseStore implements LeaseStore {
     }
     if (this.get(leaseKey) !== lease.token) return { kind: 'not_owner', endedStreak: ended };
     if (this.get(k.abort(jobName)) === lease.token) this.del(k.abort(jobName));
-    const queued = this.get(k.queue(jobName));
+    // The retry line first: new slots keep arriving, so a retry waiting behind them would never run.
+    const line = this.get(k.retryLine(jobName)) !== undefined ? k.retryLine(jobName) : k.queue(jobName);
+    const queued = this.get(line);
     if (queued !== undefined) {
-      this.del(k.queue(jobName));
+      this.del(line);
       const fence = this.incr(k.fence(jobName));
       this.set(leaseKey, `${fence}:${nextRandom}`, options.leaseMs);
       return answer(2, fence, queued, ended);
@@ -181,8 +183,9 @@ export class InMemoryLeaseStore implements LeaseStore {
       if (holder?.startsWith(prefix) || this.get(other)?.startsWith(prefix)) return { kind: 'alive' };
     }
     if (holder !== undefined && holder !== 'done') return { kind: 'busy' };
-    const queued = this.get(k.queue(jobName));
-    if (queued !== undefined && queued.includes(`"executionId":${JSON.stringify(executionId)},`)) this.del(k.queue(jobName));
+    for (const line of [k.queue(jobName), k.retryLine(jobName)]) {
+      if (this.get(line)?.includes(`"executionId":${JSON.stringify(executionId)},`)) this.del(line);
+    }
     const random = randomUUID();
     const fence = this.incr(k.fence(jobName));
     this.set(key, `${fence}:${random}`, leaseMs);
@@ -239,7 +242,7 @@ export class InMemoryLeaseStore implements LeaseStore {
   }
 
   async enqueue(jobName: string, slot: QueuedSlot, ttlMs: number): Promise<boolean> {
-    return this.setNx(this.keys.queue(jobName), JSON.stringify(slot), ttlMs);
+    return this.setNx(this.keys.retryLine(jobName), JSON.stringify(slot), ttlMs);
   }
 
   async once(jobName: string, name: string, ttlMs: number): Promise<boolean> {

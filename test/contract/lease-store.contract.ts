@@ -139,10 +139,11 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
       it('a winning claim takes a waiting slot left behind as superseded (newest wins)', async () => {
         const h = await setup();
         const j = job();
-        const left = { executionId: `${j}:1`, scheduledAt: 1_000, businessDate: '2026-01-01' };
-        expect(await h.store.enqueue(j, left, 60_000)).toBe(true);
-        const claim = await h.store.claim(request(j, 2, 'queue'));
-        expect(claim).toMatchObject({ kind: 'won', superseded: left });
+        await won(h, request(j, 1, 'queue'));
+        expect((await h.store.claim(request(j, 2, 'queue'))).kind).toBe('queued');
+        await h.advance(BEYOND_LEASE_MS); // the holder died: nobody hands the lease to slot 2
+        const claim = await h.store.claim(request(j, 3, 'queue'));
+        expect(claim).toMatchObject({ kind: 'won', superseded: request(j, 2).queued });
       });
 
       it('a lease expires after its TTL: the next slot wins', async () => {
@@ -417,6 +418,32 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         const slot = (n: number) => ({ executionId: `${j}:${n}`, scheduledAt: n * 1_000, businessDate: '2026-01-01' });
         expect(await h.store.enqueue(j, slot(1), 60_000)).toBe(true);
         expect(await h.store.enqueue(j, slot(2), 60_000)).toBe(false);
+      });
+
+      it('the retry line is served before the queue: the waiting retry gets the lease, then the waiting slot', async () => {
+        const h = await setup();
+        const j = job();
+        const first = await won(h, request(j, 1, 'queue'));
+        expect((await h.store.claim(request(j, 2, 'queue'))).kind).toBe('queued');
+        expect(await h.store.enqueue(j, { executionId: `${j}:0`, scheduledAt: 0, businessDate: '2026-01-01' }, 60_000)).toBe(true);
+        // A newer slot replaces the waiting slot, never the waiting retry.
+        expect(await h.store.claim(request(j, 3, 'queue'))).toMatchObject({ kind: 'queued', superseded: { executionId: `${j}:2` } });
+        const retry = await h.store.release(first, RELEASE);
+        expect(retry).toMatchObject({ kind: 'handed_over', next: { executionId: `${j}:0` } });
+        if (retry.kind !== 'handed_over') return;
+        const slot = await h.store.release(retry.lease, RELEASE);
+        expect(slot).toMatchObject({ kind: 'handed_over', next: { executionId: `${j}:3` } });
+        if (slot.kind === 'handed_over') expect(await h.store.release(slot.lease, RELEASE)).toEqual({ kind: 'released', endedStreak: 0 });
+      });
+
+      it('take() of an execution waiting in the retry line takes its entry along', async () => {
+        const h = await setup();
+        const j = job();
+        await h.store.enqueue(j, { executionId: `${j}:0`, scheduledAt: 0, businessDate: '2026-01-01' }, 60_000);
+        const taken = await h.store.take(j, `${j}:0`, 'lease', LEASE_MS);
+        expect(taken.kind).toBe('taken');
+        if (taken.kind !== 'taken') return;
+        expect(await h.store.release(taken.lease, RELEASE)).toEqual({ kind: 'released', endedStreak: 0 });
       });
 
       it('a queued entry is handed the lease on release', async () => {

@@ -9,12 +9,13 @@
   KEYS[4] the other lease key (slot key when KEYS[1] is the job's lease key, and the reverse): a
           run started under the other overlap policy (a rolling deploy that changed it) still counts
   KEYS[5] queue key
+  KEYS[6] retry line key
 
   ARGV[1] random part of the token
   ARGV[2] lease TTL, ms
   ARGV[3] fencing token of the run being recovered, or '' (retry, replay, queued slot)
-  ARGV[4] '"executionId":<json string>' of this execution: a queue entry for it is taken along,
-          so the lease is not handed to it a second time
+  ARGV[4] '"executionId":<json string>' of this execution: a queue or retry-line entry for it is
+          taken along, so the lease is not handed to it a second time
 
   Output: { 1, fence } taken with token '<fence>:<ARGV[1]>'
           { 0 }        the run being recovered still holds a lease: it is alive
@@ -38,9 +39,11 @@ end
 if holder and holder ~= 'done' then
   return { -1 }
 end
-local queued = redis.call('GET', KEYS[5])
-if queued and string.find(queued, ARGV[4], 1, true) then
-  redis.call('DEL', KEYS[5])
+for _, line in ipairs({ KEYS[5], KEYS[6] }) do
+  local queued = redis.call('GET', line)
+  if queued and string.find(queued, ARGV[4], 1, true) then
+    redis.call('DEL', line)
+  end
 end
 local fence = redis.call('INCR', KEYS[2])
 redis.call('SET', KEYS[1], fence .. ':' .. ARGV[1], 'PX', ARGV[2])

@@ -1,6 +1,9 @@
 --[[
-  Releases a lease only if this token owns it (compare, then delete; never a bare DEL). Under
-  'queue', hands the lease straight to the waiting slot so no other slot can slip in between.
+  Releases a lease only if this token owns it (compare, then delete; never a bare DEL), and hands
+  it straight to what waits for it, so no other slot can slip in between: first an execution in
+  the retry line (a due retry or recovery the sweep found the job busy for), then the slot waiting
+  under 'queue'. The retry goes first because new slots keep arriving: a retry that waited behind
+  them would never run.
   A successful run also ends the job's failure streak, in the same round trip.
 
   Idempotent, so the caller can retry a release whose reply was lost or that timed out (and may
@@ -15,6 +18,7 @@
   KEYS[5] abort key
   KEYS[6] alert state key (hash: failures, lastSent)
   KEYS[7] release record  <prefix>:{job}:handover:<token>
+  KEYS[8] retry line      <prefix>:{job}:retry   (one execution waiting for its next attempt)
 
   ARGV[1] token
   ARGV[2] how long the slot key stays as 'done' under 'allow', ms
@@ -26,8 +30,8 @@
   Output: { code, fence, payload, endedStreak }
     code 0  not the owner any more (nothing released)
     code 1  released
-    code 2  released and handed to the queued slot, which now holds the lease with token
-            '<fence>:<ARGV[4]>'; payload is the queued slot. Answered again on a retry while the
+    code 2  released and handed to the waiting execution (retry line first, then the queued
+            slot), which now holds the lease with token '<fence>:<ARGV[4]>'; payload is its entry. Answered again on a retry while the
             queued slot still holds the lease, which is then extended to a full lease TTL (the
             queued run starts when the caller gets this answer, not when the first call ran)
     endedStreak: the number of consecutive failures this success ended, or 0
@@ -73,9 +77,14 @@ end
 if redis.call('GET', KEYS[5]) == ARGV[1] then
   redis.call('DEL', KEYS[5])
 end
-local queued = redis.call('GET', KEYS[4])
+local line = KEYS[8]
+local queued = redis.call('GET', line)
+if not queued then
+  line = KEYS[4]
+  queued = redis.call('GET', line)
+end
 if queued then
-  redis.call('DEL', KEYS[4])
+  redis.call('DEL', line)
   local fence = redis.call('INCR', KEYS[3])
   redis.call('SET', KEYS[2], fence .. ':' .. ARGV[4], 'PX', ARGV[5])
   return answer(2, fence, queued, ended)
