@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compatibility matrix (`npm run test:compat [-- row...]`; rows and versions in
+# Compatibility matrix (`npm run test:compat [-- row...|--ci]`; rows and versions in
 # scripts/compat/rows.mjs). For each suite row it builds a scratch project in
 # .tmp/compat/<row>/ from src/, test/, prisma/, scripts/ and the configs, pins that row's
 # versions in a fresh package.json, runs `npm install --ignore-scripts`, generates the
@@ -14,7 +14,11 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 rows_cli=(node scripts/compat/rows.mjs)
 
-if (( $# > 0 )); then rows=("$@"); else read -r -a rows <<<"$("${rows_cli[@]}" list)"; fi
+if [[ "${1:-}" == --ci ]]; then
+  # CI: the oldest versions of every range and the CommonJS consumer, on a smaller subset.
+  export COMPAT_CI=1
+  read -r -a rows <<<"$("${rows_cli[@]}" ci-rows)"
+elif (( $# > 0 )); then rows=("$@"); else read -r -a rows <<<"$("${rows_cli[@]}" list)"; fi
 
 bash scripts/services.sh >/dev/null || { echo "compat: services failed to start"; exit 1; }
 mkdir -p .tmp/compat

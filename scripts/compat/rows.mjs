@@ -15,6 +15,11 @@ const nest11 = {
   '@nestjs/core': '11.2.10',
   '@nestjs/schedule': '6.1.3',
   '@nestjs/testing': '11.2.6',
+  // The Nest 11 line of the optional integrations the repository tests (dashboard, health).
+  '@nestjs/platform-express': '11.2.10',
+  '@nestjs/platform-fastify': '11.2.8',
+  '@nestjs/terminus': '11.1.1',
+  '@nestjs/event-emitter': '3.1.0',
 };
 // The oldest versions inside the recommended peer ranges (scripts/compat/recommended-peers.json).
 const nest11Oldest = {
@@ -22,6 +27,10 @@ const nest11Oldest = {
   '@nestjs/core': '11.0.0',
   '@nestjs/schedule': '6.0.0',
   '@nestjs/testing': '11.0.0',
+  '@nestjs/platform-express': '11.0.0',
+  '@nestjs/platform-fastify': '11.0.0',
+  '@nestjs/terminus': '11.0.0',
+  '@nestjs/event-emitter': '3.0.0',
   // @nestjs/schedule 6.0.0 pins cron 4.3.0; with a second copy (4.4.0) at the top level,
   // tsc rejects src/nest/distributed-cron.explorer.ts `registry.addCronJob(name, cronJob)`
   // (two CronJob classes with private members). A deduped install has one cron: pin it.
@@ -54,6 +63,17 @@ export const testSubset = [
   'test/integration/failures.test.ts',
 ];
 
+// What CI runs (`npm run test:compat -- --ci`): the row furthest from the main suite (the oldest
+// versions of every range) and the CommonJS consumer, on a smaller subset; the main suite itself
+// is row a. `npm run test:compat` runs every row on the full subset.
+export const ciRows = ['e', 'd'];
+export const ciTestSubset = [
+  'test/unit',
+  'test/integration/exactly-once.test.ts',
+  'test/integration/bootstrap.test.ts',
+  'test/integration/service.test.ts',
+];
+
 // Dev tools the scratch projects do not need (lint, release tooling, local file: packages).
 export const dropDevDependencies = ['@changesets/cli', '@eslint/js', 'eslint', 'globals', 'prettier', 'nestjs-distributed-cron-lint'];
 
@@ -64,7 +84,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   else if (cmd === 'kind') console.log(rows[args[0]]?.kind ?? 'suite');
   else if (cmd === 'overlay') console.log(rows[args[0]]?.overlay ?? '');
   else if (cmd === 'title') console.log(rows[args[0]]?.title ?? '');
-  else if (cmd === 'tests') console.log(testSubset.join('\n'));
+  else if (cmd === 'tests') console.log((process.env.COMPAT_CI ? ciTestSubset : testSubset).join('\n'));
+  else if (cmd === 'ci-rows') console.log(ciRows.join(' '));
   else if (cmd === 'package-json') {
     // args: <row> <path to the repository's package.json>
     const { readFileSync } = await import('node:fs');
