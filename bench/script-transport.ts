@@ -147,7 +147,9 @@ export function transportSection(t: TransportResult | undefined): string[] {
       'then one burst right after `SCRIPT FLUSH` (what a Redis restart or failover leaves). Private redis-server; commands counted by Redis.',
   );
   out.push('');
-  out.push('| variant | burst p50 | burst p99 | × ours (p99) | Node CPU per call | socket writes per burst | script commands per call | first burst after SCRIPT FLUSH |');
+  out.push(
+    '| variant | burst p50 | burst p99 | × ours (p99) | Node CPU per call | socket writes per burst | script commands per call | first burst after SCRIPT FLUSH |',
+  );
   out.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
   for (const v of t.variants) {
     const cold = Object.entries(v.coldDetail)
