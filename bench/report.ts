@@ -1,6 +1,7 @@
 /** Renders BENCHMARKS.md and the overhead chart (hand-built SVG) from the results of a run. */
 import { chaosSection } from './chaos/markdown.js';
 import { transportSection, type TransportResult } from './script-transport.js';
+import { observabilitySection, type ObservabilityResult } from './observability.js';
 import type { FleetStepResult } from './fleet.js';
 import type { RoundTripResult, VariantResult } from './overhead.js';
 import type { TakeoverResult } from './takeover.js';
@@ -33,6 +34,7 @@ export interface BenchResults {
   bullmq?: { instances: number; steps: FleetStepResult[]; meta?: RunMeta };
   takeover?: TakeoverResult & { meta?: RunMeta };
   transport?: TransportResult & { meta?: RunMeta };
+  observability?: ObservabilityResult & { meta?: RunMeta };
 }
 
 const fmt = (v: number | null | undefined, digits = 2): string =>
@@ -96,6 +98,7 @@ export function renderMarkdown(results: BenchResults, svgPath: string): string {
   if (results.takeover) out.push(...takeoverSection(results.takeover));
   if (results.bullmq) out.push(...bullmqSection(results));
   out.push(...transportSection(results.transport));
+  out.push(...observabilitySection(results.observability));
   out.push(...chaosSection('bench/results'));
   out.push(...targetsSection(results));
   out.push(...findingsSection(results));

@@ -5,7 +5,7 @@
  *   npm run bench                      full run (several minutes)
  *   npm run bench -- --quick           smoke run, under 2 minutes; writes bench/results/quick-*.json
  *                                      and bench/results/quick-BENCHMARKS.md, never the full results
- *   npm run bench -- --only overhead,takeover     some scenarios only (overhead, fleet, bullmq, takeover, transport)
+ *   npm run bench -- --only overhead,takeover     some scenarios only (overhead, fleet, bullmq, takeover, transport, observability)
  *   npm run bench -- --fleet-jobs 200,500         other fleet sizes
  *   npm run bench -- --report-only     re-render BENCHMARKS.md and the chart from bench/results/*.json
  *   npm run bench -- --profile         V8 CPU profile of one fleet instance per size, into
@@ -26,9 +26,10 @@ import { adminDb, closeAdminDb } from './lib/services.js';
 import { killAllChildren } from './lib/children.js';
 import { runTakeover, type TakeoverResult } from './takeover.js';
 import { runTransport } from './script-transport.js';
+import { runObservability } from './observability.js';
 import { clockDrift, loadAverage, log, round2 } from './lib/util.js';
 
-const SCENARIOS = ['overhead', 'fleet', 'bullmq', 'takeover', 'transport'] as const;
+const SCENARIOS = ['overhead', 'fleet', 'bullmq', 'takeover', 'transport', 'observability'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Settings {
@@ -243,6 +244,10 @@ async function main(): Promise<void> {
       results.transport = await runTransport(settings.quick ? { burst: 1_000, rounds: 10 } : { burst: 1_000, rounds: 50 });
       save('transport', results.transport);
     }
+    if (settings.only.has('observability')) {
+      results.observability = await runObservability({ quick: settings.quick });
+      save('observability', results.observability);
+    }
   } finally {
     await killAllChildren();
     rmSync(buildDir, { recursive: true, force: true });
@@ -260,12 +265,33 @@ async function main(): Promise<void> {
     ['bullmq', 'bullmq'],
     ['takeover', 'takeover'],
     ['transport', 'transport'],
+    ['observability', 'observability'],
   ] as const) {
     if (results[key]) save(name, results[key]);
   }
 
   const mdPath = writeReport(results, settings, prefix);
   log(`done in ${meta.durationS} s: ${mdPath}`);
+}
+
+/** Sections written by benchmarks that run on their own (bench/dashboard/history.ts): kept as they are. */
+const STANDALONE_SECTIONS = ['## Dashboard history API'];
+
+function carriedSections(mdPath: string): string {
+  let previous: string;
+  try {
+    previous = readFileSync(mdPath, 'utf8');
+  } catch {
+    return '';
+  }
+  const kept: string[] = [];
+  for (const heading of STANDALONE_SECTIONS) {
+    const start = previous.indexOf(`\n${heading}\n`);
+    if (start < 0) continue;
+    const end = previous.indexOf('\n## ', start + heading.length + 2);
+    kept.push(previous.slice(start + 1, end < 0 ? undefined : end + 1).trimEnd());
+  }
+  return kept.length > 0 ? `\n${kept.join('\n\n')}\n` : '';
 }
 
 /** Writes BENCHMARKS.md (quick: bench/results/quick-BENCHMARKS.md) and the chart; returns the Markdown path. */
@@ -283,11 +309,13 @@ function writeReport(results: BenchResults, settings: Settings, prefix: string):
   load('bullmq', 'bullmq', (f) => f as unknown as BenchResults['bullmq']);
   load('takeover', 'takeover', (f) => f as unknown as BenchResults['takeover']);
   load('transport', 'transport', (f) => f as unknown as BenchResults['transport']);
+  load('observability', 'observability', (f) => f as unknown as BenchResults['observability']);
 
   const svgName = `${prefix}overhead.svg`;
   if (results.overhead) writeFileSync(`${resultsDir}/${svgName}`, renderOverheadSvg(results.overhead));
-  const markdown = renderMarkdown(results, `bench/results/${svgName}`);
-  const mdPath = settings.quick ? `${resultsDir}/quick-BENCHMARKS.md` : `${repoRoot}BENCHMARKS.md`;
+  const mdTarget = settings.quick ? `${resultsDir}/quick-BENCHMARKS.md` : `${repoRoot}BENCHMARKS.md`;
+  const markdown = renderMarkdown(results, `bench/results/${svgName}`) + carriedSections(mdTarget);
+  const mdPath = mdTarget;
   writeFileSync(mdPath, settings.quick ? markdown.replaceAll('(bench/results/', '(') : markdown);
   return mdPath;
 }

@@ -6,7 +6,7 @@
 #   4. scripts/build-test.sh      compiles src/, test/, examples/ and bench/ into build-check/
 #   5. build-check/bench/run.js   extra arguments are passed through:
 #        --quick                  smoke run (< 2 min), results in bench/results/quick-*
-#        --only a,b               scenarios: overhead, fleet, bullmq, takeover
+#        --only a,b               scenarios: overhead, fleet, bullmq, takeover, transport, observability
 #        --fleet-jobs 200,500     fleet sizes
 # Exit code 0 whenever the scenarios ran: no timing is ever asserted.
 set -euo pipefail

@@ -54,7 +54,7 @@ else
   label="working tree ($(git rev-parse --short HEAD 2>/dev/null || echo '?') + ${changed} changed paths in src/, prisma/migrations/)"
 fi
 cp -r bench/chaos "$stage/bench/chaos"
-cp test/support/tcp-proxy.ts test/support/sentinel.ts test/support/services.ts test/support/json-lines.ts "$stage/test/support/"
+cp test/support/tcp-proxy.ts test/support/sentinel.ts test/support/services.ts test/support/json-lines.ts test/support/app-module.ts "$stage/test/support/"
 cp -r test/generated/prisma "$stage/test/generated/prisma"
 cat > "$stage/tsconfig.json" <<JSON
 {

@@ -7,6 +7,9 @@
 #   3. scripts/migrate.mjs        the distributed_cron_runs table
 #   4. scripts/build-test.sh      compiles src/, test/ and examples/ into build-check/
 #   5. build-check/examples/demo/run.js
+# `npm run demo -- --dashboard` instead leaves the dashboard up (test/dashboard/dashboard.demo.ts)
+# for DASHBOARD_SECONDS (600) on port DASHBOARD_PORT (3000) and prints its URL.
+# `npm run demo -- --topology queue`: a scheduler and two workers (test/fixtures/queue-demo.ts).
 # Exit code: the runner's (0 when no slot ran twice and none was missed).
 set -euo pipefail
 
@@ -18,5 +21,30 @@ bash scripts/prisma-generate.sh
 node scripts/migrate.mjs
 bash scripts/build-test.sh
 
+if [[ "${1:-}" == "--topology" && "${2:-}" == "queue" ]]; then
+  # A scheduler and two workers (queue mode); one worker is killed mid-run.
+  echo
+  exec node build-check/test/fixtures/queue-demo.js
+fi
+
+if [[ "${1:-}" == "--dashboard" ]]; then
+  # Three instances with four jobs; the first serves the dashboard and prints its URL.
+  node src/dashboard/copy-assets.mjs build-check/src
+  echo
+  exec node build-check/test/dashboard/dashboard.demo.js
+fi
+
+# Each instance writes the metrics it recorded (prom-client text) here when it stops; printed below.
+export DEMO_METRICS_DIR=.tmp/demo-metrics
+rm -rf "$DEMO_METRICS_DIR" && mkdir -p "$DEMO_METRICS_DIR"
 echo
-exec node build-check/examples/demo/run.js
+status=0
+node build-check/examples/demo/run.js || status=$?
+echo
+echo "metrics each instance recorded (non-zero dcron_* samples; the killed instance wrote none):"
+for file in "$DEMO_METRICS_DIR"/*.prom; do
+  [[ -e "$file" ]] || continue
+  echo "  $(basename "$file" .prom):"
+  grep -E '^dcron_' "$file" | grep -vE '_bucket\{| 0$' | sed 's/^/    /' || true
+done
+exit "$status"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite (`npm test`):
 #   1. scripts/services.sh        Redis + PostgreSQL up, role/database present
+#   1b. scripts/chromium.sh       /usr/bin/chromium for the dashboard's browser tests
 #   2. scripts/prisma-generate.sh Prisma client into test/generated/prisma
 #   3. scripts/migrate.mjs        prisma/migrations applied to DATABASE_URL
 #   3b. scripts/build-test.sh     type-check and compile src/, test/ and examples/ into build-check/
@@ -28,6 +29,7 @@ trap summary_on_exit EXIT
 
 bash scripts/deps.sh
 bash scripts/services.sh
+bash scripts/chromium.sh  # headless Chromium for the dashboard's browser tests
 bash scripts/prisma-generate.sh
 node scripts/migrate.mjs
 # Crash tests run app instances as child processes from compiled JavaScript (Nest needs the

@@ -1,11 +1,17 @@
-import type { Cluster, Redis } from 'ioredis';
-import type { Alerter } from './alerting/alert.interfaces.js';
-import type { JobBirths } from './history/job-births.js';
-import type { RunHistory } from './history/run-history.js';
-import type { LeaseStore } from './leasing/lease.store.js';
 import type { DstPolicy } from './scheduling/cron.schedule.js';
+import type { HeartbeatOptions } from './observability/observability.interfaces.js';
 
 export type { DstPolicy } from './scheduling/cron.schedule.js';
+export type {
+  DistributedCronRole,
+  QueueOptions,
+  RedisClientLike,
+  RedisLikeClient,
+  JobOverride,
+  PrismaClientLike,
+  RetentionOptions,
+  DistributedCronModuleOptions,
+} from './distributed-cron.module-options.js';
 
 /** A duration: milliseconds, or text such as `'500ms'`, `'30s'`, `'5m'`, `'2h'`, `'1d'`. */
 export type Duration = number | string;
@@ -188,114 +194,19 @@ export interface DistributedCronOptions {
   expectSuccessWithin?: Duration;
   /** Does not schedule the job on this instance. @default false */
   disabled?: boolean;
-}
-
-/**
- * A Redis client the lease store can drive: ioredis `Redis` / `Cluster`, or an `iovalkey` client
- * (the same API under another name). Typed by what is used, so no second Redis library is needed.
- */
-export type RedisClientLike = Redis | Cluster | RedisLikeClient;
-
-/** The methods of an ioredis-compatible client (such as `iovalkey`'s) that the library calls. */
-export interface RedisLikeClient {
-  readonly status: string;
-  readonly isCluster: boolean;
-  readonly options: object;
-  evalsha(...args: never[]): Promise<unknown>;
-  eval(...args: never[]): Promise<unknown>;
-  set(...args: never[]): Promise<unknown>;
-  del(...args: never[]): Promise<unknown>;
-  exists(...args: never[]): Promise<unknown>;
-  connect(...args: never[]): Promise<unknown>;
-  pipeline(...args: never[]): unknown;
-  once(event: string, listener: (...args: any[]) => void): unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
-  off(event: string, listener: (...args: any[]) => void): unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-/** What `DistributedCronModuleOptions.jobs` may change of a job; validated like the decorator's options. */
-export interface JobOverride extends Pick<
-  DistributedCronOptions,
-  | 'timeZone'
-  | 'disabled'
-  | 'lease'
-  | 'renewEvery'
-  | 'overlap'
-  | 'timeout'
-  | 'retry'
-  | 'catchUp'
-  | 'recover'
-  | 'expectSuccessWithin'
-  | 'skewTolerance'
-> {
-  /** Replaces the decorator's cron expression. @default the decorator's expression */
-  cron?: string;
-}
-
-/**
- * The parts of a PrismaClient the library uses. Typed structurally so that any client generated
- * from a schema containing the `DistributedCronRun` model fits, without importing it.
- */
-export interface PrismaClientLike {
-  $queryRawUnsafe<T = unknown>(query: string, ...values: unknown[]): PromiseLike<T>;
-  $executeRawUnsafe(query: string, ...values: unknown[]): PromiseLike<number>;
-}
-
-/** Options of `DistributedCronModule.forRoot` / `forRootAsync`. */
-export interface DistributedCronModuleOptions {
   /**
-   * The app's Redis client: an ioredis `Redis` or `Cluster`, or an `iovalkey` client. The library
-   * never closes it. Required unless `stores.leases` is given.
+   * Outside heartbeat (healthchecks.io, Cronitor): `<url>/start`, `<url>` or `<url>/fail` is pinged
+   * by the instance that runs each execution. `false` opts out of the module's `heartbeat.url`.
+   * @default the module's `heartbeat.url` with `{job}` replaced, if set; otherwise none
    */
-  redis?: RedisClientLike;
+  heartbeat?: HeartbeatOptions | false;
   /**
-   * The app's PrismaClient, generated from a schema that includes `DistributedCronRun`. Required
-   * unless `stores.history` and `stores.births` are both given.
+   * Queue mode: each slot is claimed as usual, then put on this BullMQ queue, and an instance with
+   * role `worker` (or `all`) runs the handler, with the same context, lease and fencing. Needs the
+   * optional peer dependency `bullmq`. Concurrency per queue: the module's `queues`.
+   * @default none: the handler runs on the instance that claimed the slot
    */
-  prisma?: PrismaClientLike;
-  /**
-   * Replaces a built-in store with your own (another lock service, a history in another
-   * database). Each must pass the same contract as the built-in one. @default Redis and Prisma
-   */
-  stores?: {
-    leases?: LeaseStore;
-    history?: RunHistory;
-    births?: JobBirths;
-  };
-  /** Default IANA time zone for jobs that do not set one. There is no silent fallback. */
-  timeZone?: string;
-  /** Identifies this process in the run history and logs. @default `${hostname}-${pid}-${random}` */
-  instanceId?: string;
-  /** Prefix of every Redis key. @default 'dcron' */
-  keyPrefix?: string;
-  /** Receives failure alerts, e.g. a `SlackAlerter`. @default none (failures are only logged) */
-  alerter?: Alerter;
-  /** Defaults for every job's `lease`, `renewEvery`, `overlap`, `skewTolerance` and `timeout`. */
-  jobDefaults?: Pick<DistributedCronOptions, 'lease' | 'renewEvery' | 'overlap' | 'skewTolerance' | 'timeout'>;
-  /**
-   * Per-job overrides by job name, over the decorator's options (and `jobDefaults`), e.g. from
-   * environment variables through `ConfigService`. A key left `undefined` keeps the decorator's
-   * value; a name that is no job of the app fails bootstrap.
-   * @example jobs: { 'daily-report': { cron: config.get('DAILY_REPORT_CRON'), disabled: config.get('DAILY_REPORT_OFF') === 'true' } }
-   * @default none
-   */
-  jobs?: Record<string, JobOverride>;
-  /** A Redis call slower than this counts as Redis being unreachable (the slot fails closed). @default '2s' */
-  redisTimeout?: Duration;
-  /** On shutdown, how long running executions may finish before their signal aborts. @default '10s' */
-  shutdownTimeout?: Duration;
-  /** How failures become alerts. */
-  alerts?: {
-    /** At most one failure alert per job per window (dead letters are always sent). @default '1h' */
-    dedupWindow?: Duration;
-    /** Sends an escalation when a job fails this many times in a row (0: never). @default 3 */
-    escalateAfter?: number;
-  };
-  /** How often each instance looks for due retries, dead owners and silent jobs. @default '2s' */
-  sweepEvery?: Duration;
-  /** Logs a warning for each plain `@Cron`/`@Interval`/`@Timeout` job, which runs on every instance. @default true */
-  auditPlainSchedules?: boolean;
-  /** Wall clock in epoch milliseconds; replaceable in tests. @default Date.now */
-  clock?: () => number;
+  queue?: string;
 }
 
 /** One row of the run history. */

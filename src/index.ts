@@ -24,12 +24,16 @@ export type {
   DstPolicy,
   DistributedCronModuleOptions,
   DistributedCronOptions,
+  DistributedCronRole,
   Duration,
   FireOutcome,
+  JobOverride,
   OverlapPolicy,
   PrismaClientLike,
+  QueueOptions,
   RedisClientLike,
   RedisLikeClient,
+  RetentionOptions,
   RetryOptions,
   RunRecord,
   RunReport,
@@ -43,3 +47,22 @@ export { DistributedCronConfigError } from './errors/distributed-cron-config.err
 export { NonRetryableError } from './errors/non-retryable.error.js';
 export type { Alerter, AlertEvent, AlertKind } from './alerting/alert.interfaces.js';
 export { SlackAlerter, type SlackAlerterOptions } from './alerting/slack.alerter.js';
+export type { HttpDeliveryOptions } from './alerting/http.post.js';
+export { WebhookAlerter, type WebhookAlerterOptions, type WebhookPayload } from './alerting/webhook.alerter.js';
+export { PagerDutyAlerter, type PagerDutyAlerterOptions } from './alerting/pagerduty.alerter.js';
+export {
+  DistributedCronEvents,
+  type DistributedCronHooks,
+  type HeartbeatOptions,
+  type LeaseLostEvent,
+  type MeterProviderLike,
+  type MetricsOptions,
+  type ModuleHeartbeatOptions,
+  type PrometheusRegistryLike,
+  type RunEndStatus,
+  type RunFinishEvent,
+  type RunSkipEvent,
+  type RunStartEvent,
+  type SkipOutcome,
+  type TracerProviderLike,
+} from './observability/observability.interfaces.js';

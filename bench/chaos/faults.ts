@@ -24,17 +24,11 @@ export type FaultKind =
   | 'pg-blackhole'
   | 'sentinel-failover';
 
+/** Faults on one instance's link to Redis or PostgreSQL (through its TCP proxy). */
+const LINK_FAULTS: readonly FaultKind[] = ['redis-stall', 'pg-stall', 'redis-drop', 'pg-drop', 'redis-blackhole', 'pg-blackhole'];
+
 /** Faults aimed at one instance (the others hit a server everyone uses). */
-const TARGETED: ReadonlySet<FaultKind> = new Set([
-  'kill',
-  'stop',
-  'redis-stall',
-  'pg-stall',
-  'redis-drop',
-  'pg-drop',
-  'redis-blackhole',
-  'pg-blackhole',
-]);
+const TARGETED: ReadonlySet<FaultKind> = new Set(['kill', 'stop', ...LINK_FAULTS]);
 
 export const FAULT_DESCRIPTIONS: Record<FaultKind, string> = {
   kill: 'SIGKILL of an instance, restarted (new instance ID) after the duration',
@@ -100,37 +94,9 @@ const OVERHEAD_MS: Partial<Record<FaultKind, number>> = {
 
 export function planFaults(options: PlanOptions): PlannedFault[] {
   const rng = new Rng(hash32(options.seed, 'faults'));
-  const kinds: FaultKind[] = options.sentinel
-    ? [
-        'kill',
-        'stop',
-        'stop',
-        'sentinel-failover',
-        'sentinel-failover',
-        'redis-flushall',
-        'pg-restart',
-        'redis-stall',
-        'pg-stall',
-        'redis-drop',
-        'pg-drop',
-        'redis-blackhole',
-        'pg-blackhole',
-      ]
-    : [
-        'kill',
-        'stop',
-        'stop',
-        'redis-restart',
-        'redis-restart-lost',
-        'redis-flushall',
-        'pg-restart',
-        'redis-stall',
-        'pg-stall',
-        'redis-drop',
-        'pg-drop',
-        'redis-blackhole',
-        'pg-blackhole',
-      ];
+  // With Sentinel, failovers take the place of the Redis restarts (the deck's order is part of a seed's plan).
+  const redisLosses: FaultKind[] = options.sentinel ? ['sentinel-failover', 'sentinel-failover'] : ['redis-restart', 'redis-restart-lost'];
+  const kinds: FaultKind[] = ['kill', 'stop', 'stop', ...redisLosses, 'redis-flushall', 'pg-restart', ...LINK_FAULTS];
   const plan: PlannedFault[] = [];
   let deck: FaultKind[] = [];
   let at = options.firstAt;
@@ -187,6 +153,24 @@ export interface FaultTargets {
   /** Restart a killed instance (new incarnation). */
   respawn: (slot: number) => Promise<void>;
   log: (message: string) => void;
+}
+
+type LinkFault = 'stall' | 'drop' | 'blackhole';
+
+/**
+ * One instance's link to Redis or PostgreSQL: stalled (bytes held, then delivered), dropped
+ * (connections reset, new ones refused for the duration, if any) or blackholed (bytes swallowed,
+ * then connections reset) for `durationMs`.
+ */
+async function disturbLink(proxy: TcpProxy, how: LinkFault, durationMs: number, record: FaultRecord): Promise<void> {
+  if (how === 'drop') {
+    record.detail = `${proxy.drop()} connections reset`;
+    if (durationMs === 0) return;
+    proxy.refuse();
+  } else if (how === 'stall') proxy.stall();
+  else proxy.blackhole();
+  await sleep(durationMs);
+  proxy.resume();
 }
 
 /** Runs one fault to its end; never throws (a failure is recorded in the record). */
@@ -250,39 +234,16 @@ export async function injectFault(fault: PlannedFault, n: number, plannedAt: num
         break;
       }
       case 'redis-stall':
-      case 'pg-stall': {
-        const proxy = fault.kind === 'redis-stall' ? t.redisProxies[slot!] : t.pgProxies[slot!];
-        if (!proxy) throw new Error(`instance slot ${slot} has no proxy for this link`);
-        record.start = Date.now();
-        proxy.stall();
-        await sleep(fault.durationMs);
-        proxy.resume();
-        record.end = Date.now();
-        break;
-      }
+      case 'pg-stall':
       case 'redis-drop':
-      case 'pg-drop': {
-        const proxy = fault.kind === 'redis-drop' ? t.redisProxies[slot!] : t.pgProxies[slot!];
-        if (!proxy) throw new Error(`instance slot ${slot} has no proxy for this link`);
-        record.start = Date.now();
-        const dropped = proxy.drop();
-        record.detail = `${dropped} connections reset`;
-        if (fault.durationMs > 0) {
-          proxy.refuse();
-          await sleep(fault.durationMs);
-          proxy.resume();
-        }
-        record.end = Date.now();
-        break;
-      }
+      case 'pg-drop':
       case 'redis-blackhole':
       case 'pg-blackhole': {
-        const proxy = fault.kind === 'redis-blackhole' ? t.redisProxies[slot!] : t.pgProxies[slot!];
+        const [link, how] = fault.kind.split('-') as ['redis' | 'pg', LinkFault];
+        const proxy = link === 'redis' ? t.redisProxies[slot!] : t.pgProxies[slot!];
         if (!proxy) throw new Error(`instance slot ${slot} has no proxy for this link`);
         record.start = Date.now();
-        proxy.blackhole();
-        await sleep(fault.durationMs);
-        proxy.resume();
+        await disturbLink(proxy, how, fault.durationMs, record);
         record.end = Date.now();
         break;
       }

@@ -4,15 +4,13 @@
  * temporary directory (as the `postgres` user, via runuser) on a free port, with the run
  * history's migrations applied.
  */
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
 import pg from 'pg';
-import { freePort } from '../../test/support/services.js';
+import { freePort, redisCommand, redisServerArgs, startRedisProcess, type RedisProcess } from '../../test/support/services.js';
 
-export { freePort };
+export { freePort, redisCommand };
 
 export const HOST = '127.0.0.1';
 
@@ -31,150 +29,44 @@ export function runCommand(file: string, args: string[], timeoutMs = 60_000): Pr
   });
 }
 
-async function waitUntil(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(25);
-  }
-}
-
-/** One command on a short-lived connection; rejects on error. */
-export async function redisCommand(port: number, ...command: string[]): Promise<unknown> {
-  const redis = new Redis({
-    host: HOST,
-    port,
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-    connectTimeout: 2_000,
-  });
-  redis.on('error', () => undefined);
-  try {
-    await redis.connect();
-    return await redis.call(command[0]!, ...command.slice(1));
-  } finally {
-    redis.disconnect();
-  }
-}
-
-export async function pingRedis(port: number): Promise<boolean> {
-  try {
-    return (await redisCommand(port, 'PING')) === 'PONG';
-  } catch {
-    return false;
-  }
-}
-
-function exited(child: ChildProcess): boolean {
-  return child.exitCode !== null || child.signalCode !== null;
-}
-
-function waitForExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
-  if (exited(child)) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), timeoutMs);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
-}
-
-const liveServers = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of liveServers) child.kill('SIGKILL');
-});
-
 /**
  * A private redis-server. No automatic snapshots; `shutdown(true)` (SHUTDOWN SAVE) writes
  * dump.rdb, which the next start loads: a restart with the data kept. `shutdown(false)` plus
  * `wipeData()` is a restart with the data lost.
  */
 export class PrivateRedis {
-  private child: ChildProcess | undefined;
-  private output = '';
-
   private constructor(
-    readonly port: number,
+    private readonly server: RedisProcess,
     readonly dir: string,
   ) {}
 
   static async start(dir: string): Promise<PrivateRedis> {
     mkdirSync(dir, { recursive: true });
-    for (let attempt = 1; ; attempt++) {
-      const server = new PrivateRedis(await freePort(), dir);
-      try {
-        await server.start();
-        return server;
-      } catch (error) {
-        if (attempt >= 5) throw error;
-      }
-    }
+    const server = await startRedisProcess((port) => redisServerArgs(port, dir, ['--dbfilename', 'dump.rdb']), 20_000);
+    return new PrivateRedis(server, dir);
+  }
+
+  get port(): number {
+    return this.server.port;
   }
 
   get running(): boolean {
-    return this.child !== undefined && !exited(this.child);
+    return this.server.running;
   }
 
   get pid(): number | undefined {
-    return this.running ? this.child!.pid : undefined;
+    return this.server.pid;
   }
 
-  async start(): Promise<void> {
-    if (this.running) return;
-    this.output = '';
-    const child = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(this.port),
-        '--bind',
-        HOST,
-        '--dir',
-        this.dir,
-        '--dbfilename',
-        'dump.rdb',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--daemonize',
-        'no',
-        '--loglevel',
-        'warning',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    const collect = (chunk: Buffer): void => {
-      this.output = (this.output + chunk.toString()).slice(-4_000);
-    };
-    child.stdout!.on('data', collect);
-    child.stderr!.on('data', collect);
-    child.on('error', () => undefined);
-    liveServers.add(child);
-    child.once('exit', () => liveServers.delete(child));
-    this.child = child;
-    await waitUntil(
-      async () => {
-        if (exited(child)) throw new Error(`redis-server on port ${this.port} exited: ${this.output.trim()}`);
-        return pingRedis(this.port);
-      },
-      20_000,
-      `redis-server on port ${this.port}`,
-    );
+  start(): Promise<void> {
+    return this.server.start();
   }
 
   /** SHUTDOWN SAVE (data kept on the next start) or NOSAVE; waits for the process to exit. */
   async shutdown(save: boolean): Promise<void> {
-    const child = this.child;
-    if (!child || exited(child)) return;
+    if (!this.server.running) return;
     await redisCommand(this.port, 'SHUTDOWN', save ? 'SAVE' : 'NOSAVE').catch(() => undefined);
-    if (!(await waitForExit(child, 10_000))) {
-      child.kill('SIGKILL');
-      await waitForExit(child, 5_000);
-    }
+    await this.server.exited(10_000);
   }
 
   /** Removes the snapshot, so the next start comes up empty. */
@@ -186,11 +78,8 @@ export class PrivateRedis {
     await redisCommand(this.port, 'FLUSHALL');
   }
 
-  async stop(): Promise<void> {
-    const child = this.child;
-    if (!child || exited(child)) return;
-    child.kill('SIGKILL');
-    await waitForExit(child, 5_000);
+  stop(): Promise<void> {
+    return this.server.kill();
   }
 }
 
@@ -268,37 +157,20 @@ export class PrivatePostgres {
       '-c full_page_writes=off',
       '-c log_min_messages=fatal',
     ].join(' ');
-    const result = await asPostgres(path.join(this.bin, 'pg_ctl'), [
-      '-D',
-      this.dataDir,
-      '-l',
-      path.join(this.dir, 'postgres.log'),
-      '-w',
-      '-t',
-      '60',
-      '-o',
-      options,
-      'start',
-    ]);
-    if (result.code !== 0) throw new Error(`pg_ctl start failed: ${result.stderr || result.stdout}\n${this.logTail()}`);
+    await this.startOrRestart('start', ['-o', options]);
   }
 
   /** pg_ctl restart -m fast: every connection is closed, the server is back when this resolves. */
   async restart(): Promise<void> {
+    await this.startOrRestart('restart', ['-m', 'fast']);
+  }
+
+  /** pg_ctl start or restart, waiting (up to 60 s) until the server accepts connections. */
+  private async startOrRestart(action: 'start' | 'restart', options: string[]): Promise<void> {
     // -l: the new postmaster must not inherit pg_ctl's stdout (execFile would wait for it to close).
-    const result = await asPostgres(path.join(this.bin, 'pg_ctl'), [
-      '-D',
-      this.dataDir,
-      '-l',
-      path.join(this.dir, 'postgres.log'),
-      '-m',
-      'fast',
-      '-w',
-      '-t',
-      '60',
-      'restart',
-    ]);
-    if (result.code !== 0) throw new Error(`pg_ctl restart failed: ${result.stderr || result.stdout}\n${this.logTail()}`);
+    const log = path.join(this.dir, 'postgres.log');
+    const result = await asPostgres(path.join(this.bin, 'pg_ctl'), ['-D', this.dataDir, '-l', log, ...options, '-w', '-t', '60', action]);
+    if (result.code !== 0) throw new Error(`pg_ctl ${action} failed: ${result.stderr || result.stdout}\n${this.logTail()}`);
   }
 
   async stop(): Promise<void> {

@@ -14,9 +14,9 @@
  * shuts the app down gracefully and exits.
  */
 import 'reflect-metadata';
-import { Injectable, Module, type LoggerService, type Type } from '@nestjs/common';
+import { Injectable, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Redis } from 'ioredis';
 import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
@@ -24,8 +24,9 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { DistributedCron, DistributedCronModule, type CronContext } from '../../src/index.js';
+import { DistributedCron, type CronContext } from '../../src/index.js';
 import { PrismaClient } from '../../test/generated/prisma/client.js';
+import { instanceModule, LineLogger, type LogLevel } from '../../test/support/app-module.js';
 import {
   chaosJobs,
   LEASE_MS,
@@ -54,6 +55,8 @@ export interface InstanceConfig {
   /** The run's epoch (slot offsets are measured from it); set when waitForGo is false. */
   epochMs?: number;
   poolMax?: number;
+  /** Queue mode (`--queue`): every job on one BullMQ queue; this instance's role. */
+  queue?: { role: 'scheduler' | 'worker' };
 }
 
 const config = JSON.parse(process.env.CHAOS_CONFIG ?? '{}') as InstanceConfig;
@@ -91,24 +94,11 @@ for (const event of ['uncaughtException', 'unhandledRejection'] as const) {
 }
 
 /** Writes what the library logs at 'log' level and above to the lib log (debug/verbose dropped). */
-class FileLogger implements LoggerService {
-  private record(level: string, message: unknown): void {
-    appendLibLine({ type: 'log', level, message: String(message).slice(0, 2_000) });
+class FileLogger extends LineLogger {
+  protected record(level: LogLevel, message: string): void {
+    if (level === 'debug' || level === 'verbose') return;
+    appendLibLine({ type: 'log', level, message: message.slice(0, 2_000) });
   }
-  log(message: unknown): void {
-    this.record('log', message);
-  }
-  error(message: unknown): void {
-    this.record('error', message);
-  }
-  warn(message: unknown): void {
-    this.record('warn', message);
-  }
-  fatal(message: unknown): void {
-    this.record('fatal', message);
-  }
-  debug(): void {}
-  verbose(): void {}
 }
 
 // --- the handler ---------------------------------------------------------------------------
@@ -168,6 +158,7 @@ const providers: Type[] = jobs.map((job) => {
     retry: job.retry ? { attempts: RETRY.attempts, backoff: RETRY.backoff } : undefined,
     timeout: job.timeoutMs,
     disabled: config.waitForGo,
+    queue: config.queue ? 'chaos' : undefined,
   })(ChaosJobProvider.prototype, 'run', descriptor);
   Injectable()(ChaosJobProvider);
   return ChaosJobProvider;
@@ -187,22 +178,18 @@ const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.poo
 pool.on('error', () => undefined);
 const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
 
-@Module({
-  imports: [
-    ScheduleModule.forRoot(),
-    DistributedCronModule.forRoot({
-      redis,
-      prisma,
-      timeZone: 'UTC',
-      instanceId: config.instanceId,
-      auditPlainSchedules: false,
-      sweepEvery: SWEEP_MS,
-      shutdownTimeout: '2s',
-    }),
-  ],
+const ChaosModule = instanceModule(
+  {
+    redis,
+    prisma,
+    instanceId: config.instanceId,
+    auditPlainSchedules: false,
+    sweepEvery: SWEEP_MS,
+    shutdownTimeout: '2s',
+    ...(config.queue ? { role: config.queue.role, queues: { chaos: { concurrency: 32 } } } : {}),
+  },
   providers,
-})
-class ChaosModule {}
+);
 
 const app = await NestFactory.createApplicationContext(ChaosModule, { logger: new FileLogger(), abortOnError: false });
 const registry = app.get(SchedulerRegistry);

@@ -30,6 +30,8 @@ interface Args {
   quick: boolean;
   seed: number;
   sentinel: boolean;
+  /** Queue mode: 2 schedulers, the other instances workers, every job on one BullMQ queue. */
+  queue: boolean;
   windowSeconds: number;
   drainSeconds: number;
   jobs: number;
@@ -49,6 +51,7 @@ function parseArgs(argv: string[]): Args {
     return v;
   };
   const known = new Set(['--quick', '--seed', '--sentinel', '--duration', '--drain', '--jobs', '--instances', '--out', '--keep']);
+  known.add('--queue');
   for (const a of argv) if (a.startsWith('--') && !known.has(a)) throw new Error(`unknown option ${a} (known: ${[...known].join(' ')})`);
   const quick = argv.includes('--quick');
   const seedText = value('--seed');
@@ -65,6 +68,7 @@ function parseArgs(argv: string[]): Args {
     quick,
     seed,
     sentinel: argv.includes('--sentinel'),
+    queue: argv.includes('--queue'),
     windowSeconds: num('--duration', quick ? 55 : 560),
     drainSeconds: num('--drain', quick ? 18 : 25),
     jobs: Math.round(num('--jobs', 32)),
@@ -102,10 +106,10 @@ function parseLines<T>(file: string, onBad: () => void): T[] {
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
-  const variant = `${args.quick ? 'quick' : 'full'}${args.sentinel ? '+sentinel' : ''}`;
+  const variant = `${args.quick ? 'quick' : 'full'}${args.sentinel ? '+sentinel' : ''}${args.queue ? '+queue' : ''}`;
   const source = process.env.CHAOS_SRC_LABEL ?? 'working tree';
   log(
-    `seed ${args.seed} (reproduce with --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}); ${variant}; code under test: ${source}`,
+    `seed ${args.seed} (reproduce with --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}${args.queue ? ' --queue' : ''}); ${variant}; code under test: ${source}`,
   );
   const jobs = chaosJobs(args.jobs);
   const cover = coverage(jobs);
@@ -200,6 +204,7 @@ async function main(): Promise<number> {
           waitForGo,
           epochMs: waitForGo ? undefined : epoch,
           poolMax: 5,
+          queue: args.queue ? { role: slot < 2 ? 'scheduler' : 'worker' } : undefined,
         };
       },
     }));
@@ -354,7 +359,7 @@ async function main(): Promise<number> {
       suite: 'chaos',
       variant,
       seed: args.seed,
-      reproduce: `npm run chaos -- --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}`,
+      reproduce: `npm run chaos -- --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}${args.queue ? ' --queue' : ''}`,
       codeUnderTest: source,
       startedAt: new Date(t0).toISOString(),
       wallSeconds,

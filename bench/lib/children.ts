@@ -1,5 +1,6 @@
 /** Child processes of the bench (fleet instances, BullMQ workers) talking JSON lines on stdout. */
 import { onJsonLines } from '../../test/support/json-lines.js';
+import { killOnExit } from '../../test/support/services.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 
 export interface ChildEvent {
@@ -23,15 +24,6 @@ export interface Child {
 }
 
 const live = new Set<ChildProcess>();
-let cleanup = false;
-
-function registerCleanup(): void {
-  if (cleanup) return;
-  cleanup = true;
-  process.on('exit', () => {
-    for (const child of live) child.kill('SIGKILL');
-  });
-}
 
 /** Kills every child still running (used when a scenario fails half-way). */
 export async function killAllChildren(): Promise<void> {
@@ -54,12 +46,12 @@ export function spawnChild(
   onEvent: (event: ChildEvent) => void = () => undefined,
   nodeArgs: string[] = [],
 ): Child {
-  registerCleanup();
   const child = spawn(process.execPath, [...nodeArgs, script], {
     env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   live.add(child);
+  killOnExit(child);
   let stderr = '';
   let summary: ((event: ChildEvent) => void) | undefined;
   const exited = new Promise<void>((resolve) => {

@@ -11,27 +11,46 @@ export interface AlertPolicy {
 /**
  * Turns run outcomes into alerts. Only the instance that owned an execution reports it, so each
  * alert is sent by one instance; the failure streak, deduplication window and escalation
- * threshold live in Redis so they hold fleet-wide. A failing or throwing alerter is logged and
- * never changes a job's outcome or skips a lease release.
+ * threshold live in Redis so they hold fleet-wide. Every alerter gets every alert; a failing,
+ * throwing or slow alerter is logged and never delays another alerter, changes a job's outcome
+ * or skips a lease release.
  */
 export class AlertDispatcher {
+  private readonly alerters: readonly Alerter[];
+
   constructor(
-    private readonly alerter: Alerter | undefined,
+    alerter: Alerter | readonly Alerter[] | undefined,
     private readonly leases: LeaseStore,
     private readonly policy: AlertPolicy,
     private readonly clock: () => number,
     private readonly logger: LoggerService,
-  ) {}
+  ) {
+    this.alerters = alerter === undefined ? [] : Array.isArray(alerter) ? [...(alerter as readonly Alerter[])] : [alerter as Alerter];
+  }
 
   /** Sends as is (notices that are already decided fleet-wide, e.g. by a `once` key). */
   async send(event: AlertEvent): Promise<void> {
-    if (!this.alerter) return;
-    const safe: AlertEvent = event.error === undefined ? event : { ...event, error: redactSecrets(event.error) };
-    try {
-      await this.alerter.send(safe);
-    } catch (error) {
-      this.logger.warn(`alert for job '${event.jobName}' (${event.kind}) could not be delivered: ${describeError(error)}`);
-    }
+    await this.sendAll([event]);
+  }
+
+  /**
+   * Each alerter gets the events in order, on its own: a slow or failing alerter never holds up
+   * another one's delivery.
+   */
+  private async sendAll(events: AlertEvent[]): Promise<void> {
+    if (this.alerters.length === 0 || events.length === 0) return;
+    const safe = events.map((event) => (event.error === undefined ? event : { ...event, error: redactSecrets(event.error) }));
+    await Promise.all(
+      this.alerters.map(async (alerter) => {
+        for (const event of safe) {
+          try {
+            await alerter.send(event);
+          } catch (error) {
+            this.logger.warn(`alert for job '${event.jobName}' (${event.kind}) could not be delivered: ${describeError(error)}`);
+          }
+        }
+      }),
+    );
   }
 
   /** A failed, timed-out, dead or lost execution: counted in the job's streak, deduplicated, escalated. */
@@ -49,12 +68,23 @@ export class AlertDispatcher {
       this.logger.warn(`job '${event.jobName}': failure streak not recorded (${describeError(error)}); alerting anyway`);
       decision = { failures: event.consecutiveFailures ?? 1, send: true, escalate: false };
     }
-    if (decision.send) await this.send({ ...event, consecutiveFailures: decision.failures });
-    if (decision.escalate) await this.send({ ...event, kind: 'escalation', consecutiveFailures: decision.failures });
+    const events: AlertEvent[] = [];
+    if (decision.send) events.push({ ...event, consecutiveFailures: decision.failures });
+    if (decision.escalate) events.push({ ...event, kind: 'escalation', consecutiveFailures: decision.failures });
+    await this.sendAll(events);
   }
 
   /** A success that ended a failure streak: one recovery message. */
   async recovered(event: Omit<AlertEvent, 'kind'>, failures: number): Promise<void> {
     await this.send({ ...event, kind: 'recovered', consecutiveFailures: failures });
   }
+}
+
+/** Why the module option `alerter` is unusable, or undefined when it is fine (absent, one alerter or a list). */
+export function alerterProblem(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  const list: unknown[] = Array.isArray(value) ? value : [value];
+  const bad = list.findIndex((alerter) => typeof (alerter as Partial<Alerter> | null)?.send !== 'function');
+  if (bad === -1) return undefined;
+  return Array.isArray(value) ? `entry ${bad} must have a send(event) method` : 'must have a send(event) method (or be a list of alerters)';
 }

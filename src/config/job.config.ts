@@ -1,10 +1,18 @@
 import { businessDate, isValidTimeZone, parseCronSchedule, type CronSchedule } from '../scheduling/cron.schedule.js';
 import type { DistributedCronMetadata } from '../nest/distributed-cron.decorator.js';
-import type { CatchUpPolicy, DistributedCronModuleOptions, OverlapPolicy, SlotInfo } from '../distributed-cron.interfaces.js';
+import type {
+  CatchUpPolicy,
+  DistributedCronModuleOptions,
+  DistributedCronOptions,
+  JobOverride,
+  OverlapPolicy,
+  SlotInfo,
+} from '../distributed-cron.interfaces.js';
 import * as messages from '../distributed-cron.messages.js';
 import { MAX_TIMER_MS, parseDuration } from './duration.parse.js';
 import type { Backoff } from './backoff.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
+import { resolveHeartbeatUrl } from '../observability/heartbeat.pinger.js';
 
 const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['skip', 'queue', 'allow', 'replace'];
 const CATCH_UP_POLICIES: readonly CatchUpPolicy[] = ['none', 'latest', 'all'];
@@ -13,6 +21,22 @@ const DAY_MS = 24 * HOUR_MS;
 const DEFAULT_LEASE_MS = 30_000;
 const DEFAULT_SKEW_MS = 2_000;
 const NAME_PATTERN = /^[^\s{}]{1,200}$/;
+const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,100}$/;
+// Written as a record so that a key added to JobOverride fails to compile here.
+const OVERRIDE_KEYS = Object.keys({
+  cron: true,
+  timeZone: true,
+  disabled: true,
+  lease: true,
+  renewEvery: true,
+  overlap: true,
+  timeout: true,
+  retry: true,
+  catchUp: true,
+  recover: true,
+  expectSuccessWithin: true,
+  skewTolerance: true,
+} satisfies Record<keyof JobOverride, true>);
 
 /** A job's validated, immutable configuration. */
 export interface JobConfig {
@@ -37,8 +61,12 @@ export interface JobConfig {
   readonly recover: boolean;
   readonly expectSuccessWithinMs: number | undefined;
   readonly disabled: boolean;
+  /** Queue mode: the queue its slots go to, for workers to run; undefined runs them where they fire. */
+  readonly queue: string | undefined;
   /** Where the method lives, for messages: `ClassName.method`. */
   readonly source: string;
+  /** Outside heartbeat ping URL (`heartbeat`, or the module's template). */
+  readonly heartbeatUrl: string | undefined;
   slotInfo(scheduledAt: Date): SlotInfo;
   executionIdFor(slot: SlotInfo): string;
 }
@@ -56,11 +84,17 @@ export function defaultExecutionId(slot: SlotInfo): string {
 export function resolveJobConfig(
   metadata: DistributedCronMetadata,
   source: string,
-  module: Pick<DistributedCronModuleOptions, 'timeZone' | 'jobDefaults'>,
+  module: Pick<DistributedCronModuleOptions, 'timeZone' | 'jobDefaults' | 'jobs' | 'heartbeat'>,
 ): JobConfig {
-  const options = { ...module.jobDefaults, ...metadata.options };
-  const name = options.name ?? source;
+  const name = metadata.options.name ?? source;
+  // Only a valid name can be looked up in `jobs`; the name check below reports an invalid one.
+  const override = typeof name === 'string' && NAME_PATTERN.test(name) ? jobOverride(name, module.jobs) : {};
+  const { cron, ...overridden } = override;
+  const options: DistributedCronOptions = { ...module.jobDefaults, ...metadata.options, ...overridden };
+  const expression = cron ?? metadata.expression;
   const fail = (option: string, problem: string): never => {
+    const key = option === 'expression' ? 'cron' : option;
+    if (Object.hasOwn(override, key.split('.')[0]!)) throw new DistributedCronConfigError(name, `jobs['${name}'].${key}`, problem);
     const defaults: Readonly<Record<string, unknown>> = module.jobDefaults ?? {};
     const fromDefaults = defaults[option] !== undefined && (metadata.options as Record<string, unknown>)[option] === undefined;
     throw new DistributedCronConfigError(name, option, fromDefaults ? `${problem} (set in the module's \`jobDefaults\`)` : problem);
@@ -73,10 +107,10 @@ export function resolveJobConfig(
   if (timeZone === undefined) fail('timeZone', messages.MISSING_TIME_ZONE());
   if (typeof timeZone !== 'string' || !isValidTimeZone(timeZone)) fail('timeZone', messages.UNKNOWN_TIME_ZONE(timeZone));
 
-  if (typeof metadata.expression !== 'string') fail('expression', `must be a cron expression string, got ${typeof metadata.expression}`);
+  if (typeof expression !== 'string') fail('expression', `must be a cron expression string, got ${typeof expression}`);
   let schedule!: CronSchedule;
   try {
-    schedule = parseCronSchedule(metadata.expression, timeZone!, options.dst);
+    schedule = parseCronSchedule(expression, timeZone!, options.dst);
   } catch (error) {
     fail(error instanceof RangeError && /dst/i.test((error as Error).message) ? 'dst' : 'expression', (error as Error).message);
   }
@@ -147,6 +181,8 @@ export function resolveJobConfig(
   if (!Number.isFinite(backoff.jitter) || backoff.jitter < 0 || backoff.jitter > 1) {
     fail('retry.backoff.jitter', `must be a fraction from 0 to 1, got ${String(backoff.jitter)}`);
   }
+  if (options.disabled !== undefined && typeof options.disabled !== 'boolean')
+    fail('disabled', `must be true or false, got ${JSON.stringify(options.disabled)}`);
   if (options.recover !== undefined && typeof options.recover !== 'boolean')
     fail('recover', `must be true or false, got ${JSON.stringify(options.recover)}`);
   const expectSuccessWithinMs =
@@ -159,10 +195,13 @@ export function resolveJobConfig(
     fail('executionId', `must be a function of the slot, got ${typeof options.executionId}`);
   }
   const deriveId = options.executionId ?? defaultExecutionId;
+  if (options.queue !== undefined && (typeof options.queue !== 'string' || !QUEUE_NAME_PATTERN.test(options.queue))) {
+    fail('queue', `must be 1-100 letters, digits, '_', '-' or '.' (a queue name), got ${JSON.stringify(options.queue)}`);
+  }
 
   const config: JobConfig = Object.freeze({
     name,
-    expression: metadata.expression,
+    expression,
     timeZone: timeZone!,
     schedule,
     overlap,
@@ -177,7 +216,9 @@ export function resolveJobConfig(
     recover: options.recover === true,
     expectSuccessWithinMs,
     disabled: options.disabled === true,
+    queue: options.queue,
     source,
+    heartbeatUrl: resolveHeartbeatUrl(name, options.heartbeat, module.heartbeat, fail),
     slotInfo: (scheduledAt: Date): SlotInfo =>
       Object.freeze({ jobName: name, scheduledAt, businessDate: businessDate(scheduledAt, timeZone!), timeZone: timeZone! }),
     executionIdFor: (slot: SlotInfo): string => {
@@ -201,4 +242,53 @@ export function resolveJobConfig(
     fail('executionId', `threw for the next slot: ${(error as Error)?.message ?? String(error)}`);
   }
   return config;
+}
+
+/**
+ * The module's override of one job (`jobs[name]`), its `undefined` keys left out so that an unset
+ * environment variable keeps the decorator's value. Unknown keys and a non-string `cron` fail here;
+ * every other value is checked where the decorator's is.
+ */
+function jobOverride(name: string, jobs: unknown): Partial<JobOverride> {
+  const given: unknown = overridesByName(jobs)[name];
+  if (given === undefined) return {};
+  const at = `jobs['${name}']`;
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+    throw new DistributedCronConfigError(name, at, `must be an object like { cron: '0 6 * * *' }, got ${messages.shown(given)}`);
+  }
+  const override: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(given)) {
+    if (!OVERRIDE_KEYS.includes(key)) {
+      throw new DistributedCronConfigError(
+        name,
+        `${at}.${key}`,
+        `is not an option that can be overridden; known: ${OVERRIDE_KEYS.join(', ')}`,
+      );
+    }
+    if (value !== undefined) override[key] = value;
+  }
+  if (override.cron !== undefined && (typeof override.cron !== 'string' || override.cron.trim() === '')) {
+    throw new DistributedCronConfigError(name, `${at}.cron`, `must be a cron expression string, got ${messages.shown(override.cron)}`);
+  }
+  return override as Partial<JobOverride>;
+}
+
+/** Fails when the module's `jobs` overrides name a job the app does not have (a typo would be ignored). */
+export function checkOverriddenJobsExist(jobs: unknown, known: readonly string[]): void {
+  const unknown = Object.keys(overridesByName(jobs)).filter((name) => !known.includes(name));
+  if (unknown.length === 0) return;
+  const list = known.map((name) => `'${name}'`).join(', ') || 'none';
+  throw new DistributedCronConfigError(
+    undefined,
+    `jobs['${unknown[0]}']`,
+    `no @DistributedCron job is named '${unknown[0]}'; known jobs: ${list}`,
+  );
+}
+
+function overridesByName(jobs: unknown): Readonly<Record<string, unknown>> {
+  if (jobs === undefined) return {};
+  if (typeof jobs !== 'object' || jobs === null || Array.isArray(jobs)) {
+    throw new DistributedCronConfigError(undefined, 'jobs', `must be an object of overrides by job name, got ${messages.shown(jobs)}`);
+  }
+  return jobs as Record<string, unknown>;
 }

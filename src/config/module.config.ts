@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { alerterProblem } from '../alerting/alert.dispatcher.js';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import * as messages from '../distributed-cron.messages.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
@@ -67,7 +68,8 @@ export function resolveModuleConfig(options: DistributedCronModuleOptions): Modu
     fail('instanceId', 'must be a non-empty string');
   }
   if (options.clock !== undefined && typeof options.clock !== 'function') fail('clock', 'must be a function returning epoch milliseconds');
-  if (options.alerter !== undefined && typeof options.alerter?.send !== 'function') fail('alerter', 'must have a send(event) method');
+  const alerterIssue = alerterProblem(options.alerter);
+  if (alerterIssue !== undefined) fail('alerter', alerterIssue);
   const duration = (option: string, value: unknown, fallback: number): number => {
     if (value === undefined) return fallback;
     try {

@@ -7,6 +7,8 @@ import type { JobConfig } from '../config/job.config.js';
 import { LeaseKeeper } from '../leasing/lease.keeper.js';
 import type { HeldLease, LeaseStore } from '../leasing/lease.store.js';
 import type { NotStartedRequest, RunHistory } from '../history/run-history.js';
+import { RunEventSink } from '../observability/run-event.sink.js';
+import type { QueueLink } from '../topology/queue.steps.js';
 
 export interface ExecutorDeps {
   readonly leases: LeaseStore;
@@ -15,6 +17,10 @@ export interface ExecutorDeps {
   readonly instanceId: string;
   readonly clock: () => number;
   readonly logger: LoggerService;
+  /** Where the job's life is reported (hooks, metrics, traces, heartbeats). @default a sink nobody listens to */
+  readonly events?: RunEventSink;
+  /** Where queue-mode jobs (`queue`) put their slots; connected at bootstrap. */
+  readonly queue?: QueueLink;
 }
 
 /** Per-instance counters of what each trigger led to; losers and skips are counted here. */
@@ -72,11 +78,21 @@ export class ExecutorContext {
   /** A release handed the lease to a queued slot: start it (set by the executor). */
   onHandedOver: (slot: SlotInfo, executionId: string, keeper: LeaseKeeper) => void = () => undefined;
 
+  /** Where runs, triggers and lost leases are reported; never throws, never waits. */
+  readonly events: RunEventSink;
+
   constructor(
     readonly job: JobConfig,
     readonly invoke: (ctx: CronContext) => unknown,
     readonly deps: ExecutorDeps,
-  ) {}
+  ) {
+    this.events = deps.events ?? new RunEventSink(deps.logger);
+  }
+
+  /** Reports what a trigger led to (metrics, `onSkip`); never throws, never waits. */
+  reportTrigger(scheduledAt: Date, trigger: RunTrigger, outcome: FireOutcome): void {
+    this.events.triggered({ jobName: this.job.name, scheduledAt, trigger, outcome, instanceId: this.deps.instanceId });
+  }
 
   /** Deadline of every run-history call: shorter than the lease by one renewal interval. */
   get historyTimeoutMs(): number {

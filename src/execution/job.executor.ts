@@ -9,7 +9,8 @@ import type { QueuedSlot } from '../leasing/lease.store.js';
 import { ExecutorContext, type ExecutorDeps, type JobStats, type Started } from './executor.context.js';
 import { abortReason, execute } from './run.attempt.js';
 import { beginRun, refence, restartRow } from './run.starter.js';
-import { SweepChecks, VANISHED_CLAIM } from './sweep.checks.js';
+import { SweepChecks, VANISHED_CLAIM, type StartAgain } from './sweep.checks.js';
+import { enqueueAgain, handOff, replayOnQueue, runStep, type QueueStep, type StepResult } from '../topology/queue.steps.js';
 
 export type { ExecutorDeps, JobStats } from './executor.context.js';
 export { HistoryTimeoutError } from './executor.context.js';
@@ -38,7 +39,9 @@ export class JobExecutor {
   constructor(job: JobConfig, invoke: (ctx: CronContext) => unknown, deps: ExecutorDeps) {
     this.ctx = new ExecutorContext(job, invoke, deps);
     this.ctx.onHandedOver = (slot, executionId, keeper) => this.ctx.track(this.startAndRun(slot, executionId, keeper, 'schedule'));
-    this.checks = new SweepChecks(this.ctx, (row, trigger, deadFence) => this.startAgain(row, trigger, deadFence));
+    // Queue mode: the sweep puts what is due on the job's queue; a worker runs it (runQueued).
+    const again: StartAgain = (row, trigger, deadFence) => this.startAgain(row, trigger, deadFence);
+    this.checks = new SweepChecks(this.ctx, job.queue ? enqueueAgain(this.ctx) : again);
   }
 
   get job(): JobConfig {
@@ -54,6 +57,13 @@ export class JobExecutor {
     return this.ctx.historyTimeoutMs;
   }
 
+  /** A worker's step of a queue-mode execution: runs what its row says is due, here; resolves when it ended. */
+  runQueued(step: QueueStep): Promise<StepResult> {
+    const run = runStep(this.ctx, step, (row, trigger, deadFence) => this.startAgain(row, trigger, deadFence));
+    this.ctx.track(run);
+    return run;
+  }
+
   /** Triggers one slot on this instance. Resolves with what happened; never rejects. */
   fire(scheduledAt: Date, trigger: RunTrigger = 'schedule'): Promise<FireOutcome> {
     this.ctx.stats.fired++;
@@ -64,6 +74,7 @@ export class JobExecutor {
       return 'unavailable' as const;
     });
     this.ctx.track(outcome);
+    if (this.ctx.events.watchesTriggers) void outcome.then((result) => this.ctx.reportTrigger(scheduledAt, trigger, result));
     return outcome;
   }
 
@@ -190,6 +201,7 @@ export class JobExecutor {
 
   /** Runs a slot whose lease this instance holds: row first, then the handler. Releases the lease in every case. */
   private async startAndRun(slot: SlotInfo, executionId: string, keeper: LeaseKeeper, trigger: RunTrigger): Promise<FireOutcome> {
+    if (this.ctx.job.queue) return handOff(this.ctx, slot, executionId, keeper, trigger, this.checks);
     let started: Started | FireOutcome;
     try {
       started = await beginRun(this.ctx, slot, executionId, keeper, trigger);
@@ -224,6 +236,7 @@ export class JobExecutor {
    * Called by replay(); resolves when that attempt has finished.
    */
   async retry(row: RunRecord, trigger: 'retry' | 'replay'): Promise<FireOutcome> {
+    if (this.ctx.job.queue) return replayOnQueue(this.ctx, row);
     const outcome = this.startAgain(row, trigger).then(async (result) => {
       if (typeof result === 'string') return result === 'busy' || result === 'alive' ? 'lost' : result;
       await result.finished;
@@ -286,6 +299,8 @@ export class JobExecutor {
       return started === 'changed' ? 'lost' : started;
     }
     this.ctx.stats.ran++;
+    // A queued slot a worker took ahead of its instant (queue mode) starts at the instant.
+    if (started.trigger === 'schedule') await this.waitForSlot(row.scheduledAt, 'schedule');
     const finished = execute(this.ctx, this.ctx.job.slotInfo(row.scheduledAt), row.executionId, keeper, started.attempt, started.trigger);
     this.ctx.track(finished);
     return { finished };

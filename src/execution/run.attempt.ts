@@ -8,6 +8,7 @@ import type { FinalStatus } from '../history/run-history.js';
 import { doubling, retryDelay } from '../config/backoff.js';
 import type { ExecutorContext } from './executor.context.js';
 import { decideOutcome, type RunEnd } from './run.outcome.js';
+import type { RunScope } from '../observability/run-event.sink.js';
 
 /*
  * One attempt of an execution: the handler with its context, signal and counts, then its
@@ -63,9 +64,25 @@ export async function execute(
     keeper.startGrace();
     controller.abort(reason);
   };
+  let lostReported = false;
+  const reportLost = (reason: string): void => {
+    if (lostReported) return;
+    lostReported = true;
+    const { fencingToken } = keeper.lease;
+    ctx.events.leaseLost({
+      jobName: job.name,
+      executionId,
+      scheduledAt: slot.scheduledAt,
+      attempt,
+      fencingToken,
+      instanceId: deps.instanceId,
+      reason,
+    });
+  };
   keeper.onLost = (reason) => {
     lostAt ??= performance.now();
     abort(reason);
+    reportLost(describeError(reason));
   };
   keeper.onStopRequested = () => abort(abortReason('ReplacedError', `replaced by a newer slot of job '${job.name}' (overlap: replace)`));
 
@@ -93,15 +110,31 @@ export async function execute(
   const started = performance.now();
   let failure: unknown;
   let threw = false;
+  let observed: RunScope | undefined;
   try {
     // The lease may be gone already (a slow run-history write, a paused process): then the
     // handler must not start with a token another run may have superseded.
     if (!keeper.valid()) {
       lostAt ??= performance.now();
       abort(abortReason('LeaseLostError', `the lease of ${executionId} lapsed before the handler could start`));
+      reportLost(describeError(controller.signal.reason));
       throw controller.signal.reason;
     }
-    await ctx.invoke(context);
+    const now = deps.clock();
+    const { fencingToken } = context;
+    const startDelayMs = now - slot.scheduledAt.getTime();
+    observed = ctx.events.runStarted({
+      ...slot,
+      executionId,
+      attempt,
+      fencingToken,
+      instanceId: deps.instanceId,
+      trigger,
+      startedAt: new Date(now),
+      startDelayMs,
+    });
+    // The handler runs inside the subscribers' context: its own spans are children of the run's.
+    await observed.run(() => ctx.invoke(context));
   } catch (error) {
     threw = true;
     failure = error;
@@ -114,6 +147,7 @@ export async function execute(
   const durationMs = ended - started;
   const leaseLost = keeper.lost || !keeper.valid();
   if (leaseLost) lostAt ??= ended;
+  if (leaseLost) reportLost(`the lease of ${executionId} expired before the handler settled`);
 
   const abortedBy = controller.signal.aborted
     ? ((controller.signal.reason as Error | undefined)?.name as AbortKind | undefined)
@@ -142,6 +176,18 @@ export async function execute(
   const written = await recordFinish(ctx, executionId, keeper.lease, outcome.status, durationMs, counts, error, nextAttemptAt);
   keeper.stop();
   const succeeded = outcome.status === 'completed' || outcome.status === 'completed_with_errors';
+  const errorType = succeeded ? null : leaseLost ? 'LeaseLostError' : (abortedBy ?? ((failure as Error | undefined)?.name || 'Error'));
+  const { processed: processedCount, failed: failedCount } = counts;
+  observed?.finished({
+    status: outcome.status,
+    durationMs,
+    processedCount,
+    failedCount,
+    error,
+    errorType,
+    nextAttemptAt,
+    recorded: written,
+  });
   const endedStreak = await ctx.releaseAndContinue(keeper.lease, succeeded);
 
   if (!written) return;

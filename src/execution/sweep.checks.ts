@@ -122,7 +122,9 @@ export class SweepChecks {
   async checkQueued(row: RunRecord, superseded: boolean): Promise<FireOutcome | 'busy' | 'alive'> {
     if (this.ctx.stopping.signal.aborted) return 'shutting_down';
     try {
-      if (superseded) {
+      // Queue mode keeps a backlog of slots for its workers: only 'queue' and 'replace' supersede.
+      const supersedes = !this.ctx.job.queue || this.ctx.job.overlap === 'queue' || this.ctx.job.overlap === 'replace';
+      if (superseded && supersedes) {
         await this.ctx.db('closing a superseded slot', () =>
           this.ctx.deps.history.settleQueued(
             row.executionId,

@@ -8,19 +8,18 @@ import {
 } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, ModulesContainer, Reflector } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { CronJob } from 'cron';
 import { DISTRIBUTED_CRON_METADATA } from './distributed-cron.constants.js';
 import type { DistributedCronMetadata } from './distributed-cron.decorator.js';
 import type { CronContext } from '../distributed-cron.interfaces.js';
 import * as messages from '../distributed-cron.messages.js';
 import { DistributedCronRuntime } from './distributed-cron.runtime.js';
-import { describeError } from '../errors/error.redact.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
-import { catchUpMissedSlots } from '../scheduling/catch-up.js';
-import { resolveJobConfig } from '../config/job.config.js';
+import { checkOverriddenJobsExist, resolveJobConfig } from '../config/job.config.js';
 import { JobExecutor } from '../execution/job.executor.js';
 import { CLAIM_AHEAD_MS, JobTimer } from '../scheduling/job.timer.js';
-import { RunSweeper } from '../execution/run.sweeper.js';
+import { Topology } from '../topology/topology.js';
+import { DistributedCronOrchestrator } from './distributed-cron.orchestrator.js';
+import { registerInSchedulerRegistry } from './scheduler-registry.bridge.js';
 
 /** @nestjs/schedule's own metadata keys (its constants are not exported). */
 const SCHEDULER_TYPE = 'SCHEDULER_TYPE';
@@ -38,11 +37,12 @@ interface FoundMethod {
 
 /**
  * Finds `@DistributedCron` methods, validates them (bootstrap fails on bad input), mounts each as
- * a timer + executor, and shows each in @nestjs/schedule's SchedulerRegistry under its name.
+ * a timer + executor, and shows each in @nestjs/schedule's SchedulerRegistry under its name
+ * (scheduler-registry.bridge.ts). The orchestrator runs them from bootstrap to shutdown.
  */
 @Injectable()
 export class DistributedCronExplorer implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
-  private sweeper: RunSweeper | undefined;
+  private orchestrator: DistributedCronOrchestrator | undefined;
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -56,6 +56,8 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
   onModuleInit(): void {
     const { runtime } = this;
     this.refuseSecondImport();
+    const topology = new Topology(runtime);
+    this.orchestrator = new DistributedCronOrchestrator(runtime, topology);
     const sources = new Map<string, string>();
     for (const found of this.methods()) {
       const method = (found.instance as Record<string, unknown>)[found.methodName] as (ctx: CronContext) => unknown;
@@ -74,6 +76,8 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         instanceId: runtime.instanceId,
         clock: runtime.clock,
         logger: runtime.logger,
+        events: runtime.events,
+        queue: topology.link,
       });
       const timer = new JobTimer(
         job.schedule,
@@ -86,56 +90,22 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
       );
       runtime.jobs.set(job.name, { executor, timer });
     }
+    checkOverriddenJobsExist(runtime.options.jobs, [...sources.keys()]);
   }
 
-  onApplicationBootstrap(): void {
-    const { runtime } = this;
+  async onApplicationBootstrap(): Promise<void> {
+    const { runtime, orchestrator } = this;
     if (runtime.auditPlainSchedules) this.auditPlainSchedules();
-    for (const [name, { executor, timer }] of runtime.jobs) this.register(name, timer, executor);
-    // Scripts loaded before the first slot; if Redis is not there yet, the first claims load them.
-    if (runtime.jobs.size > 0) void runtime.leases.prepare().catch(() => undefined);
-    for (const { executor, timer } of runtime.jobs.values()) {
-      if (!executor.job.disabled) timer.start();
+    if (this.schedulerRegistry) {
+      for (const [name, job] of runtime.jobs) {
+        registerInSchedulerRegistry(this.schedulerRegistry, runtime, name, job, () => orchestrator?.topology.fires !== false);
+      }
     }
-    void this.recordBirthsThenCatchUp();
-    this.sweeper = new RunSweeper(runtime, runtime.sweepEveryMs);
-    this.sweeper.start();
-    if (runtime.jobs.size > 0) {
-      runtime.logger.log(`${runtime.jobs.size} distributed cron job(s) scheduled on instance ${runtime.instanceId}`);
-    }
-  }
-
-  /**
-   * Records when the fleet first saw each scheduled job (one statement), then catches up each
-   * job's missed slots since then. Without its birth a job does not catch up: it fails closed.
-   */
-  private async recordBirthsThenCatchUp(): Promise<void> {
-    const { runtime } = this;
-    const executors = [...runtime.jobs.values()].map(({ executor }) => executor).filter((executor) => !executor.job.disabled);
-    if (executors.length === 0) return;
-    const now = new Date(runtime.clock());
-    let births: Map<string, Date>;
-    try {
-      births = await runtime.births.record(
-        executors.map(({ job }) => ({ jobName: job.name, expression: job.expression, timeZone: job.timeZone })),
-        now,
-      );
-    } catch (error) {
-      const catchingUp = executors.filter(({ job }) => job.catchUp.policy !== 'none').map(({ job }) => job.name);
-      runtime.logger.error(messages.BIRTHS_UNAVAILABLE(catchingUp, describeError(error)));
-      return;
-    }
-    for (const executor of executors) {
-      if (executor.job.catchUp.policy === 'none') continue;
-      void catchUpMissedSlots(executor, runtime.history, now, runtime.logger, births.get(executor.job.name) ?? now);
-    }
+    await orchestrator?.start();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    const { runtime } = this;
-    for (const { timer } of runtime.jobs.values()) timer.stop();
-    await this.sweeper?.stop();
-    await Promise.all([...runtime.jobs.values()].map(({ executor }) => executor.shutdown(runtime.shutdownTimeoutMs)));
+    await this.orchestrator?.stop();
   }
 
   private *methods(): Generator<FoundMethod> {
@@ -205,44 +175,5 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
       const label = name ? `'${name}' (${found.source})` : found.source;
       this.runtime.logger.warn(messages.PLAIN_SCHEDULE_WARNING(PLAIN_KINDS[type] ?? '@nestjs/schedule', label));
     }
-  }
-
-  /**
-   * Shows the job in SchedulerRegistry. Its start()/stop() drive this instance's timer, so the
-   * usual registry calls keep working; pausing fleet-wide is DistributedCronService.pause().
-   */
-  private register(name: string, timer: JobTimer, executor: JobExecutor): void {
-    const registry = this.schedulerRegistry;
-    if (!registry) return;
-    if (registry.doesExist('cron', name)) {
-      throw new DistributedCronConfigError(name, 'name', messages.NAME_TAKEN_IN_REGISTRY());
-    }
-    let cronJob: CronJob<null, null>;
-    try {
-      cronJob = CronJob.from({
-        cronTime: executor.job.expression,
-        timeZone: executor.job.timeZone,
-        onTick: () => undefined,
-        start: false,
-        name,
-      });
-    } catch (error) {
-      this.runtime.logger.warn(`job '${name}' is scheduled but not listed in SchedulerRegistry: ${describeError(error)}`);
-      return;
-    }
-    const method = (value: unknown): PropertyDescriptor => ({ value, writable: true, configurable: true });
-    Object.defineProperties(cronJob, {
-      start: method(() => timer.start()),
-      stop: method(() => timer.stop()),
-      isActive: { get: () => timer.active, configurable: true },
-      lastDate: method(() => timer.lastFired),
-      // The registry wraps fireOnTick; a manual tick triggers the latest slot through the normal claim.
-      fireOnTick: method(() => {
-        const now = new Date(this.runtime.clock());
-        return executor.fire(executor.job.schedule.previous(now) ?? now, 'manual');
-      }),
-    });
-    // The app may hold another copy of `cron` than @nestjs/schedule's (cron 4.3 pinned by schedule 6.0): same class, other type.
-    registry.addCronJob(name, cronJob as Parameters<SchedulerRegistry['addCronJob']>[1]);
   }
 }

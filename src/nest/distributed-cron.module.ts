@@ -10,6 +10,7 @@ import {
 } from './distributed-cron.providers.js';
 import { DistributedCronRuntime } from './distributed-cron.runtime.js';
 import { DistributedCronService } from './distributed-cron.service.js';
+import { DistributedCronObservability } from '../observability/observability.provider.js';
 
 /**
  * Runs `@DistributedCron` methods once per slot across every instance of the app.
@@ -26,7 +27,7 @@ import { DistributedCronService } from './distributed-cron.service.js';
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [...STORE_PROVIDERS, DistributedCronRuntime, DistributedCronExplorer, DistributedCronService],
+  providers: [...STORE_PROVIDERS, DistributedCronRuntime, DistributedCronExplorer, DistributedCronService, DistributedCronObservability],
   exports: [DistributedCronService, DISTRIBUTED_CRON_LEASE_STORE, DISTRIBUTED_CRON_RUN_HISTORY, DISTRIBUTED_CRON_JOB_BIRTHS],
 })
 export class DistributedCronModule extends DistributedCronConfigurableModule {}

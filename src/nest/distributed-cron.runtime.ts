@@ -5,9 +5,13 @@ import type { DistributedCronModuleOptions } from '../distributed-cron.interface
 import type { JobExecutor } from '../execution/job.executor.js';
 import type { JobBirths } from '../history/job-births.js';
 import type { RunHistory } from '../history/run-history.js';
+import { resolveRetention, type RetentionConfig } from '../history/retention.config.js';
 import type { LeaseStore } from '../leasing/lease.store.js';
 import type { JobTimer } from '../scheduling/job.timer.js';
 import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
+import { hooksSubscriber } from '../observability/hooks.subscriber.js';
+import { resolveObservability, type ObservabilitySettings } from '../observability/observability.options.js';
+import { RunEventSink } from '../observability/run-event.sink.js';
 import {
   DISTRIBUTED_CRON_CONFIG,
   DISTRIBUTED_CRON_JOB_BIRTHS,
@@ -34,8 +38,14 @@ export class DistributedCronRuntime {
   readonly shutdownTimeoutMs: number;
   readonly sweepEveryMs: number;
   readonly auditPlainSchedules: boolean;
+  /** The module option `retention`, checked; undefined: rows are kept. */
+  readonly retention: RetentionConfig | undefined;
   readonly jobs = new Map<string, MountedJob>();
   readonly options: DistributedCronModuleOptions;
+  /** Where every job reports its runs; hooks, metrics, traces and heartbeats subscribe to it. */
+  readonly events: RunEventSink;
+  /** The options `metrics`, `tracing` and `heartbeat`, checked. */
+  readonly observability: ObservabilitySettings;
 
   constructor(
     @Inject(DISTRIBUTED_CRON_CONFIG) config: ModuleConfig,
@@ -56,5 +66,9 @@ export class DistributedCronRuntime {
     this.sweepEveryMs = config.sweepEveryMs;
     this.shutdownTimeoutMs = config.shutdownTimeoutMs;
     this.auditPlainSchedules = config.auditPlainSchedules;
+    this.retention = resolveRetention(config.options);
+    this.observability = resolveObservability(config.options);
+    this.events = new RunEventSink(this.logger);
+    if (config.options.hooks) this.events.subscribe(hooksSubscriber(config.options.hooks));
   }
 }

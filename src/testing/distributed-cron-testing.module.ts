@@ -4,6 +4,7 @@ import { AlertDispatcher } from '../alerting/alert.dispatcher.js';
 import type { Alerter } from '../alerting/alert.interfaces.js';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import { LOGGER_CONTEXT } from '../nest/distributed-cron.constants.js';
+import { RunEventSink } from '../observability/run-event.sink.js';
 import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { CronTestController } from './cron-test.controller.js';
@@ -48,7 +49,12 @@ export function testingRuntime(options: DistributedCronTestingOptions, clock: Te
     shutdownTimeoutMs: 10_000,
     sweepEveryMs: 2_000,
     auditPlainSchedules: false,
+    // No history table to trim.
+    retention: undefined,
     jobs: new Map(),
+    // No hooks, metrics, traces or heartbeats in unit tests.
+    events: new RunEventSink(logger),
+    observability: { prometheus: false, openTelemetryMetrics: false, tracing: false, heartbeatTimeoutMs: 5_000 },
     // Only `timeZone` and `jobDefaults` are read once the stores exist; there is no Redis or PostgreSQL.
     options: { timeZone: options.timeZone ?? 'UTC', jobDefaults: options.jobDefaults } as DistributedCronModuleOptions,
   };

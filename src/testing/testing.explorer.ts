@@ -20,5 +20,5 @@ export class TestingExplorer extends DistributedCronExplorer {
     this.onModuleInit();
   }
 
-  override onApplicationBootstrap(): void {}
+  override async onApplicationBootstrap(): Promise<void> {}
 }

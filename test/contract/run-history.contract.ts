@@ -14,19 +14,24 @@ export const RUN_HISTORY_CONTRACT_PREFIX = 'contract-rh';
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');
 const at = (minutes: number): Date => new Date(T0 + minutes * 60_000);
 
-function begin(jobName: string, slot: number, fencingToken: number, extra: Partial<BeginRequest> = {}): BeginRequest {
+/** What every write about slot `slot` of `jobName` says, written at the slot by instance-a. */
+function slotOf(jobName: string, slot: number) {
   return {
     jobName,
     executionId: `${jobName}:${slot}`,
     scheduledAt: at(slot),
     businessDate: '2026-03-01',
     instanceId: 'instance-a',
-    fencingToken,
-    maxAttempts: 3,
     trigger: 'schedule',
     now: at(slot),
-    ...extra,
-  };
+  } as const;
+}
+
+/** A started attempt before its result: no end, no counts, no error, no next attempt. */
+const NO_RESULT_YET = { finishedAt: null, durationMs: null, processedCount: 0, failedCount: 0, error: null, nextAttemptAt: null } as const;
+
+function begin(jobName: string, slot: number, fencingToken: number, extra: Partial<BeginRequest> = {}): BeginRequest {
+  return { ...slotOf(jobName, slot), fencingToken, maxAttempts: 3, ...extra };
 }
 
 function notStarted(
@@ -35,18 +40,7 @@ function notStarted(
   status: NotStartedRequest['status'],
   extra: Partial<NotStartedRequest> = {},
 ): NotStartedRequest {
-  return {
-    jobName,
-    executionId: `${jobName}:${slot}`,
-    scheduledAt: at(slot),
-    businessDate: '2026-03-01',
-    instanceId: 'instance-a',
-    status,
-    error: `not started (${status})`,
-    now: at(slot),
-    trigger: 'schedule',
-    ...extra,
-  };
+  return { ...slotOf(jobName, slot), status, error: `not started (${status})`, ...extra };
 }
 
 function finish(executionId: string, fencingToken: number, extra: Partial<FinishRequest> = {}): FinishRequest {
@@ -95,16 +89,12 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
           scheduledAt: at(1),
           businessDate: '2026-03-01',
           startedAt: at(1),
-          finishedAt: null,
           instanceId: 'instance-a',
           attempt: 1,
           maxAttempts: 3,
           fencingToken: 5,
-          processedCount: 0,
-          failedCount: 0,
-          error: null,
           skippedTriggers: 0,
-          nextAttemptAt: null,
+          ...NO_RESULT_YET,
         });
       });
 
@@ -247,12 +237,7 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
           instanceId: 'instance-b',
           startedAt: at(41),
           updatedAt: at(41),
-          finishedAt: null,
-          durationMs: null,
-          processedCount: 0,
-          failedCount: 0,
-          error: null,
-          nextAttemptAt: null,
+          ...NO_RESULT_YET,
         });
       });
 

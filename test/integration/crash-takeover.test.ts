@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
+import { waitForRow } from '../support/faults-kit.js';
 import { createPrisma, uniqueName, waitFor } from '../support/services.js';
 
 const prisma = createPrisma();
@@ -65,13 +66,10 @@ describe('crash of the instance running a job (three child processes, SIGKILL)',
     });
     expect(skipped.length).toBeGreaterThanOrEqual(1);
     // A survivor notices the dead owner and closes its row: nothing stays 'running' forever.
-    const dead = await waitFor(
-      async () => {
-        const row = await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId! } });
-        return row?.status === 'lease_lost' ? row : undefined;
-      },
-      { timeoutMs: 10_000, message: "the killed run's row is closed as lease_lost" },
-    );
+    const dead = await waitForRow(prisma, first.executionId!, (r) => r.status === 'lease_lost', {
+      timeoutMs: 10_000,
+      message: "the killed run's row is closed as lease_lost",
+    });
     expect(dead.instanceId).toBe(first.instanceId);
     expect(dead.fencingToken).toBe(BigInt(first.fencingToken!));
     expect(dead.error).toMatch(new RegExp(`instance ${first.instanceId} stopped renewing its lease`));

@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CronContext, DistributedCronOptions, PrismaClientLike } from '../../src/index.js';
 import { closeAll, jobProvider, startApp, type Handler, type RunningApp } from '../support/app.js';
-import { executionIdOf, faultyPrisma, gate, keysOf, SQL } from '../support/faults-kit.js';
+import { executionIdOf, faultyPrisma, gate, isCompleted, isWritten, keysOf, SQL, waitForRow } from '../support/faults-kit.js';
 import { createPrisma, databaseUrl, redisUrl, uniqueName, waitFor } from '../support/services.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
@@ -94,13 +94,7 @@ describe('a re-run that fails to start', () => {
     expect(await app.cron.trigger(name, slot(2026))).toBe('ran');
     await waitFor(() => injected === 1, { message: 'the restart of the due retry failed once' });
     // The failed start let go of the lease: the next sweep starts the retry, which completes.
-    const done = await waitFor(
-      async () => {
-        const r = await row(first);
-        return r?.status === 'completed' ? r : undefined;
-      },
-      { timeoutMs: 8_000, message: 'the retry runs after the failed start' },
-    );
+    const done = await waitForRow(prisma, first, isCompleted, { timeoutMs: 8_000, message: 'the retry runs after the failed start' });
     expect(done).toMatchObject({ attempt: 2, trigger: 'retry' });
     // Nothing keeps renewing a lease for it: the lease key is gone and later slots run.
     await waitFor(async () => (await redis.exists(keysOf(name).lease)) === 0, { timeoutMs: 3_000, message: 'the lease is free' });
@@ -145,13 +139,7 @@ describe('a database blip while the result is written', () => {
 
     const watch = watchStatuses(id);
     expect(await owner.cron.trigger(name, slot(2026))).toBe('ran');
-    const written = await waitFor(
-      async () => {
-        const r = await row(id);
-        return r && r.status !== 'running' ? r : undefined;
-      },
-      { timeoutMs: 10_000, message: 'the result is written' },
-    );
+    const written = await waitForRow(prisma, id, isWritten, { timeoutMs: 10_000, message: 'the result is written' });
     expect(state.failed).toBeGreaterThanOrEqual(3); // the blip outlasted the old ~0.6 s of retries
     // More than a lease for the other instances' sweeps to (wrongly) re-run or close it.
     await sleep(2_500);
@@ -183,25 +171,13 @@ describe('a database blip while the result is written', () => {
 
     const watch = watchStatuses(id);
     expect(await owner.cron.trigger(name, slot(2026))).toBe('ran');
-    const failed = await waitFor(
-      async () => {
-        const r = await row(id);
-        return r && r.status !== 'running' ? r : undefined;
-      },
-      { timeoutMs: 10_000, message: 'the result is written' },
-    );
+    const failed = await waitForRow(prisma, id, isWritten, { timeoutMs: 10_000, message: 'the result is written' });
     expect(state.failed).toBeGreaterThanOrEqual(3);
     expect(failed).toMatchObject({ status: 'failed', attempt: 1, instanceId: `${name}-0` });
     expect(failed.error).toMatch(/upstream 502/);
     expect(failed.nextAttemptAt).not.toBeNull();
 
-    const done = await waitFor(
-      async () => {
-        const r = await row(id);
-        return r?.status === 'completed' ? r : undefined;
-      },
-      { timeoutMs: 10_000, message: 'the retry completes' },
-    );
+    const done = await waitForRow(prisma, id, isCompleted, { timeoutMs: 10_000, message: 'the retry completes' });
     await watch.stop();
     expect(done).toMatchObject({ attempt: 2, trigger: 'retry' });
     expect(starts.map(([, attempt, trigger]) => [attempt, trigger])).toEqual([
@@ -354,13 +330,10 @@ describe('a database that stops answering one instance (packets dropped)', () =>
       intervalMs: 300,
       message: 'the partitioned instance runs a slot after the partition',
     });
-    const notRun = await waitFor(
-      async () => {
-        const r = await row(executionIdOf(name, slot(2026)));
-        return r && r.status !== 'running' ? r : undefined;
-      },
-      { timeoutMs: 10_000, message: 'the claimed slot has a row' },
-    );
+    const notRun = await waitForRow(prisma, executionIdOf(name, slot(2026)), isWritten, {
+      timeoutMs: 10_000,
+      message: 'the claimed slot has a row',
+    });
     expect(notRun.status).toBe('failed');
     expect(notRun.error).toMatch(/did not answer the run start|run history could not be written/);
     expect(starts.map(([id]) => id)).toEqual([executionIdOf(name, slot(2027)), executionIdOf(name, slot(2028))]);

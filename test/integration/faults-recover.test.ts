@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CronContext, DistributedCronOptions } from '../../src/index.js';
 import { closeAll, startFleet, type Handler, type RunningApp } from '../support/app.js';
-import { executionIdOf, keysOf, recentSlot } from '../support/faults-kit.js';
+import { executionIdOf, isCompleted, keysOf, recentSlot, waitForRow } from '../support/faults-kit.js';
 import { createPrisma, redisUrl, uniqueName, waitFor } from '../support/services.js';
 
 const prisma = createPrisma();
@@ -48,6 +48,17 @@ async function fleet(count: number, options: DistributedCronOptions, handler: Ha
   return apps;
 }
 
+/** Two instances running `honouring`: the first is triggered for a recent slot; resolves once the run started. */
+async function startedRun(prefix: string, options: Omit<DistributedCronOptions, 'name'>) {
+  const name = uniqueName(prefix);
+  const slot = recentSlot();
+  const starts: Start[] = [];
+  const [owner, survivor] = await fleet(2, { name, ...options }, honouring(starts));
+  const run = owner!.cron.trigger(name, slot);
+  await waitFor(() => starts.length === 1, { message: 'the run starts' });
+  return { name, id: executionIdOf(name, slot), starts, owner: owner!, survivor: survivor!, run };
+}
+
 /** Shuts one instance down like SIGTERM (its running executions' signals abort after shutdownTimeout). */
 async function shutDown(app: RunningApp): Promise<void> {
   apps = apps.filter((a) => a !== app);
@@ -56,15 +67,9 @@ async function shutDown(app: RunningApp): Promise<void> {
 
 describe('a run aborted by shutdown whose handler returns normally on the signal', () => {
   it('is recorded as aborted with the reason, not completed; without recover nobody runs it again', async () => {
-    const name = uniqueName('shutdown-abort');
-    const slot = recentSlot();
-    const id = executionIdOf(name, slot);
-    const starts: Start[] = [];
-    const [owner] = await fleet(2, { name, lease: '2s', renewEvery: '500ms' }, honouring(starts));
-    const run = owner!.cron.trigger(name, slot);
-    await waitFor(() => starts.length === 1, { message: 'the run starts' });
+    const { id, starts, owner, run } = await startedRun('shutdown-abort', { lease: '2s', renewEvery: '500ms' });
 
-    await shutDown(owner!);
+    await shutDown(owner);
     expect(await run).toBe('ran');
     expect((starts[0]!.ctx.signal.reason as Error).name).toBe('ShutdownError');
     const r = (await row(id))!;
@@ -76,26 +81,14 @@ describe('a run aborted by shutdown whose handler returns normally on the signal
   });
 
   it('with recover: true, another instance runs it again (trigger recover) and it ends completed', async () => {
-    const name = uniqueName('shutdown-recover');
-    const slot = recentSlot();
-    const id = executionIdOf(name, slot);
-    const starts: Start[] = [];
-    const [owner, survivor] = await fleet(2, { name, lease: '2s', renewEvery: '500ms', recover: true }, honouring(starts));
-    void owner!.cron.trigger(name, slot);
-    await waitFor(() => starts.length === 1, { message: 'the run starts' });
+    const { id, starts, owner, survivor } = await startedRun('shutdown-recover', { lease: '2s', renewEvery: '500ms', recover: true });
 
-    await shutDown(owner!);
-    const done = await waitFor(
-      async () => {
-        const r = await row(id);
-        return r?.status === 'completed' ? r : undefined;
-      },
-      { timeoutMs: 8_000, message: 'the aborted run is recovered' },
-    );
-    expect(done).toMatchObject({ attempt: 2, trigger: 'recover', instanceId: survivor!.label });
+    await shutDown(owner);
+    const done = await waitForRow(prisma, id, isCompleted, { timeoutMs: 8_000, message: 'the aborted run is recovered' });
+    expect(done).toMatchObject({ attempt: 2, trigger: 'recover', instanceId: survivor.label });
     expect(starts.map(({ instance, attempt, trigger }) => [instance, attempt, trigger])).toEqual([
-      [owner!.label, 1, 'manual'],
-      [survivor!.label, 2, 'recover'],
+      [owner.label, 1, 'manual'],
+      [survivor.label, 2, 'recover'],
     ]);
   });
 });
@@ -125,26 +118,14 @@ describe('a run replaced by a newer slot whose handler returns normally on the s
 
 describe('a live owner that loses its lease, with recover: true and nobody taking over', () => {
   it('the execution is re-run (trigger recover) and ends completed, not lease_lost for good', async () => {
-    const name = uniqueName('lease-lost-recover');
-    const slot = recentSlot();
-    const id = executionIdOf(name, slot);
-    const starts: Start[] = [];
-    const [owner] = await fleet(2, { name, lease: '2s', renewEvery: '200ms', recover: true }, honouring(starts));
-    void owner!.cron.trigger(name, slot);
-    await waitFor(() => starts.length === 1, { message: 'the run starts' });
+    const { name, id, starts } = await startedRun('lease-lost-recover', { lease: '2s', renewEvery: '200ms', recover: true });
 
     // The owner's lease disappears (Redis evicted it, an operator deleted it): its next renewal finds it gone.
     await redis.del(keysOf(name).lease);
     await waitFor(() => starts[0]!.ctx.signal.aborted, { timeoutMs: 2_000, message: "the owner's signal aborts" });
     expect((starts[0]!.ctx.signal.reason as Error).name).toBe('LeaseLostError');
 
-    const done = await waitFor(
-      async () => {
-        const r = await row(id);
-        return r?.status === 'completed' ? r : undefined;
-      },
-      { timeoutMs: 8_000, message: 'the execution is re-run' },
-    );
+    const done = await waitForRow(prisma, id, isCompleted, { timeoutMs: 8_000, message: 'the execution is re-run' });
     expect(done).toMatchObject({ attempt: 2, trigger: 'recover' });
     expect(starts.map(({ attempt, trigger }) => [attempt, trigger])).toEqual([
       [1, 'manual'],

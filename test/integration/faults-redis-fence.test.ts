@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CronContext } from '../../src/index.js';
 import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
+import { isCompleted, recentSlot, recordRun, waitForRow, type RecordedRun } from '../support/faults-kit.js';
 import { createPrisma, startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
 
 const prisma = createPrisma();
@@ -33,11 +34,6 @@ async function privateRedis(): Promise<{ server: TestRedisServer; admin: Redis }
   return { server, admin };
 }
 
-/** Whole-second slot `secondsAgo` before now: recent enough for `recover`. */
-function recentSlot(secondsAgo: number): Date {
-  return new Date(Math.floor(Date.now() / 1_000) * 1_000 - secondsAgo * 1_000);
-}
-
 /** Two apps of the same job on one Redis: A sweeps only at start-up, B every `bSweep`. */
 async function twoApps(
   server: TestRedisServer,
@@ -58,6 +54,22 @@ async function twoApps(
   apps.push(a, b);
   await Promise.all([a.cron.history({ limit: 1 }), b.cron.history({ limit: 1 })]);
   return { a, b };
+}
+
+const LEASE_MS = 2_000;
+const RENEW_MS = 500;
+
+/**
+ * Records every run in `runs`. The first one works until its signal aborts, then winds down for
+ * 300 ms (a real handler stops at its next checkpoint); later ones take `laterMs`.
+ */
+function firstRunWorksOn(runs: RecordedRun[], laterMs: number): (ctx: CronContext, instance: string) => Promise<void> {
+  return async (ctx, instance) => {
+    const run = recordRun(runs, ctx, instance);
+    await sleep(runs.length === 1 ? 30_000 : laterMs, undefined, { signal: ctx.signal }).catch(() => undefined);
+    if (ctx.signal.aborted) await sleep(300);
+    run.end = performance.now();
+  };
 }
 
 /** Resolves right after one of the holder's renewals went through (the lease's TTL jumps up). */
@@ -138,35 +150,14 @@ describe('fencing tokens when Redis loses its data', () => {
   it('recover: true after FLUSHALL under a live run: the stale owner stops before the recovery starts and never overwrites its row', async () => {
     const { server, admin } = await privateRedis();
     const name = uniqueName('fence-recover');
-    const LEASE_MS = 2_000;
-    const RENEW_MS = 500;
-    interface Run {
-      instance: string;
-      executionId: string;
-      token: number;
-      attempt: number;
-      start: number;
-      end?: number;
-      aborted?: boolean;
-    }
-    const runs: Run[] = [];
-    const handler = async (ctx: CronContext, instance: string): Promise<void> => {
-      const run: Run = { instance, executionId: ctx.executionId, token: ctx.fencingToken, attempt: ctx.attempt, start: performance.now() };
-      runs.push(run);
-      // The first attempt works long and honours its signal, with a short wind-down after an
-      // abort (a real handler stops at its next checkpoint); a recovery is short.
-      await sleep(ctx.attempt === 1 ? 30_000 : 300, undefined, { signal: ctx.signal }).catch(() => undefined);
-      if (ctx.signal.aborted) {
-        run.aborted = true;
-        await sleep(300);
-      }
-      run.end = performance.now();
-    };
+    const runs: RecordedRun[] = [];
+    // The first attempt works long and honours its signal; a recovery is short.
+    const handler = firstRunWorksOn(runs, 300);
     const options = { name, lease: LEASE_MS, renewEvery: RENEW_MS, recover: true, catchUp: 'none' as const };
     // A sweeps only at start-up; B sweeps often: B is the one that finds the run without a lease.
     const { a } = await twoApps(server, name, options, handler, '200ms');
 
-    const firstRun = a.cron.trigger(name, recentSlot(1));
+    const firstRun = a.cron.trigger(name, recentSlot());
     const first = await waitFor(() => runs[0], { timeoutMs: 10_000, message: 'A starts the run' });
     expect(first.instance).toBe(`${name}-A`);
     // Running for longer than a lease, so any instance would look at its row.
@@ -176,13 +167,10 @@ describe('fencing tokens when Redis loses its data', () => {
     await admin.flushall();
     const wipedAt = performance.now();
 
-    const recovered = await waitFor(
-      async () => {
-        const row = await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId } });
-        return row?.status === 'completed' && row.attempt > 1 ? row : undefined;
-      },
-      { timeoutMs: 20_000, message: 'the execution is recovered and completes' },
-    );
+    const recovered = await waitForRow(prisma, first.executionId, (r) => isCompleted(r) && r.attempt > 1, {
+      timeoutMs: 20_000,
+      message: 'the execution is recovered and completes',
+    });
     expect(await firstRun).toBe('ran');
     await sleep(500);
 
@@ -214,22 +202,8 @@ describe('fencing tokens when Redis loses its data', () => {
   it('overlap skip: a live run whose lease Redis forgot is not taken for a dead one; the next slot starts only after it stopped', async () => {
     const { admin, server } = await privateRedis();
     const name = uniqueName('fence-forgot');
-    const LEASE_MS = 2_000;
-    const RENEW_MS = 500;
-    const runs: Array<{ instance: string; executionId: string; token: number; start: number; end?: number }> = [];
-    const handler = async (ctx: CronContext, instance: string): Promise<void> => {
-      const run = {
-        instance,
-        executionId: ctx.executionId,
-        token: ctx.fencingToken,
-        start: performance.now(),
-        end: undefined as number | undefined,
-      };
-      runs.push(run);
-      await sleep(runs.length === 1 ? 30_000 : 100, undefined, { signal: ctx.signal }).catch(() => undefined);
-      if (ctx.signal.aborted) await sleep(300); // a real handler stops at its next checkpoint
-      run.end = performance.now();
-    };
+    const runs: RecordedRun[] = [];
+    const handler = firstRunWorksOn(runs, 100);
     const options = { name, lease: LEASE_MS, renewEvery: RENEW_MS, catchUp: 'none' as const };
     // B sweeps often: before the fix it found A's row without a lease, closed it as lease_lost at
     // once, and its next slot then started beside A's run.

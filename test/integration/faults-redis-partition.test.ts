@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CronContext } from '../../src/index.js';
 import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
+import { recordRun, type RecordedRun } from '../support/faults-kit.js';
 import { createPrisma, startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
@@ -28,20 +29,10 @@ afterAll(async () => {
 
 const LEASE_MS = 3_000;
 const RENEW_MS = 900;
-/** What the issue measured: a partitioned owner ran on for up to renewEvery + redisTimeout after expiry. */
+/** Without the keeper's own deadline, a partitioned owner ran on for up to renewEvery + redisTimeout after expiry. */
 const REDIS_TIMEOUT_MS = 1_000;
 /** The keeper's safety margin: 10 % of the lease. */
 const MARGIN_MS = 300;
-
-interface Run {
-  instance: string;
-  executionId: string;
-  token: number;
-  start: number;
-  abortedAt?: number;
-  reason?: string;
-  end?: number;
-}
 
 describe('an owner partitioned from Redis (tcp proxy between it and Redis)', () => {
   it("aborts its signal before its lease can expire, so the instance taking over never runs beside it (overlap: 'skip')", async () => {
@@ -51,14 +42,9 @@ describe('an owner partitioned from Redis (tcp proxy between it and Redis)', () 
     const name = uniqueName('partition');
     const A = `${name}-A`;
     const B = `${name}-B`;
-    const runs: Run[] = [];
+    const runs: RecordedRun[] = [];
     const handler = async (ctx: CronContext, instance: string): Promise<void> => {
-      const run: Run = { instance, executionId: ctx.executionId, token: ctx.fencingToken, start: performance.now() };
-      runs.push(run);
-      ctx.signal.addEventListener('abort', () => {
-        run.abortedAt = performance.now();
-        run.reason = (ctx.signal.reason as Error | undefined)?.name;
-      });
+      const run = recordRun(runs, ctx, instance);
       // A works until its signal aborts; B's runs are short.
       await sleep(instance === A ? 30_000 : 200, undefined, { signal: ctx.signal }).catch(() => undefined);
       run.end = performance.now();
@@ -83,7 +69,7 @@ describe('an owner partitioned from Redis (tcp proxy between it and Redis)', () 
     await timerOf(b).stop();
 
     const leaseKey = `dcron:{${name}}:lease`;
-    const measured: Array<{ mode: string; renewedAt: number; aRun: Run; bRun: Run }> = [];
+    const measured: Array<{ mode: string; renewedAt: number; aRun: RecordedRun; bRun: RecordedRun }> = [];
     let since = performance.now();
     for (const mode of ['stall', 'blackhole', 'stall'] as const) {
       const aRun = await waitFor(() => runs.find((r) => r.instance === A && r.start > since), {

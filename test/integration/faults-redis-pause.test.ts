@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { PrismaClientLike } from '../../src/index.js';
 import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
 import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
+import { isCompleted, isWritten, waitForRow } from '../support/faults-kit.js';
 import { createPrisma, uniqueName, waitFor } from '../support/services.js';
 
 const prisma = createPrisma();
@@ -77,13 +78,7 @@ describe('an instance paused between its claim and its handler', () => {
       expect(started).toHaveLength(1);
       expect(await app.redis.get(`dcron:{${name}}:lease`)).toBeNull();
       // The slot is not silent: its row says the lease lapsed before the handler could start.
-      const row = await waitFor(
-        async () => {
-          const r = await prisma.distributedCronRun.findUnique({ where: { executionId } });
-          return r && r.status !== 'running' ? r : undefined;
-        },
-        { timeoutMs: 10_000, message: 'the row is closed' },
-      );
+      const row = await waitForRow(prisma, executionId, isWritten, { timeoutMs: 10_000, message: 'the row is closed' });
       expect(row.status).toBe('lease_lost');
       expect(row.instanceId).toBe(label);
       expect(row.error).toMatch(/lapsed before the handler could start/);
@@ -141,13 +136,10 @@ describe('an owner SIGSTOPped past its lease, then SIGCONTed while the next owne
     });
     // The log: the paused owner's handler finished while the next owner was running.
     expect(ended.at).toBeGreaterThan(next.at);
-    const late = await waitFor(
-      async () => {
-        const r = await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId! } });
-        return r && r.status !== 'running' ? r : undefined;
-      },
-      { timeoutMs: 10_000, message: "the paused owner's row is closed" },
-    );
+    const late = await waitForRow(prisma, first.executionId!, isWritten, {
+      timeoutMs: 10_000,
+      message: "the paused owner's row is closed",
+    });
     // The row does not contradict it: not `completed`, but lease_lost saying the handler finished late.
     expect(late.status).toBe('lease_lost');
     expect(late.instanceId).toBe(owner.id);
@@ -158,13 +150,10 @@ describe('an owner SIGSTOPped past its lease, then SIGCONTed while the next owne
       timeoutMs: 10_000,
       message: 'the next owner finishes',
     });
-    const newer = await waitFor(
-      async () => {
-        const r = await prisma.distributedCronRun.findUnique({ where: { executionId: next.executionId! } });
-        return r?.status === 'completed' ? r : undefined;
-      },
-      { timeoutMs: 10_000, message: "the next owner's row is completed" },
-    );
+    const newer = await waitForRow(prisma, next.executionId!, isCompleted, {
+      timeoutMs: 10_000,
+      message: "the next owner's row is completed",
+    });
     expect(newer.instanceId).toBe(other.id);
     expect(newer.fencingToken).toBe(BigInt(next.fencingToken!));
     expect(newer.error).toBeNull();

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CronContext, DistributedCronOptions } from '../../src/index.js';
 import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
+import { recentSlot, recordRun, type RecordedRun } from '../support/faults-kit.js';
 import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
 import { createPrisma, uniqueName, waitFor } from '../support/services.js';
 
@@ -22,11 +23,6 @@ afterAll(async () => {
 const LEASE_MS = 2_000;
 const RENEW_MS = 500;
 const SWEEP_MS = 300;
-
-/** Whole-second slot a second ago: recent enough for `recover`. */
-function recentSlot(): Date {
-  return new Date(Math.floor(Date.now() / 1_000) * 1_000 - 1_000);
-}
 
 describe("a rolling deploy changes a job's overlap policy to or from 'allow' under a live run", () => {
   const cases: Array<{ title: string; owner: DistributedCronOptions; sweeper: DistributedCronOptions }> = [
@@ -47,26 +43,10 @@ describe("a rolling deploy changes a job's overlap policy to or from 'allow' und
       const A = `${name}-A`;
       const B = `${name}-B`;
       const WORK_MS = 3 * LEASE_MS;
-      const runs: Array<{
-        instance: string;
-        executionId: string;
-        token: number;
-        attempt: number;
-        start: number;
-        end?: number;
-        aborted?: boolean;
-      }> = [];
+      const runs: RecordedRun[] = [];
       const handler = async (ctx: CronContext, instance: string): Promise<void> => {
-        const run: (typeof runs)[number] = {
-          instance,
-          executionId: ctx.executionId,
-          token: ctx.fencingToken,
-          attempt: ctx.attempt,
-          start: performance.now(),
-        };
-        runs.push(run);
+        const run = recordRun(runs, ctx, instance);
         await sleep(WORK_MS, undefined, { signal: ctx.signal }).catch(() => undefined);
-        run.aborted = ctx.signal.aborted;
         run.end = performance.now();
       };
       const common = { name, lease: LEASE_MS, renewEvery: RENEW_MS, catchUp: 'none' as const };

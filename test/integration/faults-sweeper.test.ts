@@ -8,7 +8,17 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CronContext, DistributedCronModuleOptions, DistributedCronOptions } from '../../src/index.js';
 import { closeAll, jobProvider, startApp, startFleet, type Handler, type RunningApp } from '../support/app.js';
-import { executionIdOf, faultyPrisma, gate, keysOf, recentSlot, SQL, type FaultyPrisma } from '../support/faults-kit.js';
+import {
+  executionIdOf,
+  faultyPrisma,
+  gate,
+  isCompleted,
+  keysOf,
+  recentSlot,
+  SQL,
+  waitForRow,
+  type FaultyPrisma,
+} from '../support/faults-kit.js';
 import { createPrisma, redisUrl, uniqueName, waitFor } from '../support/services.js';
 
 const prisma = createPrisma();
@@ -54,6 +64,19 @@ function runRow(jobName: string, scheduledAt: Date, fields: Record<string, unkno
   };
 }
 
+/** A failed attempt (`upstream 502`) of a job with 3 attempts, its next one due at `nextAttemptAt`. */
+function failedRow(jobName: string, scheduledAt: Date, failedAt: Date, nextAttemptAt: Date, fields: Record<string, unknown> = {}) {
+  return runRow(jobName, scheduledAt, {
+    at: failedAt,
+    status: 'failed',
+    finishedAt: failedAt,
+    maxAttempts: 3,
+    error: 'upstream 502',
+    nextAttemptAt,
+    ...fields,
+  });
+}
+
 /** One app with several jobs that never fire by themselves. */
 async function appWith(
   label: string,
@@ -79,27 +102,14 @@ describe('due retries that cannot start do not block the others', () => {
     // A backlog of failed attempts of a paused job, each due before the other job's retry.
     await prisma.distributedCronRun.createMany({
       data: Array.from({ length: 450 }, (_, i) =>
-        runRow(paused, new Date(Date.UTC(2025, 0, 1) + i * MINUTE), {
-          at: new Date(now - 6 * MINUTE),
-          status: 'failed',
-          finishedAt: new Date(now - 6 * MINUTE),
-          maxAttempts: 3,
+        failedRow(paused, new Date(Date.UTC(2025, 0, 1) + i * MINUTE), new Date(now - 6 * MINUTE), new Date(now - 5 * MINUTE + i), {
           fencingToken: BigInt(i + 1),
-          error: 'upstream 502',
-          nextAttemptAt: new Date(now - 5 * MINUTE + i),
         }),
       ),
     });
     const otherId = executionIdOf(other, new Date(Date.UTC(2026, 0, 1)));
     await prisma.distributedCronRun.create({
-      data: runRow(other, new Date(Date.UTC(2026, 0, 1)), {
-        at: new Date(now - 2_000),
-        status: 'failed',
-        finishedAt: new Date(now - 2_000),
-        maxAttempts: 3,
-        error: 'upstream 502',
-        nextAttemptAt: new Date(now - 1_000),
-      }),
+      data: failedRow(other, new Date(Date.UTC(2026, 0, 1)), new Date(now - 2_000), new Date(now - 1_000)),
     });
     // Redis state that goes with those rows: the paused flag, and the counters that issued the tokens.
     redisKeys.push(keysOf(paused).paused, keysOf(paused).fence, keysOf(other).fence);
@@ -115,13 +125,7 @@ describe('due retries that cannot start do not block the others', () => {
       { options: { name: other, lease: '2s', retry: { attempts: 3 } }, handler },
     ]);
 
-    const done = await waitFor(
-      async () => {
-        const r = await row(otherId);
-        return r?.status === 'completed' ? r : undefined;
-      },
-      { timeoutMs: 8_000, message: "the other job's retry runs" },
-    );
+    const done = await waitForRow(prisma, otherId, isCompleted, { timeoutMs: 8_000, message: "the other job's retry runs" });
     // A few sweeps of 200 ms (each looks at 200 rows; those that cannot start wait five sweeps).
     expect(Date.now() - startedAt).toBeLessThan(5_000);
     expect(done).toMatchObject({ attempt: 2, trigger: 'retry' });
@@ -172,14 +176,7 @@ describe('a long recovery started by a sweep', () => {
     const otherId = executionIdOf(other, new Date(Date.UTC(2026, 0, 1)));
     const dueAt = Date.now();
     await prisma.distributedCronRun.create({
-      data: runRow(other, new Date(Date.UTC(2026, 0, 1)), {
-        at: new Date(dueAt - 1_000),
-        status: 'failed',
-        finishedAt: new Date(dueAt - 1_000),
-        maxAttempts: 3,
-        error: 'upstream 502',
-        nextAttemptAt: new Date(dueAt),
-      }),
+      data: failedRow(other, new Date(Date.UTC(2026, 0, 1)), new Date(dueAt - 1_000), new Date(dueAt)),
     });
     await waitFor(() => retries.length === 1, { timeoutMs: 4_500, message: 'the due retry runs while the recovery goes on' });
     expect(retries[0]![2] - dueAt).toBeLessThan(3_000);
@@ -206,15 +203,7 @@ describe('rows of jobs that no instance schedules', () => {
     // clock 11 minutes ahead would close the rows of tests running right now.)
     const running = runRow(removed, at(9.5), { at: at(9.5), fencingToken: 3n });
     const queued = runRow(removed, at(9.2), { at: at(9.2), status: 'queued', attempt: 0, fencingToken: null, startedAt: null });
-    const retry = runRow(removed, at(9.4), {
-      at: at(9.3),
-      status: 'failed',
-      maxAttempts: 3,
-      fencingToken: 2n,
-      finishedAt: at(9.3),
-      error: 'upstream 502',
-      nextAttemptAt: at(9),
-    });
+    const retry = failedRow(removed, at(9.4), at(9.3), at(9), { fencingToken: 2n });
     const disabledRun = runRow(disabled, at(9.5), { at: at(9.5), fencingToken: 7n });
     // Written recently: not an orphan yet (the job may just be rolling out).
     const recent = runRow(removed, at(2), { at: at(2), status: 'queued', attempt: 0, fencingToken: null, startedAt: null });
@@ -305,13 +294,7 @@ describe('an instance that dies between winning the claim and writing its row', 
       { name, lease: '2s', renewEvery: '300ms', skewTolerance: '100ms', recover: true },
       (ctx, instance) => void starts.push([instance, ctx.attempt, ctx.trigger]),
     );
-    const done = await waitFor(
-      async () => {
-        const r = await row(id);
-        return r?.status === 'completed' ? r : undefined;
-      },
-      { timeoutMs: 10_000, message: 'the vanished slot runs' },
-    );
+    const done = await waitForRow(prisma, id, isCompleted, { timeoutMs: 10_000, message: 'the vanished slot runs' });
     expect(done).toMatchObject({ attempt: 1, trigger: 'recover' });
     await sleep(800);
     expect(starts).toHaveLength(1);

@@ -69,9 +69,13 @@ describe('distributed_cron_runs (migration + Prisma client)', () => {
       expect(rows.map((r) => r.indexname)).toEqual([
         'distributed_cron_runs_execution_id_key',
         'distributed_cron_runs_job_name_fencing_token_idx',
-        'distributed_cron_runs_job_name_scheduled_at_idx',
+        'distributed_cron_runs_job_name_scheduled_at_id_idx',
+        'distributed_cron_runs_job_name_status_scheduled_at_id_idx',
         'distributed_cron_runs_pkey',
+        'distributed_cron_runs_scheduled_at_id_idx',
         'distributed_cron_runs_status_next_attempt_at_idx',
+        'distributed_cron_runs_status_scheduled_at_id_idx',
+        'distributed_cron_runs_trigger_scheduled_at_id_idx',
       ]);
     } finally {
       await client.end();

@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { KeyBuilder, type ClaimRequest, type HeldLease } from '../../src/leasing/lease.store.js';
+import { KeyBuilder, type HeldLease } from '../../src/leasing/lease.store.js';
 import { RedisLeaseStore } from '../../src/leasing/redis-lease.store.js';
+import { claimRequest } from '../support/claims.js';
 import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
 
 let server: TestRedisServer;
@@ -21,17 +22,6 @@ afterAll(async () => {
   await server.stop();
 });
 
-function request(jobName: string, executionId: string, overlap: ClaimRequest['overlap'] = 'skip', leaseMs = 5_000): ClaimRequest {
-  return {
-    jobName,
-    executionId,
-    overlap,
-    leaseMs,
-    slotMs: leaseMs + 5_000,
-    queued: { executionId, scheduledAt: 0, businessDate: '2026-01-01' },
-  };
-}
-
 /** Redis commands the server executed since the last reset, by name (from INFO commandstats). */
 async function commandCounts(): Promise<Record<string, number>> {
   const info = await admin.info('commandstats');
@@ -46,12 +36,12 @@ describe('RedisLeaseStore against a real Redis', () => {
     const a = new RedisLeaseStore(redisA, 'dcron', 2_000);
     const b = new RedisLeaseStore(redisB, 'dcron', 2_000);
     // Load the scripts once so the measured claims are the steady state (EVALSHA hits).
-    await a.claim(request(job, 'warm-up', 'allow'));
+    await a.claim(claimRequest(job, 'warm-up', 'allow'));
 
     await admin.config('RESETSTAT');
-    const first = await a.claim(request(job, `${job}:1`));
+    const first = await a.claim(claimRequest(job, `${job}:1`));
     const afterWinner = await commandCounts();
-    const second = await b.claim(request(job, `${job}:1`));
+    const second = await b.claim(claimRequest(job, `${job}:1`));
     const afterLoser = await commandCounts();
 
     expect(first.kind).toBe('won');
@@ -68,12 +58,12 @@ describe('RedisLeaseStore against a real Redis', () => {
     const a = new RedisLeaseStore(redisA, 'dcron', 2_000);
     const b = new RedisLeaseStore(redisB, 'dcron', 2_000);
 
-    const claimA = await a.claim(request(job, `${job}:1`, 'skip', 1_000));
+    const claimA = await a.claim(claimRequest(job, `${job}:1`, 'skip', 1_000));
     expect(claimA.kind).toBe('won');
     const leaseA = (claimA as { lease: HeldLease }).lease;
     await waitFor(async () => (await admin.exists(keys.lease(job))) === 0, { timeoutMs: 5_000, message: "A's lease expires" });
 
-    const claimB = await b.claim(request(job, `${job}:2`, 'skip', 10_000));
+    const claimB = await b.claim(claimRequest(job, `${job}:2`, 'skip', 10_000));
     expect(claimB.kind).toBe('won');
     const leaseB = (claimB as { lease: HeldLease }).lease;
     expect(leaseB.fencingToken).toBeGreaterThan(leaseA.fencingToken);
@@ -110,9 +100,9 @@ describe('RedisLeaseStore against a real Redis', () => {
       ['replace', 'replacing'],
     ] as const) {
       const job = uniqueName(`overlap-${overlap}`);
-      const held = await store.claim(request(job, `${job}:1`, overlap));
+      const held = await store.claim(claimRequest(job, `${job}:1`, overlap));
       expect(held.kind).toBe('won');
-      const next = await store.claim(request(job, `${job}:2`, overlap));
+      const next = await store.claim(claimRequest(job, `${job}:2`, overlap));
       expect(next.kind).toBe(expected);
       if (overlap === 'replace') {
         const lease = (held as { lease: HeldLease }).lease;
@@ -128,23 +118,23 @@ describe('RedisLeaseStore against a real Redis', () => {
   it('hands the lease straight to the newest queued slot on release', async () => {
     const store = new RedisLeaseStore(redisA, 'dcron', 2_000);
     const job = uniqueName('queue');
-    const held = await store.claim(request(job, `${job}:1`, 'queue'));
-    expect((await store.claim(request(job, `${job}:2`, 'queue'))).kind).toBe('queued');
-    const third = await store.claim(request(job, `${job}:3`, 'queue'));
+    const held = await store.claim(claimRequest(job, `${job}:1`, 'queue'));
+    expect((await store.claim(claimRequest(job, `${job}:2`, 'queue'))).kind).toBe('queued');
+    const third = await store.claim(claimRequest(job, `${job}:3`, 'queue'));
     expect(third).toMatchObject({ kind: 'queued', superseded: { executionId: `${job}:2` } });
     const released = await store.release((held as { lease: HeldLease }).lease, { leaseMs: 5_000, doneMs: 1_000, succeeded: true });
     expect(released).toMatchObject({ kind: 'handed_over', next: { executionId: `${job}:3` } });
     // Nobody can slip in between: the lease is already held for slot 3.
-    expect((await store.claim(request(job, `${job}:4`, 'skip'))).kind).toBe('overlap');
+    expect((await store.claim(claimRequest(job, `${job}:4`, 'skip'))).kind).toBe('overlap');
   });
 
   it('reports a paused job without claiming the slot', async () => {
     const store = new RedisLeaseStore(redisA, 'dcron', 2_000);
     const job = uniqueName('paused');
     await store.setPaused(job, true);
-    expect((await store.claim(request(job, `${job}:1`))).kind).toBe('paused');
+    expect((await store.claim(claimRequest(job, `${job}:1`))).kind).toBe('paused');
     await store.setPaused(job, false);
-    expect((await store.claim(request(job, `${job}:1`))).kind).toBe('won');
+    expect((await store.claim(claimRequest(job, `${job}:1`))).kind).toBe('won');
   });
 
   it('leaves a slot claimed ahead of its instant untouched while another run holds the lease, under every policy', async () => {
@@ -152,22 +142,22 @@ describe('RedisLeaseStore against a real Redis', () => {
     const other = new RedisLeaseStore(redisB, 'dcron', 2_000);
     for (const overlap of ['skip', 'queue', 'replace'] as const) {
       const job = uniqueName(`ahead-${overlap}`);
-      const held = await store.claim(request(job, `${job}:1`, overlap));
+      const held = await store.claim(claimRequest(job, `${job}:1`, overlap));
       expect(held.kind).toBe('won');
       // Ahead of slot 2: no slot key, no queue entry, no stop request, no fencing token used.
-      expect(await other.claim({ ...request(job, `${job}:2`, overlap), ahead: true })).toEqual({ kind: 'ahead' });
+      expect(await other.claim({ ...claimRequest(job, `${job}:2`, overlap), ahead: true })).toEqual({ kind: 'ahead' });
       const keys = new KeyBuilder('dcron');
       expect(await admin.exists(keys.slot(job, `${job}:2`), keys.queue(job), keys.abort(job))).toBe(0);
       expect(await admin.get(keys.fence(job))).toBe('1');
       // Once the holder lets go, the claim at the instant wins with the next fencing token.
       await store.release((held as { lease: HeldLease }).lease, { leaseMs: 5_000, doneMs: 1_000, succeeded: true });
-      const won = await other.claim(request(job, `${job}:2`, overlap));
+      const won = await other.claim(claimRequest(job, `${job}:2`, overlap));
       expect(won).toMatchObject({ kind: 'won', lease: { fencingToken: 2 } });
     }
     // Ahead of a slot nobody holds: an ordinary win.
     const job = uniqueName('ahead-free');
-    expect(await store.claim({ ...request(job, `${job}:1`), ahead: true })).toMatchObject({ kind: 'won' });
-    expect((await other.claim({ ...request(job, `${job}:1`), ahead: true })).kind).toBe('taken');
+    expect(await store.claim({ ...claimRequest(job, `${job}:1`), ahead: true })).toMatchObject({ kind: 'won' });
+    expect((await other.claim({ ...claimRequest(job, `${job}:1`), ahead: true })).kind).toBe('taken');
   });
 
   it('connects a lazyConnect client itself (once) instead of waiting for it forever', async () => {
@@ -180,8 +170,8 @@ describe('RedisLeaseStore against a real Redis', () => {
       expect(lazy.status).toBe('wait');
       // Several calls in the same turn, before any connection: one connect(), every call answered.
       const [claim, again, paused] = await Promise.all([
-        store.claim(request(job, `${job}:1`)),
-        store.claim(request(job, `${job}:1`)),
+        store.claim(claimRequest(job, `${job}:1`)),
+        store.claim(claimRequest(job, `${job}:1`)),
         store.isPaused(job),
       ]);
       expect([claim.kind, again.kind].sort()).toEqual(['taken', 'won']);
@@ -219,7 +209,7 @@ describe('RedisLeaseStore against a real Redis', () => {
   it('recovers a batch of claims after Redis forgot its scripts: one SCRIPT LOAD, then EVALSHA again, no EVAL per call', async () => {
     const job = uniqueName('noscript');
     const store = new RedisLeaseStore(redisA, 'dcron', 2_000);
-    await store.claim(request(`${job}-warm`, 'warm-up', 'allow'));
+    await store.claim(claimRequest(`${job}-warm`, 'warm-up', 'allow'));
     // How many scripts the store has: one SCRIPT LOAD each.
     await admin.config('RESETSTAT');
     await store.prepare();
@@ -228,7 +218,7 @@ describe('RedisLeaseStore against a real Redis', () => {
     await admin.config('RESETSTAT');
 
     // 40 jobs firing in one turn, as one pipeline.
-    const claims = await Promise.all(Array.from({ length: 40 }, (_, i) => store.claim(request(`${job}-${i}`, `${job}-${i}:1`))));
+    const claims = await Promise.all(Array.from({ length: 40 }, (_, i) => store.claim(claimRequest(`${job}-${i}`, `${job}-${i}:1`))));
     const counts = await commandCounts();
 
     expect(claims.map((c) => c.kind)).toEqual(Array(40).fill('won'));

@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { KeyBuilder, type ClaimRequest, type HeldLease, type ReleaseResult } from '../../src/leasing/lease.store.js';
 import { LeaseStoreUnavailableError, RedisLeaseStore } from '../../src/leasing/redis-lease.store.js';
 import { startDurableRedis } from '../support/sentinel.js';
+import { claimRequest } from '../support/claims.js';
 import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
 
 const keys = new KeyBuilder('dcron');
@@ -32,15 +33,16 @@ function client(url: string, options: RedisOptions = {}): Redis {
   return redis;
 }
 
-function request(jobName: string, executionId: string, overlap: ClaimRequest['overlap'] = 'skip', leaseMs = 10_000): ClaimRequest {
-  return {
-    jobName,
-    executionId,
-    overlap,
-    leaseMs,
-    slotMs: leaseMs + 5_000,
-    queued: { executionId, scheduledAt: 0, businessDate: '2026-01-01' },
-  };
+/** A lease store on its own app client of `url`, its scripts loaded (so a later call is no NOSCRIPT). */
+async function loadedStore(
+  url: string,
+  redisTimeoutMs: number,
+  options: RedisOptions = {},
+): Promise<{ redis: Redis; store: RedisLeaseStore }> {
+  const redis = client(url, options);
+  const store = new RedisLeaseStore(redis, 'dcron', redisTimeoutMs);
+  await store.prepare();
+  return { redis, store };
 }
 
 async function won(store: RedisLeaseStore, claim: ClaimRequest): Promise<HeldLease> {
@@ -51,8 +53,8 @@ async function won(store: RedisLeaseStore, claim: ClaimRequest): Promise<HeldLea
 
 /** A running job `job` under 'queue' with slot 2 waiting behind slot 1: what a release hands over. */
 async function runningWithQueued(store: RedisLeaseStore, job: string): Promise<HeldLease> {
-  const lease = await won(store, request(job, `${job}:1`, 'queue'));
-  expect((await store.claim(request(job, `${job}:2`, 'queue'))).kind).toBe('queued');
+  const lease = await won(store, claimRequest(job, `${job}:1`, 'queue'));
+  expect((await store.claim(claimRequest(job, `${job}:2`, 'queue'))).kind).toBe('queued');
   return lease;
 }
 
@@ -111,18 +113,16 @@ async function replyCutter(targetPort: number): Promise<{ port: number; cutNextR
 describe('a Redis call while the client reconnects', () => {
   it('gets its own full redisTimeout from when it was made, not what is left of an earlier call', async () => {
     const server = await ownServer();
-    const redis = client(server.url);
-    const store = new RedisLeaseStore(redis, 'dcron', 2_000);
-    await store.prepare();
+    const { redis, store } = await loadedStore(server.url, 2_000);
     const job = uniqueName('budget');
 
     await server.stop();
     await waitFor(() => redis.status !== 'ready', { message: 'the client sees Redis gone' });
     const t0 = performance.now();
-    const early = timed(store.claim(request(job, `${job}:1`)), t0);
+    const early = timed(store.claim(claimRequest(job, `${job}:1`)), t0);
     await sleep(1_500);
     // Made 1.5 s into the outage: each has until 3.5 s.
-    const late = timed(store.claim(request(`${job}-late`, `${job}-late:1`)), t0);
+    const late = timed(store.claim(claimRequest(`${job}-late`, `${job}-late:1`)), t0);
     const lateCommand = timed(store.isPaused(job), t0);
     await sleep(800);
     await server.start(); // ~2.3 s: after the early call's deadline, well before the late ones'
@@ -141,18 +141,16 @@ describe('a Redis call while the client reconnects', () => {
 
   it('is never sent once its caller has given up: an expired claim does not take the lease later', async () => {
     const server = await ownServer();
-    const redis = client(server.url);
-    const store = new RedisLeaseStore(redis, 'dcron', 500);
-    await store.prepare();
+    const { redis, store } = await loadedStore(server.url, 500);
     const job = uniqueName('expired');
 
     await server.stop();
     await waitFor(() => redis.status !== 'ready', { message: 'the client sees Redis gone' });
-    await expect(store.claim(request(job, `${job}:1`))).rejects.toBeInstanceOf(LeaseStoreUnavailableError);
+    await expect(store.claim(claimRequest(job, `${job}:1`))).rejects.toBeInstanceOf(LeaseStoreUnavailableError);
     await server.start();
     const admin = client(server.url);
     // The next claim of the slot wins: the one that failed closed left nothing behind.
-    expect((await store.claim(request(job, `${job}:1`))).kind).toBe('won');
+    expect((await store.claim(claimRequest(job, `${job}:1`))).kind).toBe('won');
     expect(await admin.get(keys.fence(job))).toBe('1');
   });
 });
@@ -160,11 +158,9 @@ describe('a Redis call while the client reconnects', () => {
 describe('releasing a lease while Redis is briefly unreachable', () => {
   it('retries across a restart of Redis (data kept) until it succeeds: the lease is gone, the queued slot has it', async () => {
     const server = await ownServer(true);
-    const redis = client(server.url);
-    const store = new RedisLeaseStore(redis, 'dcron', 500);
-    await store.prepare();
+    const { redis, store } = await loadedStore(server.url, 500);
     const job = uniqueName('restart');
-    const lease = await won(store, request(job, `${job}:1`));
+    const lease = await won(store, claimRequest(job, `${job}:1`));
     const queuedJob = `${job}-q`;
     const queuedLease = await runningWithQueued(store, queuedJob);
     await redis.set(`${job}:marker`, '1');
@@ -188,7 +184,7 @@ describe('releasing a lease while Redis is briefly unreachable', () => {
     const handedOver = (h as { value: Extract<ReleaseResult, { kind: 'handed_over' }> }).value;
     expect(await admin.get(keys.lease(queuedJob))).toBe(handedOver.lease.token);
     // The next slot of the first job runs at once instead of meeting a stale lease.
-    expect((await store.claim(request(job, `${job}:2`))).kind).toBe('won');
+    expect((await store.claim(claimRequest(job, `${job}:2`))).kind).toBe('won');
   });
 
   it('gives up when the lease has expired anyway (leaseMs after the first attempt), or at once when the client is closed', async () => {
@@ -196,7 +192,7 @@ describe('releasing a lease while Redis is briefly unreachable', () => {
     const redis = client(server.url);
     const store = new RedisLeaseStore(redis, 'dcron', 500);
     const job = uniqueName('give-up');
-    const lease = await won(store, request(job, `${job}:1`, 'skip', 1_500));
+    const lease = await won(store, claimRequest(job, `${job}:1`, 'skip', 1_500));
 
     await server.stop();
     const t0 = performance.now();
@@ -220,11 +216,9 @@ describe('releasing a lease while Redis is briefly unreachable', () => {
     it(`returns the same hand-over when the reply of the first attempt was lost (ioredis ${resend ? 'resends' : 'does not resend'} the command)`, async () => {
       const server = await ownServer();
       const proxy = await replyCutter(server.port);
-      const redis = client(`redis://127.0.0.1:${proxy.port}`, { autoResendUnfulfilledCommands: resend });
-      const admin = client(server.url);
-      const store = new RedisLeaseStore(redis, 'dcron', 1_000);
       // Scripts loaded: the reply that is lost is the release's own, not a NOSCRIPT.
-      await store.prepare();
+      const { store } = await loadedStore(`redis://127.0.0.1:${proxy.port}`, 1_000, { autoResendUnfulfilledCommands: resend });
+      const admin = client(server.url);
       const job = uniqueName('lost-reply');
       const lease = await runningWithQueued(store, job);
       await admin.config('RESETSTAT');
@@ -248,12 +242,10 @@ describe('releasing a lease while Redis is briefly unreachable', () => {
   it('still reports the failure streak a successful run ended when the reply of the first attempt was lost', async () => {
     const server = await ownServer();
     const proxy = await replyCutter(server.port);
-    const redis = client(`redis://127.0.0.1:${proxy.port}`);
-    const store = new RedisLeaseStore(redis, 'dcron', 1_000);
-    await store.prepare();
+    const { store } = await loadedStore(`redis://127.0.0.1:${proxy.port}`, 1_000);
     const job = uniqueName('lost-streak');
     for (let i = 0; i < 2; i++) await store.recordFailure(job, { now: Date.now(), dedupMs: 60_000, escalateAfter: 0, force: false });
-    const lease = await won(store, request(job, `${job}:1`));
+    const lease = await won(store, claimRequest(job, `${job}:1`));
 
     proxy.cutNextReply();
     // The first attempt ends the streak of 2 and its reply is lost; the retry must still say so,
@@ -264,11 +256,9 @@ describe('releasing a lease while Redis is briefly unreachable', () => {
 
   it('returns the same hand-over when attempts timed out while Redis stalled and all of them ran afterwards', async () => {
     const server = await ownServer();
-    const redis = client(server.url);
+    const { store } = await loadedStore(server.url, 300);
     const admin = client(server.url);
     const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
-    const store = new RedisLeaseStore(redis, 'dcron', 300);
-    await store.prepare();
     const job = uniqueName('stall');
     const lease = await runningWithQueued(store, job);
     await admin.config('RESETSTAT');

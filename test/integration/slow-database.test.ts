@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { PrismaClientLike } from '../../src/index.js';
 import { closeAll, jobProvider, logs, startApp, type RunningApp } from '../support/app.js';
+import { isWritten, waitForRow } from '../support/faults-kit.js';
 import { createPrisma, uniqueName, waitFor } from '../support/services.js';
 
 const prisma = createPrisma();
@@ -74,16 +75,10 @@ describe('a slow database', () => {
     // The INSERT lands after its deadline (a `running` row with a token nobody holds, closed by a
     // sweep as lease_lost), or the fencing floor refuses it once the later run's row is in (then the
     // instance records the slot as failed, not started). Either way the row says what happened.
-    const late = await waitFor(
-      async () => {
-        const row = await prisma.distributedCronRun.findUnique({ where: { executionId: `${name}:2026-01-01T00:00:00Z` } });
-        return row && row.status !== 'running' ? row : undefined;
-      },
-      {
-        message: `the late row closed by a sweep ${JSON.stringify(logs.lines.filter((l) => l.message.includes(name)).slice(-15), null, 1)}`,
-        timeoutMs: 10_000,
-      },
-    );
+    const late = await waitForRow(prisma, `${name}:2026-01-01T00:00:00Z`, isWritten, {
+      message: `the late row closed by a sweep ${JSON.stringify(logs.lines.filter((l) => l.message.includes(name)).slice(-15), null, 1)}`,
+      timeoutMs: 10_000,
+    });
     expect(late.status, JSON.stringify(logs.lines.filter((l) => l.message.includes(name)).slice(-15), null, 1)).toMatch(
       /^(lease_lost|failed)$/,
     );

@@ -3,43 +3,25 @@
  * and PostgreSQL, each with its own clients, as several app instances of one service would.
  */
 import 'reflect-metadata';
-import { Injectable, Module, type LoggerService, type Type } from '@nestjs/common';
+import { Injectable, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { Redis } from 'ioredis';
 import {
   DistributedCron,
-  DistributedCronModule,
   DistributedCronService,
   type CronContext,
   type DistributedCronModuleOptions,
   type DistributedCronOptions,
 } from '../../src/index.js';
+import { instanceModule, LineLogger, type LogLevel } from './app-module.js';
 import { createPrisma, redisUrl } from './services.js';
 
 /** Collects log lines of every app in this process (Nest's logger is process-wide). */
-export class CapturingLogger implements LoggerService {
+export class CapturingLogger extends LineLogger {
   readonly lines: Array<{ level: string; message: string }> = [];
-  private record(level: string, message: unknown): void {
-    this.lines.push({ level, message: String(message) });
-  }
-  log(message: unknown): void {
-    this.record('log', message);
-  }
-  error(message: unknown): void {
-    this.record('error', message);
-  }
-  warn(message: unknown): void {
-    this.record('warn', message);
-  }
-  debug(message: unknown): void {
-    this.record('debug', message);
-  }
-  verbose(message: unknown): void {
-    this.record('verbose', message);
-  }
-  fatal(message: unknown): void {
-    this.record('fatal', message);
+  protected record(level: LogLevel, message: string): void {
+    this.lines.push({ level, message });
   }
   matching(level: string, pattern: RegExp): string[] {
     return this.lines.filter((l) => l.level === level && pattern.test(l.message)).map((l) => l.message);
@@ -81,11 +63,7 @@ export interface StartOptions {
 export async function startApp({ label, providers, module, redis: givenRedis }: StartOptions): Promise<RunningApp> {
   const redis = givenRedis ?? new Redis(redisUrl(), { maxRetriesPerRequest: 1, lazyConnect: false });
   const prisma = createPrisma();
-  @Module({
-    imports: [ScheduleModule.forRoot(), DistributedCronModule.forRoot({ redis, prisma, timeZone: 'UTC', instanceId: label, ...module })],
-    providers,
-  })
-  class AppModule {}
+  const AppModule = instanceModule({ redis, prisma, instanceId: label, ...module }, providers);
   const app = await NestFactory.createApplicationContext(AppModule, { logger: logs, abortOnError: false });
   return {
     label,

@@ -1,9 +1,11 @@
 /**
  * Small helpers shared by the fault-injection tests (test/integration/faults-*.test.ts): a
- * PrismaClient wrapper that fails or hangs chosen statements, a gate a handler waits on, and the
- * names of a job's Redis keys and execution IDs as the library writes them.
+ * PrismaClient wrapper that fails or hangs chosen statements, a gate a handler waits on, a wait
+ * for a run's row, and the names of a job's Redis keys and execution IDs as the library writes them.
  */
-import type { PrismaClientLike } from '../../src/index.js';
+import type { CronContext, PrismaClientLike } from '../../src/index.js';
+import type { DistributedCronRun, PrismaClient } from '../generated/prisma/client.js';
+import { waitFor, type WaitForOptions } from './services.js';
 
 /** What a statement does: go through (undefined), fail with this error, or never answer ('hang'). */
 export type Fault = undefined | Error | 'hang';
@@ -57,6 +59,64 @@ export const SQL = {
   /** finish(): the batched result UPDATE. */
   finish: 'UPDATE distributed_cron_runs AS t SET status = v.status',
 } as const;
+
+/**
+ * Waits until the run history has a row for `executionId` that `ready` accepts (e.g. `isCompleted`,
+ * `isWritten`) and resolves with that row.
+ */
+export function waitForRow(
+  prisma: PrismaClient,
+  executionId: string,
+  ready: (row: DistributedCronRun) => boolean,
+  options: WaitForOptions,
+): Promise<DistributedCronRun> {
+  return waitFor(async () => {
+    const row = await prisma.distributedCronRun.findUnique({ where: { executionId } });
+    return row && ready(row) ? row : undefined;
+  }, options);
+}
+
+/** The run has completed. */
+export const isCompleted = (row: DistributedCronRun): boolean => row.status === 'completed';
+/** The run's result is written (whatever it is). */
+export const isWritten = (row: DistributedCronRun): boolean => row.status !== 'running';
+
+/** What a test's handler saw of one run, in `performance.now()` times. */
+export interface RecordedRun {
+  readonly instance: string;
+  readonly executionId: string;
+  readonly token: number;
+  readonly attempt: number;
+  readonly start: number;
+  /** When the handler returned (the handler sets it). */
+  end?: number;
+  /** Whether the signal aborted before the handler returned; when, and the reason's name. */
+  aborted: boolean;
+  abortedAt?: number;
+  reason?: string;
+}
+
+/** Appends a record of the run `ctx` on `instance` to `runs`; the handler sets its `end`. */
+export function recordRun(runs: RecordedRun[], ctx: CronContext, instance: string): RecordedRun {
+  const run: RecordedRun = {
+    instance,
+    executionId: ctx.executionId,
+    token: ctx.fencingToken,
+    attempt: ctx.attempt,
+    start: performance.now(),
+    aborted: false,
+  };
+  const onAbort = (): void => {
+    if (run.end !== undefined) return;
+    run.aborted = true;
+    run.abortedAt = performance.now();
+    run.reason = (ctx.signal.reason as Error | undefined)?.name;
+  };
+  if (ctx.signal.aborted) onAbort();
+  else ctx.signal.addEventListener('abort', onAbort, { once: true });
+  runs.push(run);
+  return run;
+}
 
 /** A promise a handler waits on until the test opens it. */
 export interface Gate {

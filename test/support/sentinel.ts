@@ -15,12 +15,11 @@
  *
  * Also here: `startDurableRedis()`, a single server that keeps its data across a restart.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';
-import { freePort, pingRedis, waitFor, type TestRedisServer } from './services.js';
+import { freePort, RedisProcess, redisCommand, redisServerArgs, startRedisProcess, waitFor, type TestRedisServer } from './services.js';
 
 export interface HostPort {
   host: string;
@@ -71,112 +70,24 @@ export interface SentinelSetup {
 
 const HOST = '127.0.0.1';
 
-const live = new Set<ChildProcess>();
 const dirs = new Set<string>();
 let cleanupRegistered = false;
 
-function registerCleanup(): void {
-  if (cleanupRegistered) return;
-  cleanupRegistered = true;
-  process.on('exit', () => {
-    for (const child of live) child.kill('SIGKILL');
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  });
-}
-
 function tempDir(): string {
+  if (!cleanupRegistered) {
+    cleanupRegistered = true;
+    process.on('exit', () => {
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    });
+  }
   const dir = mkdtempSync(path.join(os.tmpdir(), 'dcron-redis-'));
   dirs.add(dir);
   return dir;
 }
 
-function exited(child: ChildProcess): boolean {
-  return child.exitCode !== null || child.signalCode !== null;
-}
-
-function waitForExit(child: ChildProcess): Promise<void> {
-  if (exited(child)) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
-}
-
-/** One redis-server process (server or sentinel) on a fixed port, startable again after a kill. */
-class Node {
-  private child: ChildProcess | undefined;
-  private output = '';
-
-  constructor(
-    readonly port: number,
-    private readonly args: () => string[],
-  ) {}
-
-  get running(): boolean {
-    return this.child !== undefined && !exited(this.child);
-  }
-
-  /** Starts the process (with `extraArgs` after the usual ones) and waits until it answers PING. */
-  async start(extraArgs: string[] = []): Promise<void> {
-    if (this.running) return;
-    this.output = '';
-    const child = spawn('redis-server', [...this.args(), ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const collect = (chunk: Buffer): void => {
-      this.output = (this.output + chunk.toString()).slice(-4_000);
-    };
-    child.stdout?.on('data', collect);
-    child.stderr?.on('data', collect);
-    let spawnError: Error | undefined;
-    child.once('error', (error) => {
-      spawnError = error;
-    });
-    live.add(child);
-    child.once('exit', () => live.delete(child));
-    this.child = child;
-    await waitFor(
-      async () => {
-        if (spawnError) throw new Error(`spawn redis-server failed (apt-get install -y redis-server?): ${spawnError.message}`);
-        if (exited(child)) throw new Error(`redis-server on port ${this.port} exited: ${this.output.trim()}`);
-        return pingRedis(this.port);
-      },
-      { timeoutMs: 10_000, intervalMs: 25, message: `redis-server on port ${this.port} answering PING` },
-    );
-  }
-
-  /** SIGKILL: a crash. */
-  kill(): Promise<void> {
-    return this.signal('SIGKILL');
-  }
-
-  /** SIGTERM: a graceful shutdown (an append-only file is flushed). */
-  stop(): Promise<void> {
-    return this.signal('SIGTERM');
-  }
-
-  private async signal(signal: NodeJS.Signals): Promise<void> {
-    const child = this.child;
-    if (!child || exited(child)) return;
-    child.kill(signal);
-    await waitForExit(child);
-  }
-}
-
 /** Sends one command to 127.0.0.1:port on a short-lived connection; undefined if it fails. */
-async function ask(port: number, ...command: string[]): Promise<unknown> {
-  const redis = new Redis({
-    host: HOST,
-    port,
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-    connectTimeout: 1_000,
-  });
-  redis.on('error', () => undefined);
-  try {
-    await redis.connect();
-    return await redis.call(command[0]!, ...command.slice(1));
-  } catch {
-    return undefined;
-  } finally {
-    redis.disconnect();
-  }
+function ask(port: number, ...command: string[]): Promise<unknown> {
+  return redisCommand(port, ...command).catch(() => undefined);
 }
 
 /**
@@ -185,7 +96,6 @@ async function ask(port: number, ...command: string[]): Promise<unknown> {
  * sentinels (so a failover can actually happen).
  */
 export async function startSentinel(options: SentinelOptions = {}): Promise<SentinelSetup> {
-  registerCleanup();
   const masterName = options.masterName ?? 'dcron-master';
   const downAfterMs = options.downAfterMs ?? 1_000;
   const failoverTimeoutMs = options.failoverTimeoutMs ?? 5_000;
@@ -197,29 +107,16 @@ export async function startSentinel(options: SentinelOptions = {}): Promise<Sent
     if (!ports.includes(port)) ports.push(port);
   }
   const [masterPort, replicaPort, ...sentinelPorts] = ports as [number, number, number, number, number];
-  const serverArgs = (port: number, replicaOf?: number): string[] => [
-    '--port',
-    String(port),
-    '--bind',
-    HOST,
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--daemonize',
-    'no',
-    '--dir',
-    dir,
-    '--dbfilename',
-    `dump-${port}.rdb`,
-    '--loglevel',
-    'warning',
-    // A replica syncs at once instead of after Redis 7's default 5 s wait for more replicas.
-    '--repl-diskless-sync-delay',
-    '0',
-    ...(replicaOf === undefined ? [] : ['--replicaof', HOST, String(replicaOf)]),
-  ];
-  const servers = [new Node(masterPort, () => serverArgs(masterPort)), new Node(replicaPort, () => serverArgs(replicaPort, masterPort))];
+  const serverArgs = (port: number, replicaOf?: number): string[] =>
+    redisServerArgs(port, dir, [
+      '--dbfilename',
+      `dump-${port}.rdb`,
+      // A replica syncs at once instead of after Redis 7's default 5 s wait for more replicas.
+      '--repl-diskless-sync-delay',
+      '0',
+      ...(replicaOf === undefined ? [] : ['--replicaof', HOST, String(replicaOf)]),
+    ]);
+  const servers = [new RedisProcess(masterPort, serverArgs), new RedisProcess(replicaPort, (port) => serverArgs(port, masterPort))];
   const sentinelNodes = sentinelPorts.map((port) => {
     // Sentinel rewrites its config file (known replicas, epochs): one writable file each.
     const file = path.join(dir, `sentinel-${port}.conf`);
@@ -238,10 +135,10 @@ export async function startSentinel(options: SentinelOptions = {}): Promise<Sent
         '',
       ].join('\n'),
     );
-    return new Node(port, () => [file, '--sentinel']);
+    return new RedisProcess(port, () => [file, '--sentinel']);
   });
   const clients = new Set<Redis>();
-  let killed: Node | undefined;
+  let killed: RedisProcess | undefined;
 
   const stop = async (): Promise<void> => {
     for (const client of clients) client.disconnect();
@@ -270,7 +167,7 @@ export async function startSentinel(options: SentinelOptions = {}): Promise<Sent
     return undefined;
   };
 
-  const serverOn = (port: number): Node => {
+  const serverOn = (port: number): RedisProcess => {
     const node = servers.find((s) => s.port === port);
     if (!node) throw new Error(`no server of this setup on port ${port}`);
     return node;
@@ -378,34 +275,7 @@ export async function startSentinel(options: SentinelOptions = {}): Promise<Sent
  * (append-only file, fsync always): a restart, where `startRedisServer()` from services.ts
  * starts empty again. Same interface; killed when the test process exits.
  */
-export async function startDurableRedis(): Promise<TestRedisServer> {
-  registerCleanup();
+export function startDurableRedis(): Promise<TestRedisServer> {
   const dir = tempDir();
-  const port = await freePort();
-  const node = new Node(port, () => [
-    '--port',
-    String(port),
-    '--bind',
-    HOST,
-    '--save',
-    '',
-    '--appendonly',
-    'yes',
-    '--appendfsync',
-    'always',
-    '--daemonize',
-    'no',
-    '--dir',
-    dir,
-    '--loglevel',
-    'warning',
-  ]);
-  await node.start();
-  return {
-    port,
-    url: `redis://${HOST}:${port}`,
-    stop: () => node.stop(),
-    start: () => node.start(),
-    kill: () => node.kill(),
-  };
+  return startRedisProcess((port) => redisServerArgs(port, dir, ['--appendonly', 'yes', '--appendfsync', 'always']));
 }

@@ -11,6 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 
 import { PrismaPg } from '@prisma/adapter-pg';
+import { Redis } from 'ioredis';
 
 import { PrismaClient } from '../generated/prisma/client.js';
 
@@ -78,6 +79,8 @@ export async function waitFor<T>(
 // Test-owned redis-server processes
 // ---------------------------------------------------------------------------------------
 
+const HOST = '127.0.0.1';
+
 export interface TestRedisServer {
   readonly port: number;
   /** redis://127.0.0.1:<port> */
@@ -118,13 +121,20 @@ function registerCleanup(): void {
   }
 }
 
+/** SIGKILLs `child` when this process exits or is interrupted, if it is still running then. */
+export function killOnExit(child: ChildProcess): void {
+  registerCleanup();
+  liveChildren.add(child);
+  child.once('exit', () => liveChildren.delete(child));
+}
+
 /** A TCP port nothing listens on right now (on 127.0.0.1). */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(0, HOST, () => {
       const address = server.address();
       if (address === null || typeof address === 'string') {
         server.close();
@@ -137,7 +147,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** Sends a raw PING and resolves true on +PONG; false on any error or after 1 s. */
-export function pingRedis(port: number, host = '127.0.0.1'): Promise<boolean> {
+export function pingRedis(port: number, host = HOST): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ port, host });
     let reply = '';
@@ -155,8 +165,31 @@ export function pingRedis(port: number, host = '127.0.0.1'): Promise<boolean> {
   });
 }
 
+/** Sends one command to the redis-server on 127.0.0.1:port on a short-lived connection; rejects on error. */
+export async function redisCommand(port: number, ...command: string[]): Promise<unknown> {
+  const redis = new Redis({
+    host: HOST,
+    port,
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 2_000,
+  });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    return await redis.call(command[0]!, ...command.slice(1));
+  } finally {
+    redis.disconnect();
+  }
+}
+
+function hasExited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
 function waitForExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+  if (hasExited(child)) return Promise.resolve(true);
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
       child.removeListener('exit', onExit);
@@ -171,101 +204,133 @@ function waitForExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
 }
 
 /**
+ * The arguments of a redis-server on `port` of 127.0.0.1 with `dir` as its working directory, in
+ * the foreground, without snapshots or an append-only file; `more` comes last and wins.
+ */
+export function redisServerArgs(port: number, dir: string, more: string[] = []): string[] {
+  return [
+    '--port',
+    String(port),
+    '--bind',
+    HOST,
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--daemonize',
+    'no',
+    '--loglevel',
+    'warning',
+    ...more,
+  ];
+}
+
+/**
+ * One redis-server process (a server or, with `<conf> --sentinel`, a sentinel) on a fixed port,
+ * which can be started again after it stopped (on the same port on purpose: clients configured
+ * with its URL must be able to reconnect). It is killed when this process exits.
+ */
+export class RedisProcess implements TestRedisServer {
+  private child: ChildProcess | undefined;
+  private output = '';
+
+  constructor(
+    readonly port: number,
+    private readonly args: (port: number) => string[],
+    private readonly startTimeoutMs = 10_000,
+  ) {}
+
+  get url(): string {
+    return `redis://${HOST}:${this.port}`;
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && !hasExited(this.child);
+  }
+
+  get pid(): number | undefined {
+    return this.running ? this.child!.pid : undefined;
+  }
+
+  /** Starts the process (with `extraArgs` after its usual ones) and waits until it answers PING. */
+  async start(extraArgs: string[] = []): Promise<void> {
+    if (this.running) return;
+    this.output = '';
+    const child = spawn('redis-server', [...this.args(this.port), ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const collect = (chunk: Buffer): void => {
+      this.output = (this.output + chunk.toString()).slice(-4_000);
+    };
+    child.stdout?.on('data', collect);
+    child.stderr?.on('data', collect);
+    let spawnError: Error | undefined;
+    child.once('error', (error) => {
+      spawnError = error;
+    });
+    killOnExit(child);
+    this.child = child;
+    try {
+      await waitFor(
+        async () => {
+          if (spawnError) throw new Error(`spawn redis-server failed (apt-get install -y redis-server?): ${spawnError.message}`);
+          if (hasExited(child)) throw new Error(`redis-server on port ${this.port} exited: ${this.output.trim()}`);
+          return pingRedis(this.port);
+        },
+        { timeoutMs: this.startTimeoutMs, intervalMs: 25, message: `redis-server on port ${this.port} answering PING` },
+      );
+    } catch (error) {
+      child.kill('SIGKILL');
+      await waitForExit(child, 5_000);
+      throw error;
+    }
+  }
+
+  /** SIGKILL (a crash: no shutdown handling) and wait for the process to exit. */
+  kill(): Promise<void> {
+    return this.signal('SIGKILL');
+  }
+
+  /** SIGTERM (a graceful shutdown: an append-only file is flushed) and wait for the process to exit. */
+  stop(): Promise<void> {
+    return this.signal('SIGTERM');
+  }
+
+  /** Waits for the process to exit (after a SHUTDOWN, say); SIGKILLs it after `timeoutMs`. */
+  async exited(timeoutMs = 10_000): Promise<void> {
+    const child = this.child;
+    if (!child || hasExited(child)) return;
+    if (!(await waitForExit(child, timeoutMs))) {
+      child.kill('SIGKILL');
+      await waitForExit(child, 5_000);
+    }
+  }
+
+  private async signal(signal: NodeJS.Signals): Promise<void> {
+    if (!this.child || !this.running) return;
+    this.child.kill(signal);
+    await this.exited();
+  }
+}
+
+/** Starts a redis-server on a free port, on another one if the port is taken before it binds. */
+export async function startRedisProcess(args: (port: number) => string[], startTimeoutMs?: number): Promise<RedisProcess> {
+  for (let attempt = 1; ; attempt++) {
+    const server = new RedisProcess(await freePort(), args, startTimeoutMs);
+    try {
+      await server.start();
+      return server;
+    } catch (error) {
+      if (attempt >= 5) throw error;
+    }
+  }
+}
+
+/**
  * Spawns a redis-server owned by the calling test on a free port (no persistence) and waits
  * until it answers PING. Use it for tests that stop, restart or crash Redis; everything else
  * shares the server at `redisUrl()`. The process is killed when the test process exits.
  */
-export async function startRedisServer(): Promise<TestRedisServer> {
-  registerCleanup();
-  let child: ChildProcess | undefined;
-  let output = '';
-
-  const spawnOn = async (port: number): Promise<void> => {
-    output = '';
-    const proc = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--daemonize',
-        'no',
-        '--dir',
-        os.tmpdir(),
-        '--loglevel',
-        'warning',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    const collect = (chunk: Buffer): void => {
-      output = (output + chunk.toString()).slice(-4_000);
-    };
-    proc.stdout?.on('data', collect);
-    proc.stderr?.on('data', collect);
-    let spawnError: Error | undefined;
-    proc.once('error', (err) => {
-      spawnError = err;
-    });
-    liveChildren.add(proc);
-    proc.once('exit', () => liveChildren.delete(proc));
-    child = proc;
-
-    try {
-      await waitFor(
-        async () => {
-          if (spawnError) throw new Error(`spawn redis-server failed: ${spawnError.message}`);
-          if (proc.exitCode !== null || proc.signalCode !== null) {
-            throw new Error(`redis-server exited (${proc.exitCode ?? proc.signalCode}): ${output.trim()}`);
-          }
-          return pingRedis(port);
-        },
-        { timeoutMs: 10_000, intervalMs: 25, message: `redis-server on port ${port} answering PING` },
-      );
-    } catch (err) {
-      proc.kill('SIGKILL');
-      await waitForExit(proc, 5_000);
-      throw err;
-    }
-  };
-
-  const isRunning = (): boolean => child !== undefined && child.exitCode === null && child.signalCode === null;
-
-  // The free port can be taken by someone else between probing and binding: retry.
-  let port = 0;
-  for (let attempt = 1; ; attempt++) {
-    port = await freePort();
-    try {
-      await spawnOn(port);
-      break;
-    } catch (err) {
-      if (attempt >= 5) throw err;
-    }
-  }
-
-  const terminate = async (signal: 'SIGTERM' | 'SIGKILL'): Promise<void> => {
-    const proc = child;
-    if (!proc || !isRunning()) return;
-    proc.kill(signal);
-    if (!(await waitForExit(proc, 10_000))) {
-      proc.kill('SIGKILL');
-      await waitForExit(proc, 5_000);
-    }
-  };
-
-  return {
-    port,
-    url: `redis://127.0.0.1:${port}`,
-    stop: () => terminate('SIGTERM'),
-    kill: () => terminate('SIGKILL'),
-    async start(): Promise<void> {
-      if (isRunning()) return;
-      // Same port on purpose: clients configured with this URL must be able to reconnect.
-      await spawnOn(port);
-    },
-  };
+export function startRedisServer(): Promise<TestRedisServer> {
+  return startRedisProcess((port) => redisServerArgs(port, os.tmpdir()));
 }

@@ -1,0 +1,108 @@
+import { ConsoleLogger, type INestApplicationContext, type LogLevel, type Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describeError } from '../errors/error.redact.js';
+import { SCHEDULING_ENV } from '../nest/distributed-cron.constants.js';
+import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
+import { DistributedCronService } from '../nest/distributed-cron.service.js';
+import { UsageError } from './cli.args.js';
+
+/** The user's app, booted without its schedules. */
+export interface LoadedApp {
+  readonly app: INestApplicationContext;
+  readonly service: DistributedCronService;
+  readonly runtime: DistributedCronRuntime;
+}
+
+/** Nest's console logger with every line on stderr, so that stdout carries only the command's output (a table, JSON, YAML). */
+class StderrLogger extends ConsoleLogger {
+  protected override printMessages(
+    messages: unknown[],
+    context?: string,
+    logLevel?: LogLevel,
+    _stream?: 'stdout' | 'stderr',
+    errorStack?: unknown,
+    params?: Record<string, unknown>,
+  ): void {
+    super.printMessages(messages, context, logLevel, 'stderr', errorStack, params);
+  }
+}
+
+/** Imports `<file>[#Export]` and returns the module class: the named export, else `AppModule`, else the default export. */
+export async function importRootModule(spec: string): Promise<Type> {
+  const hash = spec.lastIndexOf('#');
+  const file = hash > 0 ? spec.slice(0, hash) : spec;
+  const exportName = hash > 0 ? spec.slice(hash + 1) : undefined;
+  const path = resolve(process.cwd(), file);
+  if (!existsSync(path))
+    throw new UsageError(`--module: no such file: ${path} (point it at the compiled JavaScript, e.g. dist/app.module.js)`);
+  let exported: Record<string, unknown>;
+  try {
+    exported = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+  } catch (error) {
+    throw new UsageError(`--module: importing ${path} failed: ${describeError(error)}`);
+  }
+  // A CommonJS file's exports may sit under `default` only.
+  const commonJs = (exported.default ?? {}) as Record<string, unknown>;
+  const pick = (name: string): unknown => exported[name] ?? commonJs[name];
+  const found = exportName !== undefined ? pick(exportName) : (pick('AppModule') ?? exported.default);
+  if (typeof found !== 'function') {
+    const names = Object.keys(exported).join(', ') || 'none';
+    throw new UsageError(
+      exportName !== undefined
+        ? `--module: ${path} has no export '${exportName}' (exports: ${names})`
+        : `--module: ${path} exports neither AppModule nor a default module class; name it: ${file}#<Export> (exports: ${names})`,
+    );
+  }
+  return found as Type;
+}
+
+/**
+ * Boots the module as an application context with DISTRIBUTED_CRON_SCHEDULING=off: its jobs are
+ * mounted and validated, but no timer, catch-up or sweep starts, so the process runs only what the
+ * command asks. The app's own providers (its Redis and Prisma clients) are closed by `app.close()`.
+ */
+export async function bootApp(modulePath: string, verbose: boolean): Promise<LoadedApp> {
+  process.env[SCHEDULING_ENV] = 'off';
+  const root = await importRootModule(modulePath);
+  const levels: LogLevel[] = verbose ? ['fatal', 'error', 'warn', 'log'] : ['fatal', 'error', 'warn'];
+  let app: INestApplicationContext;
+  try {
+    app = await NestFactory.createApplicationContext(root, { logger: new StderrLogger({ logLevels: levels }), abortOnError: false });
+  } catch (error) {
+    throw new UsageError(`the app failed to bootstrap: ${describeError(error)}`);
+  }
+  stopPlainSchedules(app);
+  try {
+    return {
+      app,
+      service: app.get(DistributedCronService, { strict: false }),
+      runtime: app.get(DistributedCronRuntime, { strict: false }),
+    };
+  } catch {
+    await app.close().catch(() => undefined);
+    throw new UsageError(
+      `${modulePath} does not import DistributedCronModule, or imports another copy of nestjs-distributed-cron than this CLI's ` +
+        "(run the CLI installed in the app's own node_modules)",
+    );
+  }
+}
+
+/**
+ * The app's plain `@Cron`, `@Interval` and `@Timeout` jobs (started by @nestjs/schedule at
+ * bootstrap) would fire on every CLI process too: they are stopped at once.
+ */
+function stopPlainSchedules(app: INestApplicationContext): void {
+  let registry: SchedulerRegistry;
+  try {
+    registry = app.get(SchedulerRegistry, { strict: false });
+  } catch {
+    return; // no ScheduleModule in the app
+  }
+  for (const job of registry.getCronJobs().values()) void job.stop();
+  for (const name of registry.getIntervals()) registry.deleteInterval(name);
+  for (const name of registry.getTimeouts()) registry.deleteTimeout(name);
+}

@@ -1,0 +1,211 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { MAX_TIMER_MS, parseDuration } from '../config/duration.parse.js';
+
+/** What the CLI's process exits with; README "CLI reference" lists them. */
+export const EXIT = {
+  /** Done: the slot ran and completed (or had completed already), or the command succeeded. */
+  ok: 0,
+  /** The slot's run failed (failed, timed_out, dead, lease_lost, aborted), here or before. */
+  failed: 1,
+  /** Bad arguments, an unknown job, or the app failed to bootstrap. */
+  usage: 2,
+  /** Redis or the database could not be reached: the slot did not run. */
+  unavailable: 69,
+  /** Another process holds the slot (or the job's lease) right now: not run here, try later. */
+  tempfail: 75,
+  /** The overall `--timeout` passed. */
+  timeout: 124,
+} as const;
+
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/** A wrong command line; the CLI prints the message and the command's usage, and exits 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+const MODULE_HELP = `  -m, --module <file>[#Export]  the compiled file of the app's root module, e.g. dist/app.module.js#AppModule
+                                (default: $DISTRIBUTED_CRON_MODULE; export: AppModule, else the default export)`;
+const COMMON_HELP = `      --timeout <duration>      give up after this long (exit 124), e.g. 30s, 2h (default: 1h for run, trigger, replay; 60s otherwise)
+      --verbose                 also log the library's info lines (on stderr)
+  -h, --help                    this help`;
+
+interface CommandSpec {
+  usage: string;
+  summary: string;
+  positional?: string;
+  options: NonNullable<ParseArgsConfig['options']>;
+  /** Lines of the command's own options. */
+  help: string;
+  /** What the command does and its exit codes, after the options. */
+  details?: string;
+}
+
+const JSON_OPTION = { json: { type: 'boolean' } } as const;
+const SLOT_HELP = `      --slot <ISO-8601>         the slot to run, an instant of the job's schedule (default: the latest slot at or before now, within the job's skew tolerance)
+      --json                    print the outcome and the execution's row as JSON`;
+const SLOT_OPTIONS = { slot: { type: 'string' }, ...JSON_OPTION } as const;
+
+export const COMMANDS: Readonly<Record<string, CommandSpec>> = {
+  run: {
+    usage: 'run <job> --module <file> [--slot <ISO-8601>]',
+    summary: "run the job's current slot once, fleet-wide (the container command of a Kubernetes CronJob)",
+    positional: 'job',
+    options: SLOT_OPTIONS,
+    help: SLOT_HELP,
+    details: `Claims the slot through the same lease and run history as the app's own timers, runs the handler
+in this process (with the job's retries), writes the row and exits:
+  0 it completed here, or it had completed already (prints "already done"), or the job is paused
+  1 it failed, here or in the run that had it before (exit 1 again, no second run)
+  75 another process is running this slot or this job right now: not run here
+  69 Redis or the database could not be reached: not run
+  2 bad arguments or the app failed to bootstrap; 124 --timeout passed; 143, 130 SIGTERM, SIGINT`,
+  },
+  trigger: {
+    usage: 'trigger <job> --module <file> [--slot <ISO-8601>]',
+    summary: 'trigger a slot now, in this process (as DistributedCronService.trigger), and wait for its end',
+    positional: 'job',
+    options: SLOT_OPTIONS,
+    help: SLOT_HELP,
+    details: 'Exit codes as for run.',
+  },
+  replay: {
+    usage: 'replay <executionId> --module <file>',
+    summary: 'run a dead or failed execution again, as a new attempt, in this process',
+    positional: 'executionId',
+    options: JSON_OPTION,
+    help: "      --json                    print the outcome and the execution's row as JSON",
+    details: 'Exits 0 when the new attempt completed, 1 when it failed, 75 when another process runs it, 2 when it is not replayable.',
+  },
+  history: {
+    usage: 'history --module <file> [--job <name>] [--status <status>[,<status>]] [--limit <n>] [--json]',
+    summary: 'the run history, newest slot first',
+    options: { job: { type: 'string' }, status: { type: 'string', multiple: true }, limit: { type: 'string' }, ...JSON_OPTION },
+    help: `      --job <name>              one job's rows
+      --status <s>[,<s>]        only rows with these statuses (repeatable)
+      --limit <n>               at most this many rows (default 20)
+      --json                    a JSON array of rows instead of a table`,
+  },
+  jobs: {
+    usage: 'jobs --module <file> [--json]',
+    summary: "the app's jobs: effective schedule, zone, overlap, paused, next slot",
+    options: JSON_OPTION,
+    help: '      --json                    a JSON array instead of a table',
+  },
+  pause: {
+    usage: 'pause <job> --module <file>',
+    summary: 'pause the job on every instance (and CronJob pod) until resume',
+    positional: 'job',
+    options: {},
+    help: '',
+  },
+  resume: {
+    usage: 'resume <job> --module <file>',
+    summary: 'resume a paused job',
+    positional: 'job',
+    options: {},
+    help: '',
+  },
+  manifest: {
+    usage: 'manifest --module <file> [--job <name>] [--image <image>] [--namespace <ns>]',
+    summary: 'print a Kubernetes CronJob per job (YAML) whose container runs `run <job>`',
+    options: { job: { type: 'string' }, image: { type: 'string' }, namespace: { type: 'string' } },
+    help: `      --job <name>              only this job
+      --image <image>           the container image (default: a <image> placeholder)
+      --namespace <ns>          metadata.namespace (default: a <namespace> placeholder)`,
+  },
+};
+
+export const PROGRAM = 'nestjs-distributed-cron';
+
+export function mainHelp(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const lines = Object.entries(COMMANDS).map(([name, spec]) => `  ${name.padEnd(width)}  ${spec.summary}`);
+  return `Usage: ${PROGRAM} <command> --module <file>[#Export] [options]
+
+Boots the app's root module without its schedules (no timers, catch-up or sweeps) and does one thing.
+
+Commands:
+${lines.join('\n')}
+
+Run \`${PROGRAM} <command> --help\` for a command's options and exit codes.`;
+}
+
+export function commandHelp(name: string): string {
+  const spec = COMMANDS[name]!;
+  return `Usage: ${PROGRAM} ${spec.usage}
+
+${spec.summary[0]!.toUpperCase()}${spec.summary.slice(1)}.
+
+Options:
+${MODULE_HELP}
+${spec.help ? `${spec.help}\n` : ''}${COMMON_HELP}${spec.details ? `\n\n${spec.details}` : ''}`;
+}
+
+/** One parsed command line. */
+export interface CommandLine {
+  command: string;
+  /** The job or execution ID the command takes, if it takes one. */
+  target: string | undefined;
+  modulePath: string | undefined;
+  timeoutMs: number | undefined;
+  verbose: boolean;
+  help: boolean;
+  values: Readonly<Record<string, string | boolean | string[] | undefined>>;
+}
+
+export function parseCommandLine(argv: readonly string[]): CommandLine {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    return { command: 'help', target: undefined, modulePath: undefined, timeoutMs: undefined, verbose: false, help: true, values: {} };
+  }
+  const spec = COMMANDS[command];
+  if (!spec) throw new UsageError(`unknown command '${command}'; commands: ${Object.keys(COMMANDS).join(', ')}`);
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...rest],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        ...spec.options,
+        module: { type: 'string', short: 'm' },
+        timeout: { type: 'string' },
+        verbose: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  const help = values.help === true;
+  const wanted = spec.positional ? 1 : 0;
+  if (!help && positionals.length !== wanted) {
+    throw new UsageError(
+      wanted === 1
+        ? `${command} takes one <${spec.positional}>, got ${positionals.length}`
+        : `${command} takes no arguments, got '${positionals[0]}'`,
+    );
+  }
+  return {
+    command,
+    target: positionals[0],
+    modulePath: (values.module as string | undefined) ?? process.env.DISTRIBUTED_CRON_MODULE,
+    timeoutMs: values.timeout === undefined ? undefined : parseTimeout(values.timeout as string),
+    verbose: values.verbose === true,
+    help,
+    values,
+  };
+}
+
+function parseTimeout(text: string): number {
+  let ms: number;
+  try {
+    ms = parseDuration(text, '--timeout');
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (ms < 1 || ms > MAX_TIMER_MS) throw new UsageError(`--timeout must be from 1ms to about 24 days, got '${text}'`);
+  return ms;
+}

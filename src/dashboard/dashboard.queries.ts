@@ -1,0 +1,223 @@
+/**
+ * The dashboard's read queries on the run history, through the app's PrismaClient. Values are
+ * always parameters; only column names and `$n` placeholders are written into the SQL. Every query
+ * is bounded by an index range (see prisma/migrations/20261201000000_dashboard_indexes): history
+ * pages use keyset pagination on (scheduled_at, id), newest first.
+ */
+import type { PrismaClientLike, RunRecord, RunStatus, RunTrigger } from '../distributed-cron.interfaces.js';
+import { COLUMNS, TABLE, toRecord, type Row } from '../history/prisma-run.sql.js';
+
+export interface HistoryCursor {
+  scheduledAt: Date;
+  id: string;
+}
+
+export interface HistoryPageQuery {
+  jobName?: string;
+  statuses?: RunStatus[];
+  trigger?: RunTrigger;
+  /** Scheduled at or after. */
+  from?: Date;
+  /** Scheduled before. */
+  to?: Date;
+  executionId?: string;
+  /** The page starts after this row. */
+  after?: HistoryCursor;
+  limit: number;
+}
+
+export interface HistoryPage {
+  rows: RunRecord[];
+  /** Where the next page starts; absent on the last page. */
+  next?: string;
+}
+
+export interface JobSummaryRow {
+  jobName: string;
+  last: RunRecord | undefined;
+  lastSuccess: Date | undefined;
+  /** When the fleet first saw the job with its current expression and zone. */
+  firstSeen: Date | undefined;
+}
+
+export interface DayCount {
+  day: string;
+  status: RunStatus;
+  count: number;
+}
+
+export interface JobTimings {
+  jobName: string;
+  runs: number;
+  durationP50: number | null;
+  durationP95: number | null;
+  delayP50: number | null;
+  delayP95: number | null;
+}
+
+type IdRow = Row & { id: bigint | number | string };
+
+const ORDER = 'ORDER BY scheduled_at DESC, id DESC';
+const SUCCESS: RunStatus[] = ['completed', 'completed_with_errors'];
+
+export function encodeCursor(cursor: HistoryCursor): string {
+  return Buffer.from(`${cursor.scheduledAt.toISOString()}|${cursor.id}`).toString('base64url');
+}
+
+/** The cursor in a `next` value, or undefined when it is not one. */
+export function decodeCursor(text: string): HistoryCursor | undefined {
+  const [at, id] = Buffer.from(text, 'base64url').toString().split('|');
+  const scheduledAt = new Date(at ?? '');
+  if (Number.isNaN(scheduledAt.getTime()) || !/^\d{1,19}$/.test(id ?? '')) return undefined;
+  return { scheduledAt, id: id! };
+}
+
+export class DashboardQueries {
+  constructor(private readonly prisma: PrismaClientLike) {}
+
+  /**
+   * One page of the history. A status list becomes one index range per status (UNION ALL of
+   * LIMITed scans) rather than a filter over every row.
+   */
+  async historyPage(query: HistoryPageQuery): Promise<HistoryPage> {
+    const params: unknown[] = [];
+    const param = (value: unknown): string => {
+      params.push(value);
+      return `$${params.length}`;
+    };
+    // A job's rows are read through a LATERAL join on the job name, so that the planner sees a
+    // parameter, not a constant, and reads the job's index in order rather than the global one
+    // with a filter (which could walk every newer row of other jobs).
+    const job = query.jobName === undefined ? undefined : param([query.jobName]);
+    const where: string[] = job === undefined ? [] : ['job_name = j.name'];
+    if (query.trigger !== undefined) where.push(`trigger = ${param(query.trigger)}`);
+    if (query.from !== undefined) where.push(`scheduled_at >= ${param(query.from)}::timestamptz`);
+    if (query.to !== undefined) where.push(`scheduled_at < ${param(query.to)}::timestamptz`);
+    if (query.executionId !== undefined) where.push(`execution_id = ${param(query.executionId)}`);
+    if (query.after !== undefined) {
+      where.push(`(scheduled_at, id) < (${param(query.after.scheduledAt)}::timestamptz, ${param(query.after.id)}::bigint)`);
+    }
+    const limit = param(query.limit + 1);
+    const range = (conditions: string[]): string => {
+      const scan = `SELECT id, ${COLUMNS} FROM ${TABLE}${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ${ORDER} LIMIT ${limit}`;
+      return job === undefined ? scan : `SELECT r.* FROM unnest(${job}::text[]) AS j(name) CROSS JOIN LATERAL (${scan}) r`;
+    };
+    const statuses = query.statuses ?? [];
+    const ranges = statuses.length === 0 ? [range(where)] : statuses.map((status) => range([...where, `status = ${param(status)}`]));
+    const sql = `SELECT * FROM (${ranges.map((r) => `(${r})`).join(' UNION ALL ')}) page ${ORDER} LIMIT ${limit}`;
+    const rows = await this.prisma.$queryRawUnsafe<IdRow[]>(sql, ...params);
+    const page = rows.slice(0, query.limit);
+    const last = page[page.length - 1];
+    return {
+      rows: page.map(toRecord),
+      next: rows.length > query.limit && last ? encodeCursor({ scheduledAt: last.scheduled_at, id: String(last.id) }) : undefined,
+    };
+  }
+
+  /** Rows per job and status scheduled since `since`. */
+  async counts(jobNames: string[], since: Date): Promise<Map<string, Partial<Record<RunStatus, number>>>> {
+    const counts = new Map<string, Partial<Record<RunStatus, number>>>(jobNames.map((name) => [name, {}]));
+    if (jobNames.length === 0) return counts;
+    const rows = await this.prisma.$queryRawUnsafe<Array<{ job_name: string; status: RunStatus; n: number }>>(
+      `SELECT job_name, status, count(*)::int AS n FROM ${TABLE}
+       WHERE job_name = ANY($1::text[]) AND scheduled_at >= $2::timestamptz GROUP BY job_name, status`,
+      jobNames,
+      since,
+    );
+    for (const row of rows) counts.get(row.job_name)![row.status] = row.n;
+    return counts;
+  }
+
+  /** Last row, last success and first deploy of each job. */
+  async jobSummaries(jobNames: string[]): Promise<Map<string, JobSummaryRow>> {
+    const summaries = new Map<string, JobSummaryRow>(
+      jobNames.map((jobName) => [jobName, { jobName, last: undefined, lastSuccess: undefined, firstSeen: undefined }]),
+    );
+    if (jobNames.length === 0) return summaries;
+    const [lasts, successes, births] = await Promise.all([
+      this.prisma.$queryRawUnsafe<Row[]>(
+        `SELECT r.* FROM unnest($1::text[]) AS j(name)
+         CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM ${TABLE} WHERE job_name = j.name ${ORDER} LIMIT 1) r`,
+        jobNames,
+      ),
+      this.prisma.$queryRawUnsafe<Array<{ job_name: string; at: Date | null }>>(
+        `SELECT j.name AS job_name, (SELECT max(s.finished_at) FROM unnest($2::text[]) AS ok(status)
+           CROSS JOIN LATERAL (SELECT finished_at FROM ${TABLE} WHERE job_name = j.name AND status = ok.status
+                               ORDER BY scheduled_at DESC LIMIT 1) s) AS at
+         FROM unnest($1::text[]) AS j(name)`,
+        jobNames,
+        SUCCESS,
+      ),
+      this.prisma.$queryRawUnsafe<Array<{ job_name: string; first_seen_at: Date }>>(
+        `SELECT job_name, first_seen_at FROM distributed_cron_jobs WHERE job_name = ANY($1::text[])`,
+        jobNames,
+      ),
+    ]);
+    for (const row of lasts) summaries.get(row.job_name)!.last = toRecord(row);
+    for (const row of successes) if (row.at) summaries.get(row.job_name)!.lastSuccess = row.at;
+    for (const row of births) summaries.get(row.job_name)!.firstSeen = row.first_seen_at;
+    return summaries;
+  }
+
+  /** `running` rows of these jobs. */
+  async running(jobNames: string[]): Promise<RunRecord[]> {
+    if (jobNames.length === 0) return [];
+    const rows = await this.prisma.$queryRawUnsafe<Row[]>(
+      `SELECT ${COLUMNS} FROM ${TABLE} WHERE status = 'running' AND job_name = ANY($1::text[]) ${ORDER} LIMIT 200`,
+      jobNames,
+    );
+    return rows.map(toRecord);
+  }
+
+  /** Rows of these jobs scheduled in `[since, now]`, newest first, at most `limit`. */
+  async timeline(jobNames: string[], since: Date, limit: number): Promise<RunRecord[]> {
+    if (jobNames.length === 0) return [];
+    const rows = await this.prisma.$queryRawUnsafe<Row[]>(
+      `SELECT ${COLUMNS} FROM ${TABLE} WHERE job_name = ANY($1::text[]) AND scheduled_at >= $2::timestamptz ${ORDER} LIMIT $3`,
+      jobNames,
+      since,
+      limit,
+    );
+    return rows.map(toRecord);
+  }
+
+  /** Rows per day (in `timeZone`) and status since `since`. */
+  async perDay(jobNames: string[], since: Date, timeZone: string): Promise<DayCount[]> {
+    if (jobNames.length === 0) return [];
+    const rows = await this.prisma.$queryRawUnsafe<Array<{ day: string; status: RunStatus; n: number }>>(
+      `SELECT to_char(scheduled_at AT TIME ZONE $3, 'YYYY-MM-DD') AS day, status, count(*)::int AS n FROM ${TABLE}
+       WHERE job_name = ANY($1::text[]) AND scheduled_at >= $2::timestamptz GROUP BY 1, 2 ORDER BY 1`,
+      jobNames,
+      since,
+      timeZone,
+    );
+    return rows.map((row) => ({ day: row.day, status: row.status, count: row.n }));
+  }
+
+  /** Duration and start delay (started_at - scheduled_at) percentiles per job since `since`, in ms. */
+  async timings(jobNames: string[], since: Date): Promise<JobTimings[]> {
+    if (jobNames.length === 0) return [];
+    const rows = await this.prisma.$queryRawUnsafe<
+      Array<{ job_name: string; n: number; d50: number | null; d95: number | null; s50: number | null; s95: number | null }>
+    >(
+      `SELECT job_name, count(*)::int AS n,
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS d50,
+         percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS d95,
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - scheduled_at) * 1000) AS s50,
+         percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - scheduled_at) * 1000) AS s95
+       FROM ${TABLE} WHERE job_name = ANY($1::text[]) AND scheduled_at >= $2::timestamptz AND started_at IS NOT NULL
+       GROUP BY job_name ORDER BY job_name`,
+      jobNames,
+      since,
+    );
+    const ms = (value: number | null): number | null => (value === null ? null : Math.round(Number(value)));
+    return rows.map((row) => ({
+      jobName: row.job_name,
+      runs: row.n,
+      durationP50: ms(row.d50),
+      durationP95: ms(row.d95),
+      delayP50: ms(row.s50),
+      delayP95: ms(row.s95),
+    }));
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * What the dashboard shows, read from the module's runtime: jobs with their schedule, state and
+ * leases, the timeline, history pages and chart data. Reads only: every action goes through
+ * DistributedCronService.
+ */
+import type { Redis } from 'ioredis';
+import type { RunRecord, RunStatus } from '../distributed-cron.interfaces.js';
+import { KeyBuilder } from '../leasing/lease.store.js';
+import type { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
+import type { DistributedCronService } from '../nest/distributed-cron.service.js';
+import { DashboardQueries, type DayCount, type HistoryPage, type HistoryPageQuery, type JobTimings } from './dashboard.queries.js';
+
+/** A Redis read of lease state gives up after this long: the page shows "unknown" instead. */
+const LEASE_READ_TIMEOUT_MS = 1_000;
+const TIMELINE_LIMIT = 3_000;
+/** Counts over many rows are read again at most this often, however many pages refresh. */
+const COUNTS_TTL_MS = 30_000;
+const STATS_TTL_MS = 60_000;
+
+export interface RunningView {
+  executionId: string;
+  instanceId: string;
+  since: Date | null;
+  fencingToken: number | null;
+  /** Milliseconds the run's lease still lives, or null when no lease holds it (or Redis did not answer). */
+  leaseRemainingMs: number | null;
+}
+
+export interface JobView {
+  name: string;
+  expression: string;
+  timeZone: string;
+  overlap: string;
+  leaseMs: number;
+  /** This instance schedules it. */
+  active: boolean;
+  /** Fleet-wide; null when Redis did not answer. */
+  paused: boolean | null;
+  next: Array<{ at: Date; local: string }>;
+  last: RunRecord | null;
+  lastSuccess: Date | null;
+  expectSuccessWithinMs: number | null;
+  /** No success within `expectSuccessWithin` (counted from the job's first deploy when it never succeeded). */
+  overdue: boolean;
+  running: RunningView[];
+  /** The instance whose run holds the job's lease right now. */
+  owner: string | null;
+  counts24h: Partial<Record<RunStatus, number>>;
+}
+
+export interface StatsView {
+  timeZone: string;
+  days: DayCount[];
+  timings: JobTimings[];
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(resolve, ms, undefined);
+  });
+  return Promise.race([promise.catch(() => undefined), timeout]).finally(() => clearTimeout(timer));
+}
+
+export class DashboardReader {
+  readonly queries: DashboardQueries;
+  private readonly keys: KeyBuilder;
+  private readonly cache = new Map<string, { until: number; value: Promise<unknown> }>();
+
+  constructor(
+    private readonly runtime: DistributedCronRuntime,
+    private readonly cron: DistributedCronService,
+  ) {
+    const { prisma } = runtime.options;
+    if (!prisma) {
+      throw new Error(
+        'DistributedCronDashboardModule reads the run history with the `prisma` client of DistributedCronModule: pass `prisma`',
+      );
+    }
+    this.queries = new DashboardQueries(prisma);
+    this.keys = new KeyBuilder(runtime.options.keyPrefix ?? 'dcron');
+  }
+
+  get jobNames(): string[] {
+    return [...this.runtime.jobs.keys()];
+  }
+
+  now(): Date {
+    return new Date(this.runtime.clock());
+  }
+
+  async jobs(): Promise<JobView[]> {
+    const now = this.now();
+    const names = this.jobNames;
+    const [summaries, counts, running, paused] = await Promise.all([
+      this.queries.jobSummaries(names),
+      this.cached(`counts:${names.join(',')}`, COUNTS_TTL_MS, () => this.queries.counts(names, new Date(now.getTime() - 86_400_000))),
+      this.queries.running(names),
+      Promise.all(names.map((name) => withTimeout(this.cron.isPaused(name), LEASE_READ_TIMEOUT_MS))),
+    ]);
+    const views: JobView[] = [];
+    for (const [index, description] of this.cron.jobs().entries()) {
+      const { name } = description;
+      const job = this.runtime.jobs.get(name)!.executor.job;
+      const summary = summaries.get(name)!;
+      const runs = running.filter((row) => row.jobName === name);
+      const leases = await withTimeout(this.leaseState(name, runs), LEASE_READ_TIMEOUT_MS);
+      const expect = job.expectSuccessWithinMs ?? null;
+      const since = summary.lastSuccess ?? summary.firstSeen;
+      views.push({
+        name,
+        expression: description.expression,
+        timeZone: description.timeZone,
+        overlap: description.overlap,
+        leaseMs: description.leaseMs,
+        active: description.active,
+        paused: paused[index] ?? null,
+        next: this.cron.nextRuns(name, 3),
+        last: summary.last ?? null,
+        lastSuccess: summary.lastSuccess ?? null,
+        expectSuccessWithinMs: expect,
+        overdue: expect !== null && since !== undefined && now.getTime() - since.getTime() > expect,
+        running: runs.map((row) => ({
+          executionId: row.executionId,
+          instanceId: row.instanceId,
+          since: row.startedAt,
+          fencingToken: row.fencingToken,
+          leaseRemainingMs: leases?.remaining.get(row.executionId) ?? null,
+        })),
+        owner: runs.find((row) => leases?.holder !== undefined && row.fencingToken === leases.holder)?.instanceId ?? null,
+        counts24h: counts.get(name) ?? {},
+      });
+    }
+    return views;
+  }
+
+  /**
+   * Which fencing token holds the job's lease, and how long each running row's lease lives. A lease
+   * key holds `<fencingToken>:<random>`; under `overlap: 'allow'` each run's lease is its slot key.
+   * One pipeline per job: all its keys share the job's hash tag (Redis Cluster safe).
+   */
+  private async leaseState(jobName: string, runs: RunRecord[]): Promise<{ holder?: number; remaining: Map<string, number> }> {
+    const redis = this.runtime.options.redis as Redis | undefined;
+    // A custom lease store keeps its leases elsewhere: their state is not shown.
+    if (typeof redis?.pipeline !== 'function' || this.runtime.options.stores?.leases) return { remaining: new Map() };
+    const leaseKey = this.keys.lease(jobName);
+    const pipeline = redis.pipeline().get(leaseKey).pttl(leaseKey);
+    for (const row of runs) pipeline.get(this.keys.slot(jobName, row.executionId)).pttl(this.keys.slot(jobName, row.executionId));
+    const replies = ((await pipeline.exec()) ?? []).map(([error, value]) => (error ? null : value));
+    const tokenOf = (value: unknown): number | undefined => (typeof value === 'string' ? Number(value.split(':')[0]) : undefined);
+    const holder = tokenOf(replies[0]);
+    const leaseTtl = Number(replies[1]);
+    const remaining = new Map<string, number>();
+    runs.forEach((row, i) => {
+      if (row.fencingToken === null) return;
+      if (holder === row.fencingToken && leaseTtl > 0) remaining.set(row.executionId, leaseTtl);
+      else if (tokenOf(replies[2 + 2 * i]) === row.fencingToken && Number(replies[3 + 2 * i]) > 0) {
+        remaining.set(row.executionId, Number(replies[3 + 2 * i]));
+      }
+    });
+    return { holder, remaining };
+  }
+
+  async timeline(jobName: string | undefined, windowMs: number): Promise<{ from: Date; to: Date; runs: RunRecord[] }> {
+    const to = this.now();
+    const from = new Date(to.getTime() - windowMs);
+    const names = jobName === undefined ? this.jobNames : [jobName];
+    return { from, to, runs: await this.queries.timeline(names, from, TIMELINE_LIMIT) };
+  }
+
+  history(query: HistoryPageQuery): Promise<HistoryPage> {
+    return this.queries.historyPage(query);
+  }
+
+  /** The value of `load` for `key`, read again once it is `ttlMs` old (a failed read is not kept). */
+  private cached<T>(key: string, ttlMs: number, load: () => Promise<T>): Promise<T> {
+    const now = Date.now();
+    const hit = this.cache.get(key);
+    if (hit && hit.until > now) return hit.value as Promise<T>;
+    const value = load();
+    this.cache.set(key, { until: now + ttlMs, value });
+    value.catch(() => this.cache.delete(key));
+    return value;
+  }
+
+  stats(days: number): Promise<StatsView> {
+    return this.cached(`stats:${days}`, STATS_TTL_MS, () => this.readStats(days));
+  }
+
+  private async readStats(days: number): Promise<StatsView> {
+    const now = this.now();
+    const timeZone = this.runtime.options.timeZone ?? 'UTC';
+    const [perDay, timings] = await Promise.all([
+      this.queries.perDay(this.jobNames, new Date(now.getTime() - days * 86_400_000), timeZone),
+      this.queries.timings(this.jobNames, new Date(now.getTime() - 7 * 86_400_000)),
+    ]);
+    return { timeZone, days: perDay, timings };
+  }
+}

@@ -1,0 +1,2 @@
+export { DistributedCronDashboardModule } from './dashboard.module.js';
+export { DistributedCronDashboardConfigError, type DashboardRequest, type DistributedCronDashboardOptions } from './dashboard.options.js';

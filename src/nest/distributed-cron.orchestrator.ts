@@ -1,0 +1,89 @@
+import { SCHEDULING_ENV } from './distributed-cron.constants.js';
+import * as messages from '../distributed-cron.messages.js';
+import type { DistributedCronRuntime } from './distributed-cron.runtime.js';
+import { describeError } from '../errors/error.redact.js';
+import { catchUpMissedSlots } from '../scheduling/catch-up.js';
+import { RunSweeper } from '../execution/run.sweeper.js';
+import { HistoryRetention } from '../history/retention.runner.js';
+import type { Topology } from '../topology/topology.js';
+
+/**
+ * The lifecycle of the mounted jobs on this instance: what starts at bootstrap (queue
+ * connections, timers, births and catch-up, the sweep, retention), by role, and the order of
+ * shutdown. The explorer finds and mounts the jobs; this runs them.
+ */
+export class DistributedCronOrchestrator {
+  private sweeper: RunSweeper | undefined;
+  private retention: HistoryRetention | undefined;
+
+  constructor(
+    private readonly runtime: DistributedCronRuntime,
+    readonly topology: Topology,
+  ) {}
+
+  async start(): Promise<void> {
+    const { runtime, topology } = this;
+    // Scripts loaded before the first slot; if Redis is not there yet, the first claims load them.
+    if (runtime.jobs.size > 0) void runtime.leases.prepare().catch(() => undefined);
+    // The CLI's process (Kubernetes CronJob mode) runs only what it is asked to: no timers, sweeps or queues.
+    if (process.env[SCHEDULING_ENV] === 'off') {
+      runtime.logger.log(`${runtime.jobs.size} distributed cron job(s) mounted, not scheduled (${SCHEDULING_ENV}=off)`);
+      return;
+    }
+    await topology.connect();
+    if (runtime.jobs.size > 0) runtime.logger.log(topology.describe());
+    // Roles `worker` and `none` fire nothing: no timers, catch-up or sweeps.
+    if (!topology.fires) return;
+    for (const { executor, timer } of runtime.jobs.values()) {
+      if (!executor.job.disabled) timer.start();
+    }
+    void this.recordBirthsThenCatchUp();
+    this.sweeper = new RunSweeper(runtime, runtime.sweepEveryMs);
+    this.sweeper.start();
+    if (runtime.retention && runtime.options.prisma) {
+      const { prisma } = runtime.options;
+      this.retention = new HistoryRetention(prisma, runtime.leases, runtime.retention, runtime.clock, runtime.logger, runtime.instanceId);
+      this.retention.start();
+    }
+    if (runtime.jobs.size > 0) {
+      runtime.logger.log(`${runtime.jobs.size} distributed cron job(s) scheduled on instance ${runtime.instanceId}`);
+    }
+  }
+
+  /**
+   * Records when the fleet first saw each scheduled job (one statement), then catches up each
+   * job's missed slots since then. Without its birth a job does not catch up: it fails closed.
+   */
+  private async recordBirthsThenCatchUp(): Promise<void> {
+    const { runtime } = this;
+    const executors = [...runtime.jobs.values()].map(({ executor }) => executor).filter((executor) => !executor.job.disabled);
+    if (executors.length === 0) return;
+    const now = new Date(runtime.clock());
+    let births: Map<string, Date>;
+    try {
+      births = await runtime.births.record(
+        executors.map(({ job }) => ({ jobName: job.name, expression: job.expression, timeZone: job.timeZone })),
+        now,
+      );
+    } catch (error) {
+      const catchingUp = executors.filter(({ job }) => job.catchUp.policy !== 'none').map(({ job }) => job.name);
+      runtime.logger.error(messages.BIRTHS_UNAVAILABLE(catchingUp, describeError(error)));
+      return;
+    }
+    for (const executor of executors) {
+      if (executor.job.catchUp.policy === 'none') continue;
+      void catchUpMissedSlots(executor, runtime.history, now, runtime.logger, births.get(executor.job.name) ?? now);
+    }
+  }
+
+  /** Stops the timers and the sweep, lets running executions finish (up to shutdownTimeout), closes the queues. */
+  async stop(): Promise<void> {
+    const { runtime } = this;
+    for (const { timer } of runtime.jobs.values()) timer.stop();
+    await Promise.all([this.sweeper?.stop(), this.retention?.stop()]);
+    const consuming = this.topology.closeWorkers();
+    await Promise.all([...runtime.jobs.values()].map(({ executor }) => executor.shutdown(runtime.shutdownTimeoutMs)));
+    await consuming;
+    await this.topology.close();
+  }
+}

@@ -1,0 +1,100 @@
+import { Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
+import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
+import { HeartbeatPinger } from './heartbeat.pinger.js';
+import { emitterSubscriber, type EmitterLike } from './hooks.subscriber.js';
+import { MetricsSubscriber } from './metrics.subscriber.js';
+import { openTelemetryMetricsBackend } from './otel-metrics.backend.js';
+import { OpenTelemetryTracingSubscriber } from './otel-tracing.subscriber.js';
+import { prometheusBackend } from './prometheus.backend.js';
+
+/** Loads an optional peer dependency, or fails bootstrap naming the option that needs it. */
+async function peer<T>(load: () => Promise<T>, option: string, pkg: string): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    throw new DistributedCronConfigError(
+      undefined,
+      option,
+      `needs the optional peer dependency ${pkg} (npm install ${pkg}): ${(error as Error)?.message ?? String(error)}`,
+    );
+  }
+}
+
+/**
+ * Subscribes the optional consumers to the run events at module init, before any slot fires:
+ * `@nestjs/event-emitter` when the app has it, metrics, traces and heartbeats when enabled. Their
+ * packages are loaded here with `import()`, so none is needed unless used.
+ */
+@Injectable()
+export class DistributedCronObservability implements OnModuleInit, OnApplicationShutdown {
+  /** When this instance started watching (the health check's "overdue" counts from here at the earliest). */
+  readonly since: number;
+  private readonly unsubscribe: Array<() => void> = [];
+  private metrics: MetricsSubscriber | undefined;
+  private heartbeats: HeartbeatPinger | undefined;
+
+  constructor(
+    private readonly runtime: DistributedCronRuntime,
+    private readonly moduleRef: ModuleRef,
+  ) {
+    this.since = runtime.clock();
+  }
+
+  async onModuleInit(): Promise<void> {
+    const { runtime } = this;
+    const settings = runtime.observability;
+    const emitter = await this.eventEmitter();
+    if (emitter) this.unsubscribe.push(runtime.events.subscribe(emitterSubscriber(emitter)));
+
+    const jobOf = (name: string) => runtime.jobs.get(name)?.executor.job;
+    if (settings.prometheus || settings.openTelemetryMetrics) {
+      const metrics = new MetricsSubscriber(
+        () =>
+          [...runtime.jobs.values()]
+            .filter(({ timer, executor }) => timer.active && !executor.job.disabled)
+            .map(({ executor }) => ({ name: executor.job.name, next: (now: Date) => executor.job.schedule.next(now) })),
+        runtime.clock,
+      );
+      this.metrics = metrics;
+      if (settings.prometheus) {
+        const prom = await peer(() => import('prom-client'), 'metrics.prometheus', 'prom-client');
+        metrics.attach(prometheusBackend(prom, settings.prometheus.registry, metrics.gauges));
+      }
+      if (settings.openTelemetryMetrics) {
+        const api = await peer(() => import('@opentelemetry/api'), 'metrics.openTelemetry', '@opentelemetry/api');
+        metrics.attach(openTelemetryMetricsBackend(api, settings.openTelemetryMetrics.meterProvider, metrics.gauges));
+      }
+      this.unsubscribe.push(runtime.events.subscribe(metrics));
+    }
+    if (settings.tracing) {
+      const api = await peer(() => import('@opentelemetry/api'), 'tracing', '@opentelemetry/api');
+      this.unsubscribe.push(runtime.events.subscribe(new OpenTelemetryTracingSubscriber(api, settings.tracing.tracerProvider, jobOf)));
+    }
+    // Jobs are mounted beside this hook: their heartbeat URLs are looked up per run.
+    this.heartbeats = new HeartbeatPinger((name) => jobOf(name)?.heartbeatUrl, settings.heartbeatTimeoutMs, runtime.logger);
+    this.unsubscribe.push(runtime.events.subscribe(this.heartbeats));
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.heartbeats?.flush(this.runtime.observability.heartbeatTimeoutMs);
+    for (const stop of this.unsubscribe.splice(0)) stop();
+    this.metrics?.close();
+  }
+
+  /** The app's EventEmitter2, when it installed and imported `@nestjs/event-emitter`. */
+  private async eventEmitter(): Promise<EmitterLike | undefined> {
+    let token: unknown;
+    try {
+      token = (await import('@nestjs/event-emitter')).EventEmitter2;
+    } catch {
+      return undefined;
+    }
+    try {
+      return this.moduleRef.get(token as new () => EmitterLike, { strict: false });
+    } catch {
+      return undefined;
+    }
+  }
+}

@@ -1,0 +1,97 @@
+import type { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
+import { BullMQBridge } from './bullmq.bridge.js';
+import type { QueueLink } from './queue.steps.js';
+import { resolveTopology, type TopologyConfig } from './topology.config.js';
+
+const MIN_LOCK_MS = 5_000;
+const MAX_LOCK_MS = 30_000;
+/** A step that is not due yet (the job's lease is held, it is paused) is looked at again this much later, at most. */
+const LATER_MS = 250;
+
+/**
+ * What this instance does with its jobs, by its `role`: whether it fires slots (timers, catch-up,
+ * sweeps), whether it consumes the queues of queue-mode jobs, and the BullMQ connections queue
+ * mode needs (opened only when a job names a queue).
+ */
+export class Topology {
+  readonly config: TopologyConfig;
+  private bridge: BullMQBridge | undefined;
+  /** Where executors put the steps of queue-mode jobs: the job's queue, once connected. */
+  readonly link: QueueLink = {
+    enqueue: async (step) => {
+      const queue = this.runtime.jobs.get(step.jobName)?.executor.job.queue;
+      if (!this.bridge || queue === undefined) throw new Error('the queue is not connected on this instance');
+      await this.bridge.enqueue(queue, step);
+    },
+  };
+
+  constructor(private readonly runtime: DistributedCronRuntime) {
+    this.config = resolveTopology(runtime.options);
+  }
+
+  get fires(): boolean {
+    return this.config.fires;
+  }
+
+  /** Connects queue-mode jobs to their queues, and consumes them on a role that runs handlers. */
+  async connect(): Promise<void> {
+    const { runtime, config } = this;
+    const queued = [...runtime.jobs.values()].filter(({ executor }) => executor.job.queue !== undefined);
+    const names = new Set(queued.map(({ executor }) => executor.job.queue!));
+    const unused = [...config.concurrency.keys()].filter((name) => !names.has(name));
+    if (unused.length > 0) {
+      runtime.logger.warn(`module option \`queues\` sets '${unused.join("', '")}', which no @DistributedCron job names in \`queue\``);
+    }
+    if (queued.length === 0) return;
+    const first = queued[0]!.executor.job.name;
+    this.bridge = await BullMQBridge.open(runtime.options, first, runtime.logger);
+    if (!config.consumes) return;
+    for (const name of names) {
+      // The longest lease of the queue's jobs, 5 to 30 s: how long a dead worker's queue job stays taken.
+      const leases = queued.filter(({ executor }) => executor.job.queue === name).map(({ executor }) => executor.job.leaseMs);
+      this.bridge.consume(
+        name,
+        config.concurrency.get(name) ?? 1,
+        Math.min(Math.max(...leases, MIN_LOCK_MS), MAX_LOCK_MS),
+        (step) => Math.min(runtime.jobs.get(step.jobName)?.executor.job.renewMs ?? LATER_MS, LATER_MS),
+        (step) => {
+          const executor = runtime.jobs.get(step.jobName)?.executor;
+          return executor?.job.queue === name ? executor.runQueued(step) : undefined;
+        },
+      );
+    }
+  }
+
+  /** One line: the role and what it does here. */
+  describe(): string {
+    const { runtime, config } = this;
+    const mounted = [...runtime.jobs.values()].map(({ executor }) => executor.job);
+    const jobs = mounted.filter((job) => !job.disabled);
+    const queued = jobs.filter((job) => job.queue !== undefined);
+    const inApp = jobs.filter((job) => job.queue === undefined).map((job) => `'${job.name}'`);
+    // Workers consume the queues of every mounted queue job, `disabled` ones too (that option stops timers).
+    const queues = [...new Set(mounted.filter((job) => job.queue !== undefined).map((job) => job.queue!))].map(
+      (name) => `'${name}' (concurrency ${config.concurrency.get(name) ?? 1})`,
+    );
+    const parts: string[] = [];
+    if (config.fires) {
+      parts.push(`fires ${jobs.length} job(s)`);
+      if (queued.length > 0) parts.push(`puts ${queued.length} on queues`);
+      if (inApp.length > 0) parts.push(`runs in-app job(s) ${inApp.join(', ')} here`);
+    } else {
+      parts.push('fires nothing (trigger(), replay() and backfill() still work here)');
+    }
+    parts.push(config.consumes && queues.length > 0 ? `runs the handlers of queue(s) ${queues.join(', ')}` : 'consumes no queue');
+    return `role '${config.role}' on instance ${runtime.instanceId}: ${parts.join('; ')}`;
+  }
+
+  /** Stops consuming: waits for the handlers running from queues (the executors' shutdown bounds them). */
+  closeWorkers(): Promise<void> {
+    return this.bridge?.closeWorkers() ?? Promise.resolve();
+  }
+
+  /** Closes every BullMQ connection. */
+  async close(): Promise<void> {
+    await this.bridge?.close();
+  }
+}

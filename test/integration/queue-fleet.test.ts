@@ -1,0 +1,127 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { QueueFixtureConfig, QueueJobFixture } from '../fixtures/queue-instance.js';
+import { QueueFleet, type QueueEvent } from '../support/queue-fleet.js';
+import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+
+const prisma = createPrisma();
+const fleet = new QueueFleet();
+afterAll(async () => {
+  await fleet.stopAll();
+  await prisma.$disconnect();
+});
+
+const name = uniqueName('qf');
+const TICK = `${name}-tick`;
+const LONG = `${name}-long`;
+const POOL = `${name}-pool`;
+const MANUAL = `${name}-manual`;
+const LEASE = 2_000;
+const jobs: QueueJobFixture[] = [
+  { expression: '* * * * * *', options: { name: TICK, queue: 'reports', lease: LEASE, renewEvery: 500, recover: true }, workMs: 300 },
+  { expression: '*/4 * * * * *', options: { name: LONG, queue: 'reports', lease: LEASE, renewEvery: 500, recover: true }, workMs: 3_000 },
+  { expression: '* * * * * *', options: { name: POOL, queue: 'pool', lease: LEASE, renewEvery: 500, overlap: 'allow' }, workMs: 1_800 },
+  { expression: '0 0 1 1 *', options: { name: MANUAL, queue: 'reports', lease: 10_000 }, workMs: 100 },
+];
+const instance = (id: string, role: QueueFixtureConfig['role']): QueueFixtureConfig => ({
+  instanceId: `${name}-${id}`,
+  role,
+  keyPrefix: name,
+  jobs,
+  queues: { reports: { concurrency: 2 }, pool: { concurrency: 1 } },
+  sweepEvery: '500ms',
+});
+const rowsOf = (jobName: string) => prisma.distributedCronRun.findMany({ where: { jobName }, orderBy: { scheduledAt: 'asc' } });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('queue mode: 2 schedulers, 3 workers and an API instance as separate processes', () => {
+  it('runs each slot once on a worker, recovers a killed worker’s run once, keeps each queue’s concurrency, and survives a scheduler’s death', async () => {
+    await Promise.all([
+      fleet.start(instance('s1', 'scheduler')),
+      fleet.start(instance('s2', 'scheduler')),
+      fleet.start(instance('w1', 'worker')),
+      fleet.start(instance('w2', 'worker')),
+      fleet.start(instance('w3', 'worker')),
+      fleet.start(instance('api', 'none')),
+    ]);
+    const workers = new Set(['w1', 'w2', 'w3'].map((w) => `${name}-${w}`));
+
+    // Warm-up: connections opened, scripts loaded.
+    await waitFor(() => fleet.events.filter((e) => e.event === 'end' && e.job === TICK).length >= 3, {
+      timeoutMs: 20_000,
+      message: 'three tick runs',
+    });
+    // A worker is killed in the middle of a long run.
+    const victimRun = await waitFor(() => fleet.starts(LONG).at(-1), { timeoutMs: 20_000, message: 'a long run' });
+    await sleep(1_000);
+    const killedAt = Date.now();
+    await fleet.kill(victimRun.instanceId);
+
+    // The API instance triggers a job; a worker runs it.
+    fleet.trigger(`${name}-api`, MANUAL);
+    const triggered = await waitFor(() => fleet.events.find((e) => e.event === 'triggered'), { message: 'trigger() answers' });
+    expect(triggered.outcome).toBe('queued');
+
+    // The killed run is re-run once, on another worker, with a larger fencing token.
+    const recovered = await waitFor(() => fleet.starts(LONG).find((e) => e.executionId === victimRun.executionId && e.attempt === 2), {
+      timeoutMs: 20_000,
+      message: 'the killed run is recovered',
+    });
+    expect(recovered.trigger).toBe('recover');
+    expect(recovered.instanceId).not.toBe(victimRun.instanceId);
+    expect(recovered.fencingToken!).toBeGreaterThan(victimRun.fencingToken!);
+    expect(recovered.at).toBeGreaterThan(killedAt);
+
+    // One scheduler dies; the other goes on alone.
+    await fleet.kill(`${name}-s1`);
+    const schedulerKilledAt = Date.now();
+    await waitFor(() => fleet.starts(TICK).filter((e) => e.scheduledAt! > schedulerKilledAt).length >= 5, {
+      timeoutMs: 20_000,
+      message: 'slots after the scheduler died',
+    });
+    const manual = await waitFor(() => fleet.starts(MANUAL)[0], { message: 'the triggered job ran' });
+    expect(workers.has(manual.instanceId)).toBe(true);
+    expect(manual.trigger).toBe('manual');
+
+    const stopAt = Date.now();
+    await Promise.all([...fleet.events.map((e) => e.instanceId)].filter((id) => !workers.has(id)).map((id) => fleet.kill(id)));
+    // Let runs that started before the stop finish.
+    await sleep(3_500);
+
+    // Handlers ran only on workers; each (execution, attempt) started once.
+    const starts = fleet.events.filter((e) => e.event === 'start');
+    expect(starts.filter((e) => !workers.has(e.instanceId))).toEqual([]);
+    const seen = new Map<string, QueueEvent>();
+    for (const e of starts) {
+      const key = `${e.executionId}#${e.attempt}`;
+      expect(seen.get(key), `${key} started twice`).toBeUndefined();
+      seen.set(key, e);
+    }
+    expect(fleet.starts(MANUAL)).toHaveLength(1);
+
+    // Every tick slot from the first to the stop has one row; each completed one ran once.
+    const ticks = (await rowsOf(TICK)).filter((row) => row.scheduledAt.getTime() < stopAt - 2_000);
+    const first = ticks[0]!.scheduledAt.getTime();
+    const last = ticks.at(-1)!.scheduledAt.getTime();
+    expect(ticks).toHaveLength((last - first) / 1_000 + 1);
+    for (const row of ticks) {
+      expect(['completed', 'skipped_overlap'], `${row.executionId}: ${row.status} ${row.error}`).toContain(row.status);
+      const runs = fleet.starts(TICK).filter((e) => e.executionId === row.executionId);
+      expect(runs.length).toBe(row.status === 'completed' ? row.attempt : 0);
+    }
+
+    // The long job never ran two handlers at once (the killed run counts until the kill).
+    const intervals = fleet.starts(LONG).map((s) => {
+      const end = fleet.events.find((e) => e.event === 'end' && e.executionId === s.executionId && e.attempt === s.attempt);
+      return [s.at, end?.at ?? (s === victimRun ? killedAt : Infinity)] as const;
+    });
+    intervals.sort((a, b) => a[0] - b[0]);
+    for (let i = 1; i < intervals.length; i++) expect(intervals[i]![0]).toBeGreaterThanOrEqual(intervals[i - 1]![1]);
+    const recoveredRow = await prisma.distributedCronRun.findUnique({ where: { executionId: victimRun.executionId! } });
+    expect(recoveredRow).toMatchObject({ status: 'completed', attempt: 2, trigger: 'recover' });
+
+    // Per-queue concurrency per worker: 'pool' 1, 'reports' 2.
+    for (const [, max] of fleet.maxConcurrent(POOL)) expect(max).toBeLessThanOrEqual(1);
+    for (const [, max] of fleet.maxConcurrent(TICK, LONG, MANUAL)) expect(max).toBeLessThanOrEqual(2);
+    expect(fleet.starts(POOL).length).toBeGreaterThan(5);
+  });
+});
