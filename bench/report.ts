@@ -2,6 +2,7 @@
 import { chaosSection } from './chaos/markdown.js';
 import { transportSection, type TransportResult } from './script-transport.js';
 import { observabilitySection, type ObservabilityResult } from './observability.js';
+import { queueLatencySection, type QueueLatencyResult } from './queue-latency.report.js';
 import type { FleetStepResult } from './fleet.js';
 import type { RoundTripResult, VariantResult } from './overhead.js';
 import type { TakeoverResult } from './takeover.js';
@@ -35,6 +36,7 @@ export interface BenchResults {
   takeover?: TakeoverResult & { meta?: RunMeta };
   transport?: TransportResult & { meta?: RunMeta };
   observability?: ObservabilityResult & { meta?: RunMeta };
+  queue?: QueueLatencyResult;
 }
 
 const fmt = (v: number | null | undefined, digits = 2): string =>
@@ -99,6 +101,7 @@ export function renderMarkdown(results: BenchResults, svgPath: string): string {
   if (results.bullmq) out.push(...bullmqSection(results));
   out.push(...transportSection(results.transport));
   out.push(...observabilitySection(results.observability));
+  out.push(...queueLatencySection(results.queue));
   out.push(...chaosSection('bench/results'));
   out.push(...targetsSection(results));
   out.push(...findingsSection(results));

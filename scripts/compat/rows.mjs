@@ -28,7 +28,7 @@ const nest11Oldest = {
   '@nestjs/schedule': '6.0.0',
   '@nestjs/testing': '11.0.0',
   '@nestjs/platform-express': '11.0.0',
-  '@nestjs/platform-fastify': '11.0.0',
+  '@nestjs/platform-fastify': '11.0.3', // 11.0.0-11.0.1 still declared Nest 10 peers
   '@nestjs/terminus': '11.0.0',
   '@nestjs/event-emitter': '3.0.0',
   // @nestjs/schedule 6.0.0 pins cron 4.3.0; with a second copy (4.4.0) at the top level,

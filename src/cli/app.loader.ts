@@ -19,15 +19,10 @@ export interface LoadedApp {
 
 /** Nest's console logger with every line on stderr, so that stdout carries only the command's output (a table, JSON, YAML). */
 class StderrLogger extends ConsoleLogger {
-  protected override printMessages(
-    messages: unknown[],
-    context?: string,
-    logLevel?: LogLevel,
-    _stream?: 'stdout' | 'stderr',
-    errorStack?: unknown,
-    params?: Record<string, unknown>,
-  ): void {
-    super.printMessages(messages, context, logLevel, 'stderr', errorStack, params);
+  // (messages, context, logLevel, writeStreamType, ...): Nest 11.0 takes 5 arguments, later versions 6.
+  protected override printMessages(...args: unknown[]): void {
+    args[3] = 'stderr';
+    (super.printMessages as (...a: unknown[]) => void).apply(this, args);
   }
 }
 
