@@ -1,5 +1,5 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import type { AlertEvent, AlertKind, Alerter } from './alert.interfaces.js';
+import type { AlertEvent, Alerter } from './alert.interfaces.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
 import { redactSecrets } from '../errors/error.redact.js';
 import { HttpPoster, optionalTextOption, urlOption, type HttpDeliveryOptions, type OptionFailure } from './http.post.js';
@@ -22,25 +22,13 @@ export interface WebhookAlerterOptions extends HttpDeliveryOptions {
  * The JSON body of each webhook request (version 1). Optional fields are left out when the alert
  * does not carry them; dates are ISO-8601 UTC strings.
  */
-export interface WebhookPayload {
+export interface WebhookPayload extends Omit<AlertEvent, 'scheduledAt'> {
   /** Payload format version; a change that can break a receiver gets a new version. */
   version: 1;
   /** Unique per alert and the same on each retry of it: a receiver can drop a repeat by it. */
   id: string;
-  kind: AlertKind;
-  jobName: string;
-  executionId?: string;
-  instanceId: string;
-  attempt?: number;
-  maxAttempts?: number;
-  /** Run-history status, e.g. 'failed', 'dead'. */
-  status?: string;
-  durationMs?: number;
+  /** ISO-8601. */
   scheduledAt?: string;
-  /** Trimmed, secrets redacted. */
-  error?: string;
-  consecutiveFailures?: number;
-  detail?: string;
   appName?: string;
   /** When the alert was first sent. */
   sentAt: string;

@@ -18,7 +18,7 @@ import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { escapeHtml, loadAssets, type Asset } from './dashboard.assets.js';
 import { DASHBOARD_OPTIONS, type DashboardRequest, type ResolvedDashboardOptions } from './dashboard.options.js';
-import { parseHistoryQuery, parseStatsDays, parseWindow, type QueryParams } from './dashboard.params.js';
+import { parseHistoryQuery, parseStatsDays, parseWindow, STATUSES, TRIGGERS, type QueryParams } from './dashboard.params.js';
 import type { HistoryPage } from './dashboard.queries.js';
 import { DashboardReader, type JobView, type StatsView } from './dashboard.reader.js';
 import { ActionRateLimit, checkCsrf, csrfCookie, csrfToken, SECURITY_HEADERS } from './dashboard.security.js';
@@ -87,6 +87,8 @@ export class DashboardController implements OnModuleInit {
       readOnly: String(this.options.readOnly),
       refreshMs: String(this.options.refreshMs),
       timelineMs: String(this.options.timelineMs),
+      statuses: STATUSES.join(' '),
+      triggers: TRIGGERS.join(' '),
     };
     const html = this.assets.page.replace(/\{\{(\w+)\}\}/g, (_, key: string) => escapeHtml(values[key] ?? ''));
     this.send(response, 200, 'text/html; charset=utf-8', html, set ? { 'set-cookie': csrfCookie(token, base, secure) } : {});

@@ -5,7 +5,8 @@ import { decodeCursor, type HistoryPageQuery } from './dashboard.queries.js';
 
 export type QueryParams = Record<string, unknown>;
 
-const STATUSES = [
+/** Every run status and trigger, in the order the page lists them (it gets them from the page's meta tags). */
+export const STATUSES = [
   'queued',
   'running',
   'completed',
@@ -17,7 +18,15 @@ const STATUSES = [
   'skipped_overlap',
   'dead',
 ] as const satisfies readonly RunStatus[];
-const TRIGGERS = ['schedule', 'catch_up', 'retry', 'replay', 'recover', 'manual', 'backfill'] as const satisfies readonly RunTrigger[];
+export const TRIGGERS = [
+  'schedule',
+  'catch_up',
+  'retry',
+  'replay',
+  'recover',
+  'manual',
+  'backfill',
+] as const satisfies readonly RunTrigger[];
 // Fail to compile when a status or trigger is added to the types and not to the lists above.
 type _EveryStatus = Exclude<RunStatus, (typeof STATUSES)[number]> extends never ? true : never;
 type _EveryTrigger = Exclude<RunTrigger, (typeof TRIGGERS)[number]> extends never ? true : never;

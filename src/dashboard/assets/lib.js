@@ -11,19 +11,9 @@ export const config = {
   timelineMs: Number(meta('timeline-ms')) || 6 * 3600000,
 };
 
-export const STATUSES = [
-  'completed',
-  'completed_with_errors',
-  'running',
-  'queued',
-  'failed',
-  'timed_out',
-  'lease_lost',
-  'aborted',
-  'skipped_overlap',
-  'dead',
-];
-export const TRIGGERS = ['schedule', 'catch_up', 'retry', 'replay', 'recover', 'manual', 'backfill'];
+/** Every run status and trigger, as the server knows them. */
+export const STATUSES = meta('statuses').split(' ').filter(Boolean);
+export const TRIGGERS = meta('triggers').split(' ').filter(Boolean);
 export const REPLAYABLE = ['dead', 'failed', 'timed_out', 'lease_lost', 'aborted'];
 /** Bar and badge colours by status (also in style.css as .st-<status>). */
 export const STATUS_COLORS = {
