@@ -95,7 +95,8 @@ const resultsDir = `${repoRoot}bench/results`;
 function snapshotBuild(): string {
   const dir = `${repoRoot}.tmp/bench-build-${process.pid}`;
   rmSync(dir, { recursive: true, force: true });
-  for (const part of ['src', 'bench', 'test/generated', 'test/support']) cpSync(`${buildRoot}${part}`, `${dir}/${part}`, { recursive: true });
+  for (const part of ['src', 'bench', 'test/generated', 'test/support'])
+    cpSync(`${buildRoot}${part}`, `${dir}/${part}`, { recursive: true });
   writeFileSync(`${dir}/package.json`, '{"type":"module"}\n');
   return dir;
 }
