@@ -1,6 +1,7 @@
 /** Renders BENCHMARKS.md and the overhead chart (hand-built SVG) from the results of a run. */
 import { chaosSection } from './chaos/markdown.js';
 import { transportSection, type TransportResult } from './script-transport.js';
+import { footprintSection, type FootprintResult } from './footprint.js';
 import { observabilitySection, type ObservabilityResult } from './observability.js';
 import { queueLatencySection, type QueueLatencyResult } from './queue-latency.report.js';
 import type { FleetStepResult } from './fleet.js';
@@ -35,6 +36,7 @@ export interface BenchResults {
   bullmq?: { instances: number; steps: FleetStepResult[]; meta?: RunMeta };
   takeover?: TakeoverResult & { meta?: RunMeta };
   transport?: TransportResult & { meta?: RunMeta };
+  footprint?: FootprintResult & { meta?: RunMeta };
   observability?: ObservabilityResult & { meta?: RunMeta };
   queue?: QueueLatencyResult;
 }
@@ -100,6 +102,7 @@ export function renderMarkdown(results: BenchResults, svgPath: string): string {
   if (results.takeover) out.push(...takeoverSection(results.takeover));
   if (results.bullmq) out.push(...bullmqSection(results));
   out.push(...transportSection(results.transport));
+  out.push(...footprintSection(results.footprint));
   out.push(...observabilitySection(results.observability));
   out.push(...queueLatencySection(results.queue));
   out.push(...chaosSection('bench/results'));

@@ -5,7 +5,7 @@
  *   npm run bench                      full run (several minutes)
  *   npm run bench -- --quick           smoke run, under 2 minutes; writes bench/results/quick-*.json
  *                                      and bench/results/quick-BENCHMARKS.md, never the full results
- *   npm run bench -- --only overhead,takeover     some scenarios only (overhead, fleet, bullmq, takeover, transport, observability, queue)
+ *   npm run bench -- --only overhead,takeover     some scenarios only (overhead, fleet, bullmq, takeover, transport, observability, queue, footprint)
  *   npm run bench -- --fleet-jobs 200,500         other fleet sizes
  *   npm run bench -- --report-only     re-render BENCHMARKS.md and the chart from bench/results/*.json
  *   npm run bench -- --profile         V8 CPU profile of one fleet instance per size, into
@@ -26,11 +26,12 @@ import { adminDb, closeAdminDb } from './lib/services.js';
 import { killAllChildren } from './lib/children.js';
 import { runTakeover, type TakeoverResult } from './takeover.js';
 import { runTransport } from './script-transport.js';
+import { runFootprint } from './footprint.js';
 import { runObservability } from './observability.js';
 import type { QueueLatencyResult } from './queue-latency.report.js';
 import { clockDrift, loadAverage, log, round2 } from './lib/util.js';
 
-const SCENARIOS = ['overhead', 'fleet', 'bullmq', 'takeover', 'transport', 'observability', 'queue'] as const;
+const SCENARIOS = ['overhead', 'fleet', 'bullmq', 'takeover', 'transport', 'observability', 'queue', 'footprint'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Settings {
@@ -246,6 +247,10 @@ async function main(): Promise<void> {
       results.transport = await runTransport(settings.quick ? { burst: 1_000, rounds: 10 } : { burst: 1_000, rounds: 50 });
       save('transport', results.transport);
     }
+    if (settings.only.has('footprint')) {
+      results.footprint = await runFootprint({ runId, buildDir, quick: settings.quick });
+      save('footprint', results.footprint);
+    }
     if (settings.only.has('queue')) {
       // Its own process: it starts a scheduler, workers and BullMQ workers from build-check/ fixtures.
       const out = `${resultsDir}/${prefix}queue-latency.json`;
@@ -276,6 +281,7 @@ async function main(): Promise<void> {
     ['bullmq', 'bullmq'],
     ['takeover', 'takeover'],
     ['transport', 'transport'],
+    ['footprint', 'footprint'],
     ['observability', 'observability'],
   ] as const) {
     if (results[key]) save(name, results[key]);
@@ -320,6 +326,7 @@ function writeReport(results: BenchResults, settings: Settings, prefix: string):
   load('bullmq', 'bullmq', (f) => f as unknown as BenchResults['bullmq']);
   load('takeover', 'takeover', (f) => f as unknown as BenchResults['takeover']);
   load('transport', 'transport', (f) => f as unknown as BenchResults['transport']);
+  load('footprint', 'footprint', (f) => f as unknown as BenchResults['footprint']);
   load('observability', 'observability', (f) => f as unknown as BenchResults['observability']);
   load('queue-latency', 'queue', (f) => f as unknown as BenchResults['queue']);
 
