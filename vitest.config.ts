@@ -1,13 +1,29 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Files that start many processes at once (a browser and three apps, a queue fleet of six, CLI
+ * pods): they run after the rest, so that the fault tests, whose assertions depend on timing
+ * (a lease expiring, a paused process waking), never share the two cores with them.
+ */
+const PROCESS_HEAVY = [
+  'test/dashboard/**/*.test.ts',
+  'test/integration/queue-*.test.ts',
+  'test/integration/roles.test.ts',
+  'test/integration/cli.test.ts',
+  'test/integration/observability-*.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Integration files start several Nest apps and child processes each; on a 2-core
     // machine running them two at a time keeps timing-sensitive assertions honest.
     maxWorkers: 2,
     pool: 'forks',
+    projects: [
+      { extends: true, test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: PROCESS_HEAVY, sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: 'processes', include: PROCESS_HEAVY, sequence: { groupOrder: 1 } } },
+    ],
   },
 });

@@ -104,7 +104,10 @@ describe('an owner SIGSTOPped past its lease, then SIGCONTed while the next owne
           {
             instanceId: `${name}-${i}`,
             expression: '*/2 * * * * *',
-            job: { name, lease: LEASE_MS, renewEvery: 500, overlap: 'skip' },
+            // A small skew tolerance: a timer of the other instance that fires late for the paused
+            // owner's slot (a loaded machine) must not claim it once the lease expired and close
+            // the row itself; the row must say what the woken owner did.
+            job: { name, lease: LEASE_MS, renewEvery: 500, overlap: 'skip', skewTolerance: '300ms' },
             workMs: WORK_MS,
             // Nobody closes the paused owner's row while it is stopped: what the row says is its own doing.
             sweepEvery: '60s',
