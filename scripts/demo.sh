@@ -15,11 +15,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
-bash scripts/deps.sh
-bash scripts/services.sh
-bash scripts/prisma-generate.sh
-node scripts/migrate.mjs
-bash scripts/build-test.sh
+bash scripts/setup.sh  # dependencies, services, Prisma client, migrations, build-check/
 
 if [[ "${1:-}" == "--topology" && "${2:-}" == "queue" ]]; then
   # A scheduler and two workers (queue mode); one worker is killed mid-run.
