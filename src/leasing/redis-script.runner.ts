@@ -1,11 +1,12 @@
 /**
- * The Redis transport under the lease store: script calls pipelined per turn of the event loop
- * as EVALSHA (scripts loaded once on NOSCRIPT, EVAL as the last resort), each with its own
+ * The Redis transport under the lease store: the script calls of one turn of the event loop sent
+ * as one EVALSHA of the batch script (scripts loaded once on NOSCRIPT, EVAL as the last resort), each with its own
  * timeout, parked while the client is not ready, and a `lazyConnect` client connected on demand.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
+import { batchArguments, buildScriptBatch, MAX_CALLS_PER_BATCH, splitBatchReply, type ScriptBatch } from './script.batch.js';
 
 export interface LuaScript {
   readonly source: string;
@@ -99,13 +100,17 @@ export class RedisScriptRunner {
   private loading: Promise<void> | undefined;
   /** A `lazyConnect` client is connected by the first call that needs it, once. */
   private connectRequested = false;
+  /** The scripts wrapped in one, for the calls of one turn. */
+  private readonly scriptBatch: ScriptBatch;
 
   constructor(
     private readonly redis: Redis | Cluster,
     private readonly timeoutMs: number,
     /** Loaded together by `loadScripts` (prepare, and after a NOSCRIPT). */
     private readonly scripts: readonly LuaScript[],
-  ) {}
+  ) {
+    this.scriptBatch = buildScriptBatch(scripts);
+  }
 
   /**
    * Runs a script. The call has `timeoutMs` from when it is made, however long it waits for the
@@ -164,8 +169,9 @@ export class RedisScriptRunner {
 
   /**
    * Sends the script calls made in one turn of the event loop together. Slots of many jobs fire
-   * in the same timer phase; one pipelined write instead of one write per call keeps the cost per
-   * slot flat as jobs grow. Each call is still its own EVALSHA, answered on its own.
+   * in the same timer phase: their claims (and the releases and renewals of the turn) go out as
+   * one call of the batch script (script.batch.ts), so Redis runs one command and Node encodes one
+   * command and parses one reply per turn, not one per job. Each call is still answered on its own.
    */
   private sendBatch(calls: PendingCall[]): void {
     // A call that expired while it waited for the client is not sent: its caller has given up.
@@ -178,23 +184,61 @@ export class RedisScriptRunner {
       return;
     }
     const pipeline = this.redis.pipeline();
+    const groups: PendingCall[][] = [];
+    let group: PendingCall[] = [];
     for (const call of batch) {
       call.sent = true;
-      pipeline.evalsha(call.script.sha, call.script.keys, ...call.keys, ...call.args);
+      if (!this.scriptBatch.index.has(call.script.sha)) {
+        groups.push([call]);
+        pipeline.evalsha(call.script.sha, call.script.keys, ...call.keys, ...call.args);
+        continue;
+      }
+      group.push(call);
+      if (group.length === MAX_CALLS_PER_BATCH) {
+        groups.push(group);
+        this.queueBatch(pipeline, group);
+        group = [];
+      }
+    }
+    if (group.length > 0) {
+      groups.push(group);
+      this.queueBatch(pipeline, group);
     }
     pipeline.exec().then(
       (results) => {
         const unknownScript: PendingCall[] = [];
-        batch.forEach((call, i) => {
+        groups.forEach((members, i) => {
           const [error, reply] = results?.[i] ?? [new Error('no reply in the pipeline')];
-          if (!error) call.resolve(reply);
-          else if (isNoScript(error)) unknownScript.push(call);
-          else call.reject(error);
+          if (error) {
+            if (isNoScript(error)) unknownScript.push(...members);
+            else members.forEach((call) => call.reject(error));
+          } else if (members.length === 1 && !this.scriptBatch.index.has(members[0]!.script.sha)) {
+            members[0]!.resolve(reply);
+          } else {
+            this.answer(members, reply);
+          }
         });
         if (unknownScript.length > 0) this.retryAfterLoading(unknownScript);
       },
       (error: unknown) => batch.forEach((call) => call.reject(error)),
     );
+  }
+
+  private queueBatch(pipeline: ReturnType<Redis['pipeline']>, calls: PendingCall[]): void {
+    const { keyCount, args } = batchArguments(this.scriptBatch, calls);
+    pipeline.evalsha(this.scriptBatch.sha, keyCount, ...args);
+  }
+
+  /** Hands each call of one batch script call its own reply or error. */
+  private answer(calls: PendingCall[], reply: unknown): void {
+    let answers;
+    try {
+      answers = splitBatchReply(reply, calls.length);
+    } catch (error) {
+      calls.forEach((call) => call.reject(error));
+      return;
+    }
+    answers.forEach((answer, i) => ('error' in answer ? calls[i]!.reject(answer.error) : calls[i]!.resolve(answer.reply)));
   }
 
   /**
@@ -247,6 +291,7 @@ export class RedisScriptRunner {
   async loadScripts(): Promise<void> {
     const pipeline = this.redis.pipeline();
     for (const script of this.scripts) pipeline.script('LOAD', script.source);
+    pipeline.script('LOAD', this.scriptBatch.source);
     const results = await pipeline.exec();
     const failed = results?.find(([error]) => error);
     if (!results || failed) throw failed?.[0] ?? new Error('no reply to SCRIPT LOAD');

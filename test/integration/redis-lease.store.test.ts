@@ -206,7 +206,40 @@ describe('RedisLeaseStore against a real Redis', () => {
     expect(await failure(a, now + 7_200_000, 300)).toMatchObject({ failures: 5, send: false });
   });
 
-  it('recovers a batch of claims after Redis forgot its scripts: one SCRIPT LOAD, then EVALSHA again, no EVAL per call', async () => {
+  it('sends the script calls of one turn as one Redis command, each answered on its own', async () => {
+    const job = uniqueName('one-turn');
+    const store = new RedisLeaseStore(redisA, 'dcron', 5_000);
+    await store.prepare();
+    const held = await store.claim(claimRequest(`${job}-held`, `${job}-held:1`));
+    await admin.config('RESETSTAT');
+
+    // 1,200 claims of different jobs, one claim of a slot already taken, one of a job whose lease
+    // is held, a renewal and a release, all in one turn; one claim carries a value Redis refuses.
+    const claims = Array.from({ length: 1_200 }, (_, i) => store.claim(claimRequest(`${job}-${i}`, `${job}-${i}:1`)));
+    const taken = store.claim(claimRequest(`${job}-held`, `${job}-held:1`));
+    const overlap = store.claim(claimRequest(`${job}-held`, `${job}-held:2`));
+    const refused = store.claim({ ...claimRequest(`${job}-bad`, `${job}-bad:1`), leaseMs: Number.NaN }).then(
+      () => 'answered',
+      (error: unknown) => String(error),
+    );
+    const renewed = held.kind === 'won' ? store.renew(held.lease, 10_000) : undefined;
+    const results = await Promise.all(claims);
+    const counts = await commandCounts();
+
+    expect(results.filter((r) => r.kind === 'won')).toHaveLength(1_200);
+    expect(new Set(results.map((r) => (r.kind === 'won' ? r.lease.fencingToken : 0)))).toEqual(new Set([1]));
+    expect((await taken).kind).toBe('taken');
+    expect((await overlap).kind).toBe('overlap');
+    expect(await renewed).toBe('renewed');
+    expect(await refused).toMatch(/not an integer|out of range|invalid expire/i);
+    // 1,204 calls: two batch script calls (at most 1,000 calls each), nothing else.
+    expect(counts.evalsha).toBe(2);
+    expect(counts.eval ?? 0).toBe(0);
+    // A refused call did not undo the calls around it: their leases are in Redis.
+    expect(await admin.exists(new KeyBuilder('dcron').lease(`${job}-1199`))).toBe(1);
+  });
+
+  it('recovers a batch of claims after Redis forgot its scripts: one SCRIPT LOAD each, then one EVALSHA again, no EVAL per call', async () => {
     const job = uniqueName('noscript');
     const store = new RedisLeaseStore(redisA, 'dcron', 2_000);
     await store.claim(claimRequest(`${job}-warm`, 'warm-up', 'allow'));
@@ -223,7 +256,8 @@ describe('RedisLeaseStore against a real Redis', () => {
 
     expect(claims.map((c) => c.kind)).toEqual(Array(40).fill('won'));
     expect(counts['script|load']).toBe(scripts);
-    expect(counts.evalsha).toBe(80); // 40 refused with NOSCRIPT, 40 run after the load
+    // The 40 claims of the turn travel as one call of the batch script: refused with NOSCRIPT once, run once after the load.
+    expect(counts.evalsha).toBe(2);
     expect(counts.eval ?? 0).toBe(0);
     // The leases are real: each job's lease key holds the winner's token.
     const lease = claims[0]!.kind === 'won' ? claims[0]!.lease : undefined;
