@@ -7,6 +7,8 @@
  *                                      and bench/results/quick-BENCHMARKS.md, never the full results
  *   npm run bench -- --only overhead,takeover     some scenarios only (overhead, fleet, bullmq, takeover, transport, observability, queue, footprint)
  *   npm run bench -- --fleet-jobs 200,500         other fleet sizes
+ *   npm run bench -- --only footprint --footprint-minutes 3 --footprint-instances 5
+ *                                      a shorter memory run (default 10 minutes, quick 1), on 5 instances
  *   npm run bench -- --report-only     re-render BENCHMARKS.md and the chart from bench/results/*.json
  *   npm run bench -- --profile         V8 CPU profile of one fleet instance per size, into
  *                                      .tmp/bench-profiles/ (summarised by bench/profile-summary.ts)
@@ -42,6 +44,7 @@ interface Settings {
   overhead: { rounds: number; secondsPerRound: number; instanceCounts: number[]; warmupSeconds: number };
   fleet: { jobs: number[]; seconds: number; instances: number; probe: boolean; probeSeconds: number; warmup: number; grace: number };
   takeover: { leasesMs: number[]; workMs: number; killAfterMs: number; waitNaive: boolean };
+  footprint: { minutes?: number; instances?: number };
   profileDir: string | undefined;
 }
 
@@ -79,6 +82,10 @@ function parseArgs(argv: string[]): Settings {
     takeover: quick
       ? { leasesMs: [5_000], workMs: 30_000, killAfterMs: 2_500, waitNaive: false }
       : { leasesMs: [5_000, 15_000, 30_000], workMs: 30_000, killAfterMs: 2_500, waitNaive: true },
+    footprint: {
+      minutes: value('--footprint-minutes') === undefined ? undefined : Number(value('--footprint-minutes')),
+      instances: value('--footprint-instances') === undefined ? undefined : Number(value('--footprint-instances')),
+    },
   };
 }
 
@@ -248,7 +255,7 @@ async function main(): Promise<void> {
       save('transport', results.transport);
     }
     if (settings.only.has('footprint')) {
-      results.footprint = await runFootprint({ runId, buildDir, quick: settings.quick });
+      results.footprint = await runFootprint({ runId, buildDir, quick: settings.quick, ...settings.footprint });
       save('footprint', results.footprint);
     }
     if (settings.only.has('queue')) {

@@ -5,6 +5,7 @@
 #   npm run chaos -- --quick            the same in under 2 minutes
 #   npm run chaos -- --seed 42          reproduce a run (the seed is printed at the start)
 #   npm run chaos -- --sentinel         Redis behind Sentinel, master failovers among the faults
+#   npm run chaos -- --quick --cli      CronJob mode: some jobs' slots run in CLI pods (`run <job> --slot`)
 #   npm run chaos -- --src-rev HEAD     test the library code of a git revision, not the working tree
 #   other options: --duration S --drain S --jobs N --instances N --out FILE --keep
 #
@@ -60,7 +61,7 @@ cat > "$stage/tsconfig.json" <<JSON
 {
   "extends": "$root/tsconfig.json",
   "compilerOptions": { "rootDir": ".", "outDir": "$build", "declaration": false, "noEmit": false },
-  "include": ["bench/chaos/**/*.ts"]
+  "include": ["bench/chaos/**/*.ts", "src/cli/main.ts"]
 }
 JSON
 

@@ -207,6 +207,16 @@ export interface DistributedCronOptions {
    * @default none: the handler runs on the instance that claimed the slot
    */
   queue?: string;
+  /**
+   * Resource pool: the job's handler runs only while holding one of the pool's units on this
+   * instance, so at most the pool's size (the module's `pools`) of its jobs run here at once. An
+   * instance whose pool is full claims a scheduled slot only after a short wait for room, so an
+   * instance with room wins it; when none has room, `overlap` decides (`skip`, `allow`: the row
+   * says `skipped_overlap` and why; `queue`, `replace`: the slot waits for room, holding its lease).
+   * @example pool: 'reports'
+   * @default none: not limited
+   */
+  pool?: string;
 }
 
 /** One row of the run history. */

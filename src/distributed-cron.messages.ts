@@ -79,6 +79,18 @@ export const NOT_A_NON_EMPTY_STRING = (value: unknown) => `must be a non-empty s
 
 export const NOT_A_VALID_DATE = (value: unknown) => `must be a valid Date, got ${shown(value)}`;
 
+export const UNKNOWN_POOL = (pool: unknown, known: string[]) =>
+  known.length === 0
+    ? `names pool ${shown(pool)}, but the module option \`pools\` sets none; add it, e.g. pools: { ${typeof pool === 'string' ? pool : 'reports'}: 2 }`
+    : `names pool ${shown(pool)}, which the module option \`pools\` does not set; known pools: ${known.map((name) => `'${name}'`).join(', ')}`;
+
+/** Why a slot whose lease this instance won did not start: its pool had no free unit here. */
+export const POOL_FULL = (pool: string, running: number, size: number) =>
+  `pool '${pool}' full (${running} of ${size} running on this instance)`;
+
+export const POOL_WAIT = (pool: string, running: number, size: number) =>
+  `waiting for room in pool '${pool}' (${running} of ${size} running on this instance; overlap: queue)`;
+
 export const UNKNOWN_JOB = (jobName: string, known: string[]) =>
   `must name a job of this app: no @DistributedCron job named '${jobName}' (known: ${known.join(', ') || 'none'})`;
 
@@ -93,3 +105,22 @@ export const BIRTHS_UNAVAILABLE = (catchingUp: string[], error: string) =>
 
 export const BACKFILL_TOO_MANY_SLOTS = (max: number) =>
   `makes the range hold more than ${max.toLocaleString('en-US')} slots of the job's schedule (the most one call runs); backfill a shorter range at a time`;
+
+export const BECAME_LEADER = (fencingToken: number) => `became leader (fencing token ${fencingToken})`;
+
+export const LOST_LEADERSHIP = (why: string) => `lost leadership: ${why}`;
+
+export const LEADERSHIP_UNREACHABLE = (leader: boolean, error: string) =>
+  `leader election: Redis unreachable (${leader ? 'leadership kept until its local deadline' : 'not taking over meanwhile'}; trying again every renewal): ${error}`;
+
+export const LEADERSHIP_REACHABLE = () => 'leader election: Redis reachable again';
+
+export const LEADER_RENEWAL_TOO_SLOW = (leaseMs: number, renewMs: number, marginMs: number) =>
+  `the leader renews every ${renewMs} ms, but a leadership it cannot renew ends ${leaseMs - marginMs} ms after the call that took ` +
+  `or renewed it (the lease, ${leaseMs} ms, less a safety margin of ${marginMs} ms), so it would end before each renewal: ` +
+  'renew more often than that, best at least twice per lease so that one failed renewal does not end it';
+
+export const RESIGN_FAILED = (error: string) =>
+  `leader election: could not resign the leadership (the leader key expires by itself within the lease): ${error}`;
+
+export const LEADER_LISTENER_FAILED = (error: string) => `leader election: a leadership listener threw (ignored): ${error}`;

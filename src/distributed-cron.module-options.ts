@@ -62,6 +62,7 @@ export interface JobOverride extends Pick<
   | 'recover'
   | 'expectSuccessWithin'
   | 'skewTolerance'
+  | 'pool'
 > {
   /** Replaces the decorator's cron expression. @default the decorator's expression */
   cron?: string;
@@ -140,8 +141,27 @@ export interface DistributedCronModuleOptions {
   jobs?: Record<string, JobOverride>;
   /** What this instance does: fire slots, run handlers, consume queues. @default 'all' */
   role?: DistributedCronRole;
+  /**
+   * Who claims the slots. `'fleet'`: every instance that fires slots takes part; for each slot one
+   * of them (a hash of job, slot and instance) claims first and the others only step in if it did
+   * not, so runs spread evenly. `'leader'`: the instances elect one leader through a renewed
+   * Redis lease with its own fencing token; only the leader fires and claims slots (and runs
+   * them, or enqueues them in queue mode), the others are warm standbys that keep sweeping and
+   * take over within `leader.lease` + `leader.renewEvery`, firing the slots that fell in the gap.
+   * @default 'fleet'
+   */
+  mode?: 'fleet' | 'leader';
+  /** `mode: 'leader'` only: how long a leadership lasts without renewal, and how often it is renewed. @default { lease: '5s', renewEvery: lease / 5 } */
+  leader?: { lease?: Duration; renewEvery?: Duration };
   /** Settings of the queues that queue-mode jobs name (`@DistributedCron(..., { queue })`), by queue name. */
   queues?: Record<string, QueueOptions>;
+  /**
+   * Resource pools by name, with their size per instance: jobs that name a pool (`pool`) run at
+   * most that many handlers at once on each instance, so heavy jobs cannot starve the rest.
+   * @example pools: { reports: 2, io: 20 }
+   * @default none
+   */
+  pools?: Record<string, number>;
   /** A Redis call slower than this counts as Redis being unreachable (the slot fails closed). @default '2s' */
   redisTimeout?: Duration;
   /** On shutdown, how long running executions may finish before their signal aborts. @default '10s' */

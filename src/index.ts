@@ -5,7 +5,7 @@ export {
   DISTRIBUTED_CRON_LEASE_STORE,
   DISTRIBUTED_CRON_RUN_HISTORY,
 } from './nest/distributed-cron.providers.js';
-export type { LeaseStore } from './leasing/lease.store.js';
+export type { LeaseStore, LeaderInfo } from './leasing/lease.store.js';
 export type { RunHistory } from './history/run-history.js';
 export type { JobBirths } from './history/job-births.js';
 export {

@@ -4,8 +4,8 @@
  * and its own PrismaClient (each reaching its server through this instance's own TCP proxy, so
  * the runner can stall or cut one instance's traffic).
  *
- * Every handler appends a 'start' line when it is entered and an 'end' line when it returns or
- * throws, to <logDir>/<instanceId>.jsonl, with fs.writeSync + fs.fsyncSync: that file, not the
+ * Every handler (app.parts.ts) appends a 'start' line when it is entered and an 'end' line when it
+ * returns or throws, to <logDir>/<instanceId>.jsonl, with fs.writeSync + fs.fsyncSync: that file, not the
  * library's rows, is what the verdict trusts. What the library logs at warn level and above goes
  * to <logDir>/<instanceId>.lib.jsonl.
  *
@@ -14,34 +14,17 @@
  * shuts the app down gracefully and exits.
  */
 import 'reflect-metadata';
-import { Injectable, type Type } from '@nestjs/common';
+import type { Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { PrismaPg } from '@prisma/adapter-pg';
-import { Redis } from 'ioredis';
-import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
-import { DistributedCron, type CronContext } from '../../src/index.js';
-import { PrismaClient } from '../../test/generated/prisma/client.js';
 import { instanceModule, LineLogger, type LogLevel } from '../../test/support/app-module.js';
-import {
-  chaosJobs,
-  LEASE_MS,
-  planExecution,
-  POLL_MS,
-  RENEW_MS,
-  RETRY,
-  SWEEP_MS,
-  type EndLine,
-  type LibLine,
-  type StartLine,
-} from './jobs.js';
+import { chaosClients, chaosProviders, handlerLog, type RedisTarget } from './app.parts.js';
+import { chaosJobs, SWEEP_MS, SWEEP_ONLY_CRON, type LibLine } from './jobs.js';
 
-export type RedisTarget =
-  { kind: 'direct'; host: string; port: number } | { kind: 'sentinel'; sentinels: Array<{ host: string; port: number }>; name: string };
+export type { RedisTarget };
 
 export interface InstanceConfig {
   instanceId: string;
@@ -57,6 +40,8 @@ export interface InstanceConfig {
   poolMax?: number;
   /** Queue mode (`--queue`): every job on one BullMQ queue; this instance's role. */
   queue?: { role: 'scheduler' | 'worker' };
+  /** CronJob mode (`--cli`): jobs whose slots pods run; mounted here to be swept, not fired (jobs.ts SWEEP_ONLY_CRON). */
+  cliJobs?: string[];
 }
 
 const config = JSON.parse(process.env.CHAOS_CONFIG ?? '{}') as InstanceConfig;
@@ -64,14 +49,8 @@ const jobs = chaosJobs(config.jobCount);
 let epochMs = config.epochMs ?? 0;
 
 // --- the append-only logs ------------------------------------------------------------------
-const handlerFd = openSync(path.join(config.logDir, `${config.instanceId}.jsonl`), 'a');
+const { fd: handlerFd, append: appendHandlerLine } = handlerLog(config.logDir, config.instanceId);
 const libFd = openSync(path.join(config.logDir, `${config.instanceId}.lib.jsonl`), 'a');
-
-/** A handler line: written and flushed to disk before the handler goes on. */
-function appendHandlerLine(line: StartLine | EndLine): void {
-  writeSync(handlerFd, `${JSON.stringify(line)}\n`);
-  fsyncSync(handlerFd);
-}
 
 function appendLibLine(line: Omit<LibLine, 't' | 'instance' | 'pid'>): void {
   // write() alone survives SIGKILL (the page cache is the kernel's); no fsync needed here.
@@ -101,82 +80,15 @@ class FileLogger extends LineLogger {
   }
 }
 
-// --- the handler ---------------------------------------------------------------------------
-let runCounter = 0;
-
-async function handle(jobIndex: number, ctx: CronContext): Promise<void> {
-  const job = jobs[jobIndex]!;
-  const plan = planExecution(config.seed, job, ctx.scheduledAt.getTime() - epochMs, ctx.attempt);
-  const start = Date.now();
-  const base = {
-    run: `${config.instanceId}#${++runCounter}`,
-    executionId: ctx.executionId,
-    jobName: ctx.jobName,
-    instance: config.instanceId,
-    pid: process.pid,
-    fencingToken: ctx.fencingToken,
-    attempt: ctx.attempt,
-    trigger: ctx.trigger,
-    scheduledAt: ctx.scheduledAt.getTime(),
-    start,
-  };
-  appendHandlerLine({ type: 'start', ...base, plannedMs: plan.durationMs, plannedThrow: plan.throws });
-  let aborted = false;
-  // Work in steps of at most POLL_MS, looking at the signal before each.
-  for (;;) {
-    if (ctx.signal.aborted) {
-      aborted = true;
-      break;
-    }
-    const left = start + plan.durationMs - Date.now();
-    if (left <= 0) break;
-    await sleep(Math.min(POLL_MS, left));
-  }
-  if (!aborted && ctx.signal.aborted) aborted = true;
-  const threw = !aborted && plan.throws;
-  const reason = ctx.signal.reason as Error | undefined;
-  appendHandlerLine({ type: 'end', ...base, end: Date.now(), aborted, abortReason: aborted ? reason?.name : undefined, threw });
-  ctx.report({ processed: 1 });
-  if (aborted) throw reason ?? new Error('aborted');
-  if (threw) throw new Error(`chaos: planned failure of ${ctx.executionId} (attempt ${ctx.attempt})`);
-}
-
-const providers: Type[] = jobs.map((job) => {
-  class ChaosJobProvider {
-    run(ctx: CronContext): Promise<void> {
-      return handle(job.index, ctx);
-    }
-  }
-  Object.defineProperty(ChaosJobProvider, 'name', { value: `ChaosJob${job.index}` });
-  const descriptor = Object.getOwnPropertyDescriptor(ChaosJobProvider.prototype, 'run')!;
-  DistributedCron(job.expression, {
-    name: job.name,
-    lease: LEASE_MS,
-    renewEvery: RENEW_MS,
-    overlap: job.overlap,
-    recover: job.recover,
-    retry: job.retry ? { attempts: RETRY.attempts, backoff: RETRY.backoff } : undefined,
-    timeout: job.timeoutMs,
-    disabled: config.waitForGo,
-    queue: config.queue ? 'chaos' : undefined,
-  })(ChaosJobProvider.prototype, 'run', descriptor);
-  Injectable()(ChaosJobProvider);
-  return ChaosJobProvider;
-});
+// --- the handlers (app.parts.ts) --------------------------------------------------------------
+const providers: Type[] = chaosProviders(
+  jobs,
+  { seed: config.seed, instanceId: config.instanceId, epochMs: () => epochMs, append: appendHandlerLine },
+  { disabled: config.waitForGo, queue: config.queue ? 'chaos' : undefined },
+);
 
 // --- clients and the app -------------------------------------------------------------------
-const redisOptions = { maxRetriesPerRequest: 1, connectTimeout: 2_000 } as const;
-const redis =
-  config.redis.kind === 'direct'
-    ? new Redis({ host: config.redis.host, port: config.redis.port, ...redisOptions })
-    : new Redis({ sentinels: config.redis.sentinels, name: config.redis.name, ...redisOptions });
-// The app's client: its connection errors are the app's to log; the library sees the state.
-redis.on('error', () => undefined);
-
-const pool = new pg.Pool({ connectionString: config.databaseUrl, max: config.poolMax ?? 5, connectionTimeoutMillis: 3_000 });
-// An idle connection that dies (PostgreSQL restart, dropped link) is an 'error' event on the pool.
-pool.on('error', () => undefined);
-const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+const { redis, pool, prisma } = chaosClients(config.redis, config.databaseUrl, config.poolMax ?? 5);
 
 const ChaosModule = instanceModule(
   {
@@ -187,6 +99,7 @@ const ChaosModule = instanceModule(
     sweepEvery: SWEEP_MS,
     shutdownTimeout: '2s',
     ...(config.queue ? { role: config.queue.role, queues: { chaos: { concurrency: 32 } } } : {}),
+    ...(config.cliJobs ? { jobs: Object.fromEntries(config.cliJobs.map((name) => [name, { cron: SWEEP_ONLY_CRON }])) } : {}),
   },
   providers,
 );

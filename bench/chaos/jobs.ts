@@ -78,6 +78,31 @@ export function coverage(jobs: ChaosJob[]): Record<Overlap, { jobs: number; reco
   return out;
 }
 
+/**
+ * CronJob mode (`--cli`): the jobs whose slots Kubernetes-style pods run with the CLI: one 5 s
+ * job per (overlap, recover) pair among skip, queue and replace (at most `max`). 'allow' is left
+ * out: its runs overlap by design, so pods add load without a promise to check.
+ */
+export function cliJobsOf(jobs: ChaosJob[], max = 3): ChaosJob[] {
+  const seen = new Set<string>();
+  const out: ChaosJob[] = [];
+  for (const job of jobs) {
+    const pair = `${job.overlap}/${job.recover}`;
+    if (job.periodMs !== 5_000 || job.overlap === 'allow' || seen.has(pair) || out.length >= max) continue;
+    seen.add(pair);
+    out.push(job);
+  }
+  return out;
+}
+
+/**
+ * The fleet mounts the CLI jobs with this schedule (a `jobs` override): 29 February at midnight,
+ * never inside a run. Their timer is armed, so the fleet's sweep covers their rows (a killed
+ * pod's `running` row, a retry due, a queued slot), but the fleet fires none of their slots.
+ * (`disabled` would stop the sweep of them too: see README "CronJob mode".)
+ */
+export const SWEEP_ONLY_CRON = '0 0 0 29 2 *';
+
 /** Slot instants (epoch ms) of a job in [fromMs, toMs). */
 export function slotsBetween(job: ChaosJob, fromMs: number, toMs: number): number[] {
   const out: number[] = [];

@@ -66,12 +66,28 @@ export function formatReport(h: ReportHeader, faults: FaultRecord[], v: Verdict)
     `p50 ${msv(v.handlers.slotDelayMs.p50)}`,
     `p95 ${msv(v.handlers.slotDelayMs.p95)}, max ${msv(v.handlers.slotDelayMs.max)}`,
   );
+  if (v.pods) {
+    const p = v.pods;
+    const list = (counts: Record<string, number>): string =>
+      Object.entries(counts)
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, c]) => `${k} ${n(c)}`)
+        .join(', ');
+    row('CronJob pods (CLI `run`)', n(p.pods), `${n(p.slots)} slots of ${p.jobs.join(', ')}; started as: ${list(p.byReason)}`);
+    row('  pod exit codes', '', list(p.exitCodes));
+    row('  pod outcomes (CLI --json)', '', list(p.outcomes));
+    row('  pods SIGKILLed / SIGSTOPped mid-run', `${n(p.faults.kill)} / ${n(p.faults.stop)}`);
+  }
   lines.push('');
   lines.push('  the four figures (all must be 0):');
   row(
     '  duplicate executions',
     n(v.figures.duplicateExecutions),
-    `paused owner, fenced: ${n(v.duplicates.pausedOwnerFenced)}; re-run after a successful end (info): ${n(v.duplicates.rerunAfterSuccess)}`,
+    `paused owner, fenced: ${n(v.duplicates.pausedOwnerFenced)}; re-run after a successful end (info): ${n(v.duplicates.rerunAfterSuccess)}${
+      v.pods
+        ? `; two pods exit 0 having run one slot: ${n(v.pods.doubleSuccess)} (${n(v.pods.doubleSuccessUncounted)} not seen in the handler logs)`
+        : ''
+    }`,
   );
   row(
     '  concurrent handlers (skip/queue/replace)',

@@ -1,8 +1,8 @@
 /**
  * `npm run chaos`: the fault-injection suite (see bench/chaos/README.md).
  *
- *   node <build>/bench/chaos/run.js [--quick] [--seed N] [--sentinel] [--duration S] [--jobs N]
- *                                   [--instances N] [--drain S] [--out FILE] [--keep]
+ *   node <build>/bench/chaos/run.js [--quick] [--seed N] [--sentinel] [--queue] [--cli] [--duration S]
+ *                                   [--jobs N] [--instances N] [--drain S] [--out FILE] [--keep]
  *
  * Starts a private Redis (or a Sentinel setup) and a private PostgreSQL cluster, one TCP proxy per
  * instance and server, N app instances as processes; injects seeded faults; then computes the
@@ -22,7 +22,19 @@ import { FAULT_DESCRIPTIONS, injectFault, planFaults, type FaultRecord } from '.
 import { Fleet } from './fleet.js';
 import { HOST, PrivatePostgres, PrivateRedis } from './infra.js';
 import type { InstanceConfig, RedisTarget } from './instance.js';
-import { chaosJobs, coverage, LEASE_MS, MAX_DURATION_MS, RENEW_MS, SWEEP_MS, type EndLine, type LibLine, type StartLine } from './jobs.js';
+import {
+  chaosJobs,
+  cliJobsOf,
+  coverage,
+  LEASE_MS,
+  MAX_DURATION_MS,
+  RENEW_MS,
+  SWEEP_MS,
+  type EndLine,
+  type LibLine,
+  type StartLine,
+} from './jobs.js';
+import { PodController } from './pods.js';
 import { formatReport } from './report.js';
 import { computeVerdict, type RunRow } from './verdict.js';
 
@@ -32,6 +44,8 @@ interface Args {
   sentinel: boolean;
   /** Queue mode: 2 schedulers, the other instances workers, every job on one BullMQ queue. */
   queue: boolean;
+  /** CronJob mode: some jobs' slots run in CLI pods started by a pod controller; the fleet sweeps them. */
+  cli: boolean;
   windowSeconds: number;
   drainSeconds: number;
   jobs: number;
@@ -52,8 +66,11 @@ function parseArgs(argv: string[]): Args {
   };
   const known = new Set(['--quick', '--seed', '--sentinel', '--duration', '--drain', '--jobs', '--instances', '--out', '--keep']);
   known.add('--queue');
+  known.add('--cli');
   for (const a of argv) if (a.startsWith('--') && !known.has(a)) throw new Error(`unknown option ${a} (known: ${[...known].join(' ')})`);
   const quick = argv.includes('--quick');
+  if (argv.includes('--cli') && (argv.includes('--queue') || argv.includes('--sentinel')))
+    throw new Error('--cli runs in-app jobs in pods against one Redis: not with --queue or --sentinel');
   const seedText = value('--seed');
   const seed = seedText === undefined ? randomInt(1, 2 ** 31 - 1) : Number(seedText);
   if (!Number.isInteger(seed) || seed < 0) throw new Error(`--seed must be a non-negative integer, got ${seedText}`);
@@ -69,6 +86,7 @@ function parseArgs(argv: string[]): Args {
     seed,
     sentinel: argv.includes('--sentinel'),
     queue: argv.includes('--queue'),
+    cli: argv.includes('--cli'),
     windowSeconds: num('--duration', quick ? 55 : 560),
     drainSeconds: num('--drain', quick ? 18 : 25),
     jobs: Math.round(num('--jobs', 32)),
@@ -106,10 +124,10 @@ function parseLines<T>(file: string, onBad: () => void): T[] {
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
-  const variant = `${args.quick ? 'quick' : 'full'}${args.sentinel ? '+sentinel' : ''}${args.queue ? '+queue' : ''}`;
+  const variant = `${args.quick ? 'quick' : 'full'}${args.sentinel ? '+sentinel' : ''}${args.queue ? '+queue' : ''}${args.cli ? '+cli' : ''}`;
   const source = process.env.CHAOS_SRC_LABEL ?? 'working tree';
   log(
-    `seed ${args.seed} (reproduce with --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}${args.queue ? ' --queue' : ''}); ${variant}; code under test: ${source}`,
+    `seed ${args.seed} (reproduce with --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}${args.queue ? ' --queue' : ''}${args.cli ? ' --cli' : ''}); ${variant}; code under test: ${source}`,
   );
   const jobs = chaosJobs(args.jobs);
   const cover = coverage(jobs);
@@ -118,6 +136,8 @@ async function main(): Promise<number> {
       .map(([o, c]) => `${o} ${c.jobs} (recover ${c.recover}, retry ${c.retry}, timeout ${c.timeout})`)
       .join('; ')}`,
   );
+  const cliJobs = args.cli ? cliJobsOf(jobs) : [];
+  if (args.cli) log(`CronJob mode: the slots of ${cliJobs.map((j) => j.name).join(', ')} run in CLI pods; the fleet sweeps them`);
 
   const stateDir = mkdtempSync(path.join(os.tmpdir(), 'dcron-chaos-'));
   // The postgres user must be able to reach its data directory inside.
@@ -132,11 +152,13 @@ async function main(): Promise<number> {
   let sentinel: SentinelSetup | undefined;
   const proxies: TcpProxy[] = [];
   let fleet: Fleet | undefined;
+  let pods: PodController | undefined;
   let cleaned = false;
   const cleanupSync = (): void => {
     if (cleaned) return;
     cleaned = true;
     fleet?.killAllNow();
+    pods?.killAllNow();
     postgres?.stopSync();
     if (!args.keep) rmSync(stateDir, { recursive: true, force: true });
   };
@@ -205,6 +227,7 @@ async function main(): Promise<number> {
           epochMs: waitForGo ? undefined : epoch,
           poolMax: 5,
           queue: args.queue ? { role: slot < 2 ? 'scheduler' : 'worker' } : undefined,
+          cliJobs: args.cli ? cliJobs.map((j) => j.name) : undefined,
         };
       },
     }));
@@ -221,6 +244,32 @@ async function main(): Promise<number> {
     for (let slot = 0; slot < args.instances; slot++) f.send(slot, `go ${epoch}`);
     const windowFrom = epoch + 3_000;
     const windowTo = epoch + args.windowSeconds * 1_000;
+    if (args.cli) {
+      const built = path.join(path.dirname(script), '..', '..');
+      pods = new PodController({
+        seed: args.seed,
+        jobs: cliJobs,
+        epoch,
+        slotsFrom: windowFrom,
+        slotsBefore: windowTo,
+        followUpsUntil: windowTo + 8_000,
+        cliMain: path.join(built, 'src', 'cli', 'main.js'),
+        modulePath: path.join(path.dirname(script), 'pod.module.js'),
+        config: (id) => ({
+          instanceId: id,
+          seed: args.seed,
+          jobCount: args.jobs,
+          jobs: cliJobs.map((j) => j.name),
+          redis: { host: HOST, port: redisPort },
+          databaseUrl: postgres!.url(postgres!.port, `chaos-${id}`),
+          logDir,
+          epochMs: epoch!,
+        }),
+        logDir,
+        log,
+      });
+      pods.start();
+    }
     log(
       `all up; epoch ${new Date(epoch).toISOString()}; slots counted in [epoch+3s, epoch+${args.windowSeconds}s); then ${args.drainSeconds} s of drain without faults`,
     );
@@ -270,6 +319,10 @@ async function main(): Promise<number> {
     await sleepUntil(windowTo);
     log(`faults over; draining ${args.drainSeconds} s`);
     await sleepUntil(windowTo + args.drainSeconds * 1_000);
+    if (pods) {
+      await pods.finish(20_000);
+      log(`${pods.pods.length} CronJob pods, all exited`);
+    }
 
     // --- read the run history (the instances are still up), then stop them ------------------------------
     const queriedAt = Date.now();
@@ -332,6 +385,7 @@ async function main(): Promise<number> {
       renewMs: RENEW_MS,
       sweepMs: SWEEP_MS,
       maxDurationMs: MAX_DURATION_MS,
+      pods: pods && { jobs: cliJobs.map((j) => j.name), records: pods.pods },
     });
     const wallSeconds = Math.round((Date.now() - t0) / 1000);
     process.stdout.write(
@@ -347,7 +401,7 @@ async function main(): Promise<number> {
     rmSync(keptLogs, { recursive: true, force: true });
     mkdirSync(path.dirname(keptLogs), { recursive: true });
     cpSync(logDir, keptLogs, { recursive: true });
-    writeFileSync(path.join(keptLogs, 'faults.json'), JSON.stringify({ epoch, faults, lives: f.lives }, null, 1));
+    writeFileSync(path.join(keptLogs, 'faults.json'), JSON.stringify({ epoch, faults, lives: f.lives, pods: pods?.pods }, null, 1));
     writeFileSync(path.join(keptLogs, 'rows.json'), JSON.stringify(rows));
 
     const byKind: Record<string, number> = {};
@@ -359,7 +413,7 @@ async function main(): Promise<number> {
       suite: 'chaos',
       variant,
       seed: args.seed,
-      reproduce: `npm run chaos -- --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}${args.queue ? ' --queue' : ''}`,
+      reproduce: `npm run chaos -- --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}${args.queue ? ' --queue' : ''}${args.cli ? ' --cli' : ''}`,
       codeUnderTest: source,
       startedAt: new Date(t0).toISOString(),
       wallSeconds,
@@ -387,6 +441,7 @@ async function main(): Promise<number> {
       },
       verdict,
       processes: f.lives,
+      ...(pods ? { pods: pods.pods } : {}),
       rawLogs: keptLogs,
     };
     mkdirSync(path.dirname(args.out), { recursive: true });

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import type { ProcessLife } from './fleet.js';
 import { chaosJobs, executionIdOf, type ChaosJob, type EndLine, type LibLine, type StartLine } from './jobs.js';
+import type { PodRecord } from './pods.js';
 import { computeVerdict, type RunRow, type VerdictInput } from './verdict.js';
 
 const T = Date.UTC(2030, 0, 1, 0, 0, 0);
@@ -318,6 +319,29 @@ test('recovery: time from a fault until every job had started (and completed) a 
   assert.equal(v.recovery.perFault[0]!.recoveryMs, 1_500);
   assert.equal(v.recovery.perFault[0]!.completedMs, 2_500);
   assert.equal(v.recovery.perFault[0]!.slowestJob, queue5.name);
+});
+
+test('pods: a recover after a killed pod is not a duplicate; two pods exiting 0 having run one slot are one', () => {
+  const pod = (id: string, slotMs: number, exitCode: number | null, outcome?: string, diedAt = T + 9_000): PodRecord => ({
+    life: { id, slot: -1, pid: 1, spawnedAt: slotMs, diedAt, expectedExit: true, stops: [], stderrTail: '' },
+    job: queue5.name,
+    slot: slotMs,
+    executionId: executionIdOf(queue5.name, slotMs),
+    why: 'slot',
+    exitCode,
+    outcome,
+  });
+  const h = new History().life('i0');
+  // Slot T: pod p1 is SIGKILLed mid-run at T+1 s, the fleet recovers it. Slot T+5 s: p2 and p3 both say they ran it.
+  h.handler(queue5, T, 'p1', 1, T + 5, undefined).handler(queue5, T, 'i0', 2, T + 5_000, T + 5_100, { attempt: 2 });
+  h.handler(queue5, T + 5_000, 'p2', 3, T + 5_200, T + 5_300);
+  const killed = pod('p1', T, null, undefined, T + 1_000);
+  const records = [killed, pod('p2', T + 5_000, 0, 'ran'), pod('p3', T + 5_000, 0, 'ran'), pod('p4', T + 5_000, 0, 'skipped_overlap')];
+  const v = h.verdict([queue5], { windowTo: T + 1, pods: { jobs: [queue5.name], records } });
+  assert.equal(v.figures.duplicateExecutions, 1);
+  assert.equal(v.pods!.doubleSuccessUncounted, 1);
+  assert.deepEqual(v.pods!.exitCodes, { none: 1, '0': 3 });
+  assert.equal(v.figures.concurrentHandlers, 0);
 });
 
 let failed = 0;

@@ -22,6 +22,8 @@
 import type { FaultRecord } from './faults.js';
 import type { ProcessLife } from './fleet.js';
 import { executionIdOf, slotsBetween, type ChaosJob, type EndLine, type LibLine, type StartLine } from './jobs.js';
+import type { PodRecord } from './pods.js';
+import { podVerdict, type PodVerdict } from './pods.verdict.js';
 
 /** A later handler that began this soon after a paused owner's SIGCONT still counts as "began while paused". */
 export const PAUSE_SLACK_MS = 250;
@@ -89,6 +91,8 @@ export interface VerdictInput {
   renewMs: number;
   sweepMs: number;
   maxDurationMs: number;
+  /** CronJob mode (`--cli`): the pods and the jobs they ran; their lives count like the instances' for their handlers. */
+  pods?: { jobs: string[]; records: PodRecord[] };
 }
 
 export type LossKind = 'no_row' | 'ran_without_row' | 'stuck_running' | 'stuck_queued' | 'retry_never_run';
@@ -201,6 +205,8 @@ export interface Verdict {
     all: Stat & { unrecovered: number; completed: Stat };
   };
   fleetDown: Array<{ from: number; to: number }>;
+  /** CronJob mode: the pods' exit codes and outcomes; two pods exiting 0 having run one slot count as duplicates. */
+  pods?: PodVerdict;
   unexpectedExits: Array<{ id: string; pid: number; at?: number; code?: number | null; signal?: string | null; crash?: string }>;
 }
 
@@ -209,7 +215,9 @@ const EXEC_ID = /(c\d\d-[a-z]+-\ds[a-z-]*):(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)/g;
 export function computeVerdict(input: VerdictInput): Verdict {
   const { jobs, leaseMs, renewMs, sweepMs } = input;
   const grace = leaseMs + 2 * sweepMs + 1_000;
-  const livesById = new Map(input.lives.map((l) => [l.id, l]));
+  const podLives = (input.pods?.records ?? []).map((p) => p.life);
+  const podIds = new Set(podLives.map((l) => l.id));
+  const livesById = new Map([...input.lives, ...podLives].map((l) => [l.id, l]));
   const jobByName = new Map(jobs.map((j) => [j.name, j]));
 
   // --- handlers: pair start and end lines ----------------------------------------------------
@@ -302,6 +310,7 @@ export function computeVerdict(input: VerdictInput): Verdict {
   const duplicateExamples: unknown[] = [];
   const duplicatePausedExamples: unknown[] = [];
   const rerunExamples: unknown[] = [];
+  const duplicateIds = new Set<string>();
   for (const [id, group] of byExecution) {
     if (group.length < 2) continue;
     group.sort((a, b) => a.start - b.start || a.attempt - b.attempt);
@@ -350,10 +359,14 @@ export function computeVerdict(input: VerdictInput): Verdict {
         if (duplicatePausedExamples.length < EXAMPLES) duplicatePausedExamples.push(example);
       } else {
         duplicates++;
+        duplicateIds.add(id);
         if (duplicateExamples.length < EXAMPLES) duplicateExamples.push(example);
       }
     }
   }
+
+  const pods = input.pods && podVerdict(input.pods.records, input.pods.jobs, duplicateIds, EXAMPLES);
+  duplicates += pods?.doubleSuccessUncounted ?? 0;
 
   // --- concurrent handlers of skip / queue / replace jobs --------------------------------------------
   let pairs = 0;
@@ -644,7 +657,8 @@ export function computeVerdict(input: VerdictInput): Verdict {
       threw: handlers.filter((h) => h.threw).length,
       aborted,
       byTrigger,
-      slotDelayMs: stat(handlers.filter((h) => h.trigger === 'schedule').map((h) => h.start - h.scheduledAt)),
+      // A pod's handler starts after the pod booted: the in-app delay only.
+      slotDelayMs: stat(handlers.filter((h) => h.trigger === 'schedule' && !podIds.has(h.instance)).map((h) => h.start - h.scheduledAt)),
     },
     duplicates: {
       count: duplicates,
@@ -682,6 +696,7 @@ export function computeVerdict(input: VerdictInput): Verdict {
       },
     },
     fleetDown,
+    pods,
     unexpectedExits: input.lives
       .filter((l) => !l.expectedExit || (l.exitCode !== undefined && l.exitCode !== 0 && l.exitSignal !== 'SIGKILL'))
       .map((l) => ({ id: l.id, pid: l.pid, at: l.diedAt, code: l.exitCode, signal: l.exitSignal, crash: crashes.get(l.id) })),

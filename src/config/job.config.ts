@@ -36,6 +36,7 @@ const OVERRIDE_KEYS = Object.keys({
   recover: true,
   expectSuccessWithin: true,
   skewTolerance: true,
+  pool: true,
 } satisfies Record<keyof JobOverride, true>);
 
 /** A job's validated, immutable configuration. */
@@ -63,6 +64,8 @@ export interface JobConfig {
   readonly disabled: boolean;
   /** Queue mode: the queue its slots go to, for workers to run; undefined runs them where they fire. */
   readonly queue: string | undefined;
+  /** Resource pool: its handler runs only while holding a unit of this pool (module option `pools`). */
+  readonly pool: string | undefined;
   /** Where the method lives, for messages: `ClassName.method`. */
   readonly source: string;
   /** Outside heartbeat ping URL (`heartbeat`, or the module's template). */
@@ -84,7 +87,7 @@ export function defaultExecutionId(slot: SlotInfo): string {
 export function resolveJobConfig(
   metadata: DistributedCronMetadata,
   source: string,
-  module: Pick<DistributedCronModuleOptions, 'timeZone' | 'jobDefaults' | 'jobs' | 'heartbeat'>,
+  module: Pick<DistributedCronModuleOptions, 'timeZone' | 'jobDefaults' | 'jobs' | 'heartbeat' | 'pools'>,
 ): JobConfig {
   const name = metadata.options.name ?? source;
   // Only a valid name can be looked up in `jobs`; the name check below reports an invalid one.
@@ -198,6 +201,10 @@ export function resolveJobConfig(
   if (options.queue !== undefined && (typeof options.queue !== 'string' || !QUEUE_NAME_PATTERN.test(options.queue))) {
     fail('queue', `must be 1-100 letters, digits, '_', '-' or '.' (a queue name), got ${JSON.stringify(options.queue)}`);
   }
+  const pools = module.pools && typeof module.pools === 'object' ? Object.keys(module.pools) : [];
+  if (options.pool !== undefined && (typeof options.pool !== 'string' || !pools.includes(options.pool))) {
+    fail('pool', messages.UNKNOWN_POOL(options.pool, pools));
+  }
 
   const config: JobConfig = Object.freeze({
     name,
@@ -217,6 +224,7 @@ export function resolveJobConfig(
     expectSuccessWithinMs,
     disabled: options.disabled === true,
     queue: options.queue,
+    pool: options.pool,
     source,
     heartbeatUrl: resolveHeartbeatUrl(name, options.heartbeat, module.heartbeat, fail),
     slotInfo: (scheduledAt: Date): SlotInfo =>

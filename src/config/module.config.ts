@@ -6,8 +6,11 @@ import * as messages from '../distributed-cron.messages.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
 import { isValidTimeZone } from '../scheduling/cron.schedule.js';
 import { MAX_TIMER_MS, parseDuration } from './duration.parse.js';
+import { leaderTimingProblem } from '../leasing/leader.elector.js';
 
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9:_\-.]{1,64}$/;
+const POOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,100}$/;
+const MAX_POOL_SIZE = 10_000;
 
 /** The module options, checked once at bootstrap, with every default applied. */
 export interface ModuleConfig {
@@ -21,6 +24,10 @@ export interface ModuleConfig {
   readonly sweepEveryMs: number;
   readonly shutdownTimeoutMs: number;
   readonly auditPlainSchedules: boolean;
+  /** The module option `pools`, checked: units per instance by pool name. */
+  readonly pools: ReadonlyMap<string, number>;
+  /** `mode: 'leader'`: the leadership's lease and renewal interval; undefined in the default mode. */
+  readonly leader: { readonly leaseMs: number; readonly renewMs: number } | undefined;
 }
 
 const REDIS_METHODS = ['evalsha'] as const;
@@ -90,7 +97,28 @@ export function resolveModuleConfig(options: DistributedCronModuleOptions): Modu
   }
   const sweepEveryMs = timerDuration('sweepEvery', options.sweepEvery, 2_000, 'the run history would be swept every millisecond');
   if (sweepEveryMs < 100) fail('sweepEvery', `must be at least 100ms, got ${sweepEveryMs} ms`);
+  const mode = options.mode ?? 'fleet';
+  if (mode !== 'fleet' && mode !== 'leader') fail('mode', `must be 'fleet' or 'leader', got ${JSON.stringify(mode)}`);
+  if (options.leader !== undefined && (typeof options.leader !== 'object' || options.leader === null)) {
+    fail('leader', 'must be an object: { lease?, renewEvery? }');
+  }
+  let leader: ModuleConfig['leader'];
+  if (mode === 'leader') {
+    const leaseMs = timerDuration('leader.lease', options.leader?.lease, 5_000, 'the leadership would expire at once');
+    const renewMs = timerDuration(
+      'leader.renewEvery',
+      options.leader?.renewEvery,
+      Math.max(100, Math.floor(leaseMs / 5)),
+      'the leader would renew every millisecond',
+    );
+    const problem = leaderTimingProblem(leaseMs, renewMs);
+    if (problem !== undefined) fail(options.leader?.renewEvery !== undefined ? 'leader.renewEvery' : 'leader.lease', problem);
+    leader = { leaseMs, renewMs };
+  } else if (options.leader !== undefined) {
+    fail('leader', "applies to `mode: 'leader'` only; remove it or set `mode: 'leader'`");
+  }
   return {
+    leader,
     options,
     instanceId: options.instanceId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
     clock: options.clock ?? Date.now,
@@ -111,5 +139,23 @@ export function resolveModuleConfig(options: DistributedCronModuleOptions): Modu
       'running executions would be aborted at once on shutdown',
     ),
     auditPlainSchedules: options.auditPlainSchedules ?? true,
+    pools: resolvePools(options.pools),
   };
+}
+
+/** The module option `pools`: units per instance by pool name, each a positive integer. */
+export function resolvePools(pools: unknown): ReadonlyMap<string, number> {
+  const sizes = new Map<string, number>();
+  if (pools === undefined) return sizes;
+  if (typeof pools !== 'object' || pools === null || Array.isArray(pools)) {
+    fail('pools', `must be an object of pool sizes by pool name, like { reports: 2, io: 20 }, got ${messages.shown(pools)}`);
+  }
+  for (const [name, size] of Object.entries(pools as Record<string, unknown>)) {
+    if (!POOL_NAME_PATTERN.test(name)) fail(`pools['${name}']`, "a pool name must be 1-100 letters, digits, '_', '-' or '.'");
+    if (typeof size !== 'number' || !Number.isInteger(size) || size < 1 || size > MAX_POOL_SIZE) {
+      fail(`pools.${name}`, `must be an integer from 1 to ${MAX_POOL_SIZE} (handlers at once per instance), got ${messages.shown(size)}`);
+    }
+    sizes.set(name, size);
+  }
+  return sizes;
 }

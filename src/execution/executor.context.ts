@@ -9,6 +9,7 @@ import type { HeldLease, LeaseStore } from '../leasing/lease.store.js';
 import type { NotStartedRequest, RunHistory } from '../history/run-history.js';
 import { RunEventSink } from '../observability/run-event.sink.js';
 import type { QueueLink } from '../topology/queue.steps.js';
+import type { ResourcePool, ResourcePools } from './resource.pool.js';
 
 export interface ExecutorDeps {
   readonly leases: LeaseStore;
@@ -21,6 +22,8 @@ export interface ExecutorDeps {
   readonly events?: RunEventSink;
   /** Where queue-mode jobs (`queue`) put their slots; connected at bootstrap. */
   readonly queue?: QueueLink;
+  /** The module's resource pools (`pools`); a job that names one runs its handler only with a unit of it. */
+  readonly pools?: ResourcePools;
 }
 
 /** Per-instance counters of what each trigger led to; losers and skips are counted here. */
@@ -80,6 +83,8 @@ export class ExecutorContext {
 
   /** Where runs, triggers and lost leases are reported; never throws, never waits. */
   readonly events: RunEventSink;
+  /** The job's resource pool on this instance (`pool`), if it names one. */
+  readonly pool: ResourcePool | undefined;
 
   constructor(
     readonly job: JobConfig,
@@ -87,6 +92,8 @@ export class ExecutorContext {
     readonly deps: ExecutorDeps,
   ) {
     this.events = deps.events ?? new RunEventSink(deps.logger);
+    this.pool = job.pool === undefined ? undefined : deps.pools?.get(job.pool);
+    if (job.pool !== undefined && !this.pool) throw new Error(`job '${job.name}': pool '${job.pool}' was not given to its executor`);
   }
 
   /** Reports what a trigger led to (metrics, `onSkip`); never throws, never waits. */

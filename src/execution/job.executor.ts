@@ -9,6 +9,7 @@ import type { QueuedSlot } from '../leasing/lease.store.js';
 import { ExecutorContext, type ExecutorDeps, type JobStats, type Started } from './executor.context.js';
 import { abortReason, execute } from './run.attempt.js';
 import { beginRun, refence, restartRow } from './run.starter.js';
+import { holding, roomToClaim } from './pool.gate.js';
 import { SweepChecks, VANISHED_CLAIM, type StartAgain } from './sweep.checks.js';
 import { enqueueAgain, handOff, replayOnQueue, runStep, type QueueStep, type StepResult } from '../topology/queue.steps.js';
 
@@ -57,6 +58,11 @@ export class JobExecutor {
     return this.ctx.historyTimeoutMs;
   }
 
+  /** True when the job names no resource pool, or its pool has a free unit on this instance now. */
+  hasRoom(): boolean {
+    return this.ctx.pool?.hasRoom() ?? true;
+  }
+
   /** A worker's step of a queue-mode execution: runs what its row says is due, here; resolves when it ended. */
   runQueued(step: QueueStep): Promise<StepResult> {
     const run = runStep(this.ctx, step, (row, trigger, deadFence) => this.startAgain(row, trigger, deadFence));
@@ -76,6 +82,22 @@ export class JobExecutor {
     this.ctx.track(outcome);
     if (this.ctx.events.watchesTriggers) void outcome.then((result) => this.ctx.reportTrigger(scheduledAt, trigger, result));
     return outcome;
+  }
+
+  /**
+   * A slot this instance leaves to the instance that claimed it first (slot.dispatcher.ts): not
+   * claimed here, but looked at once its claimant has had time to write its row, as a lost claim is.
+   */
+  watch(scheduledAt: Date): void {
+    const slot = this.ctx.job.slotInfo(scheduledAt);
+    let executionId: string;
+    try {
+      executionId = this.ctx.job.executionIdFor(slot);
+    } catch {
+      return; // its claimant records the failure
+    }
+    this.ctx.stats.lost++;
+    this.checks.watchForRow(slot, executionId, 'schedule', { status: 'lease_lost', error: VANISHED_CLAIM });
   }
 
   /** Stops taking slots, lets running executions finish for up to `timeoutMs`, then aborts them. */
@@ -125,6 +147,8 @@ export class JobExecutor {
       }
     }
 
+    const unit = this.ctx.pool && (await roomToClaim(this.ctx, trigger));
+    if (unit === 'shutting_down') return unit;
     let claim;
     const sentAt = performance.now();
     try {
@@ -138,8 +162,10 @@ export class JobExecutor {
         ahead: mayClaimAhead && trigger === 'schedule' && this.untilSlot(scheduledAt) > 0,
       });
     } catch (error) {
+      unit?.release();
       return this.storeUnavailable(slot, executionId, error, trigger);
     }
+    if (claim.kind !== 'won') unit?.release();
     if (this.storeDown) {
       this.storeDown = false;
       this.ctx.deps.logger.log(messages.STORE_BACK(this.ctx.job.name));
@@ -181,7 +207,7 @@ export class JobExecutor {
         return this.replaceThenRun(slot, executionId, claim.holderToken, trigger);
       case 'won':
         await this.recordSuperseded(claim.superseded);
-        return this.startAndRun(slot, executionId, this.ctx.keep(claim.lease, sentAt), trigger);
+        return this.startAndRun(slot, executionId, holding(this.ctx.keep(claim.lease, sentAt), unit), trigger);
     }
   }
 

@@ -9,6 +9,8 @@ import { doubling, retryDelay } from '../config/backoff.js';
 import type { ExecutorContext } from './executor.context.js';
 import { decideOutcome, type RunEnd } from './run.outcome.js';
 import type { RunScope } from '../observability/run-event.sink.js';
+import { unitToRun } from './pool.gate.js';
+import type { PoolUnit } from './resource.pool.js';
 
 /*
  * One attempt of an execution: the handler with its context, signal and counts, then its
@@ -102,16 +104,22 @@ export async function execute(
     },
   });
 
-  const timeoutTimer =
-    job.timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => abort(abortReason('TimeoutError', `timed out after ${job.timeoutMs} ms`)), job.timeoutMs);
-
-  const started = performance.now();
+  let timeoutTimer: NodeJS.Timeout | undefined;
+  let started = performance.now();
   let failure: unknown;
   let threw = false;
   let observed: RunScope | undefined;
+  let unit: PoolUnit | undefined;
   try {
+    // A job in a resource pool runs its handler only while holding a unit of the pool; the
+    // timeout and the duration count from when it has one.
+    if (ctx.pool) {
+      unit = await unitToRun(ctx, keeper, controller.signal, abort);
+      started = performance.now();
+    }
+    if (job.timeoutMs !== undefined) {
+      timeoutTimer = setTimeout(() => abort(abortReason('TimeoutError', `timed out after ${job.timeoutMs} ms`)), job.timeoutMs);
+    }
     // The lease may be gone already (a slow run-history write, a paused process): then the
     // handler must not start with a token another run may have superseded.
     if (!keeper.valid()) {
@@ -140,6 +148,7 @@ export async function execute(
     failure = error;
   } finally {
     clearTimeout(timeoutTimer);
+    unit?.release();
     ctx.running.delete(controller);
   }
   const ended = performance.now();

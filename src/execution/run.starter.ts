@@ -3,6 +3,7 @@ import type { FireOutcome, RunRecord, RunTrigger, SlotInfo } from '../distribute
 import type { LeaseKeeper } from '../leasing/lease.keeper.js';
 import type { StaleFence } from '../history/run-history.js';
 import type { ExecutorContext, Started } from './executor.context.js';
+import { releaseUnit, roomToStart } from './pool.gate.js';
 
 /*
  * Starting a run: the row that says it started (new, or the next attempt of an existing one),
@@ -10,10 +11,29 @@ import type { ExecutorContext, Started } from './executor.context.js';
  */
 
 /**
+ * Starts a run whose lease this instance holds: a unit of the job's resource pool first (or the
+ * overlap policy's answer when the pool is full here), then the row.
+ */
+export async function beginRun(...run: Parameters<typeof writeStart>): Promise<Started | FireOutcome> {
+  const [ctx, , , keeper] = run;
+  if (!ctx.pool) return writeStart(...run);
+  const noRoom = await roomToStart(...run);
+  if (noRoom) return noRoom;
+  try {
+    const started = await writeStart(...run);
+    if (typeof started === 'string') releaseUnit(keeper);
+    return started;
+  } catch (error) {
+    releaseUnit(keeper);
+    throw error;
+  }
+}
+
+/**
  * Writes the row that starts a run: a new row, or the next attempt of an existing one. Raises
  * the fencing token when it is at or below the run history's floor.
  */
-export async function beginRun(
+async function writeStart(
   ctx: ExecutorContext,
   slot: SlotInfo,
   executionId: string,

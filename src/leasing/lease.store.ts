@@ -1,4 +1,5 @@
 import type { OverlapPolicy } from '../distributed-cron.interfaces.js';
+import type { FleetCoordination } from './fleet.coordination.js';
 
 /** How long a queue entry waits for the lease: ten leases, at least an hour (its holder may have died). */
 export function queueEntryTtlMs(leaseMs: number): number {
@@ -71,6 +72,29 @@ export type OwnerState = 'alive' | 'gone' | 'unsure';
 
 export type AcquireResult = { kind: 'acquired'; lease: HeldLease } | { kind: 'held' } | { kind: 'superseded' };
 
+/** Who leads the fleet (leader mode), as the leader key says. */
+export interface LeaderInfo {
+  instanceId: string;
+  /** The fencing token of this leadership; each new leadership gets a higher one. */
+  fencingToken: number;
+}
+
+export interface LeadershipRequest {
+  instanceId: string;
+  /** The token the caller holds the leadership with, to renew it; omitted to only take a free one. */
+  token?: string;
+  leaseMs: number;
+  /**
+   * The highest leader fencing token the caller has seen. A leadership taken now gets a token
+   * above it, so tokens keep growing after Redis forgot the counter (FLUSHALL, a restart without
+   * data). @default 0
+   */
+  floor?: number;
+}
+
+/** `held`: the caller leads (the leadership was free and is now its, or its token renewed it). */
+export type LeaderState = { held: true; token: string; fencingToken: number } | { held: false; holder: LeaderInfo | null };
+
 /**
  * Where leases live. "Someone else has it" is a normal result, never an exception; an exception
  * means the store could not be reached, and the caller fails closed.
@@ -78,6 +102,8 @@ export type AcquireResult = { kind: 'acquired'; lease: HeldLease } | { kind: 'he
 export interface LeaseStore {
   /** Gets the store ready for the first burst of claims (e.g. loads scripts). Never required for correctness. */
   prepare(): Promise<void>;
+  /** Who claims each slot first (fleet.coordination.ts); without it every instance claims every slot at once. */
+  readonly fleet?: FleetCoordination;
   claim(request: ClaimRequest): Promise<ClaimResult>;
   renew(lease: HeldLease, leaseMs: number): Promise<RenewResult>;
   release(lease: HeldLease, options: { leaseMs: number; doneMs: number; succeeded: boolean }): Promise<ReleaseResult>;
@@ -116,6 +142,23 @@ export interface LeaseStore {
   acquireAfter(jobName: string, executionId: string, holderToken: string, leaseMs: number): Promise<AcquireResult>;
   setPaused(jobName: string, paused: boolean): Promise<void>;
   isPaused(jobName: string): Promise<boolean>;
+  /**
+   * The fleet's leadership, in one round trip: takes the leader key when it is free (under a new
+   * fencing token from a counter that never expires), renews it for `leaseMs` when `token` still
+   * holds it, and otherwise reports the holder.
+   */
+  leadership(request: LeadershipRequest): Promise<LeaderState>;
+  /** Frees the leader key if `token` still holds it (a leader shutting down hands over at once). */
+  resignLeadership(token: string): Promise<void>;
+  /** Who holds the leader key now; null when nobody leads. Takes nothing. */
+  currentLeader(): Promise<LeaderInfo | null>;
+}
+
+/** The parts of a leader token `<fencing token>:<instance ID>:<random>` (an instance ID may hold ':'). */
+export function parseLeaderToken(token: string): LeaderInfo {
+  const first = token.indexOf(':');
+  const last = token.lastIndexOf(':');
+  return { instanceId: token.slice(first + 1, last > first ? last : undefined), fencingToken: Number(token.slice(0, first)) };
 }
 
 /**
@@ -171,5 +214,16 @@ export class KeyBuilder {
   }
   once(jobName: string, name: string): string {
     return `${this.base(jobName)}:once:${name}`;
+  }
+  /**
+   * The fleet's leader (leader mode). Its keys share their own hash tag, and start with
+   * `<prefix>:leader:` where no job's key can (those have `{` right after the prefix).
+   */
+  leader(): string {
+    return `${this.prefix}:leader:{fleet}`;
+  }
+  /** The leader fencing counter; it never expires. */
+  leaderFence(): string {
+    return `${this.prefix}:leader:{fleet}:fence`;
   }
 }

@@ -4,8 +4,10 @@ import { doubling, retryDelay } from '../config/backoff.js';
 import type { Cluster, Redis } from 'ioredis';
 import { ALERT_STATE_TTL_MS, KeyBuilder, queueEntryTtlMs } from './lease.store.js';
 import type { AcquireResult, ClaimRequest, ClaimResult, FailureDecision, HeldLease, LeaseStore } from './lease.store.js';
+import { parseLeaderToken, type LeaderInfo, type LeaderState, type LeadershipRequest } from './lease.store.js';
 import type { OwnerState, QueuedSlot, ReleaseResult, RenewResult, TakeResult } from './lease.store.js';
 import { isTransient, loadScript, RedisScriptRunner } from './redis-script.runner.js';
+import { FLEET_SCRIPTS, RedisFleetCoordination, type FleetCoordination } from './fleet.coordination.js';
 
 export { LeaseStoreTimeoutError, LeaseStoreUnavailableError } from './redis-script.runner.js';
 
@@ -19,6 +21,8 @@ const SCRIPTS = {
   refence: loadScript('refence-3.lua'),
   owner: loadScript('owner-4.lua'),
   failure: loadScript('failure-1.lua'),
+  leader: loadScript('leader-2.lua'),
+  resign: loadScript('resign-1.lua'),
 };
 
 /** 122 random bits; `randomUUID` draws from a buffered entropy pool, not one syscall per token. */
@@ -45,6 +49,7 @@ function parseQueued(payload: unknown): QueuedSlot | undefined {
 export class RedisLeaseStore implements LeaseStore {
   private readonly keys: KeyBuilder;
   private readonly runner: RedisScriptRunner;
+  readonly fleet: FleetCoordination;
 
   constructor(
     private readonly redis: Redis | Cluster,
@@ -52,7 +57,8 @@ export class RedisLeaseStore implements LeaseStore {
     timeoutMs: number,
   ) {
     this.keys = new KeyBuilder(keyPrefix);
-    this.runner = new RedisScriptRunner(redis, timeoutMs, Object.values(SCRIPTS));
+    this.runner = new RedisScriptRunner(redis, timeoutMs, [...Object.values(SCRIPTS), ...Object.values(FLEET_SCRIPTS)]);
+    this.fleet = new RedisFleetCoordination(redis, this.runner, keyPrefix);
   }
 
   async prepare(): Promise<void> {
@@ -276,5 +282,26 @@ export class RedisLeaseStore implements LeaseStore {
 
   async isPaused(jobName: string): Promise<boolean> {
     return (await this.runner.command('isPaused', () => this.redis.exists(this.keys.paused(jobName)))) === 1;
+  }
+
+  async leadership(request: LeadershipRequest): Promise<LeaderState> {
+    const reply = (await this.runner.run(
+      'leadership',
+      SCRIPTS.leader,
+      [this.keys.leader(), this.keys.leaderFence()],
+      [request.instanceId, request.token ?? '', request.leaseMs, newToken(), request.floor ?? 0],
+    )) as [number, string];
+    const token = String(reply[1]);
+    const holder = parseLeaderToken(token);
+    return reply[0] === 1 ? { held: true, token, fencingToken: holder.fencingToken } : { held: false, holder };
+  }
+
+  async resignLeadership(token: string): Promise<void> {
+    await this.runner.run('resignLeadership', SCRIPTS.resign, [this.keys.leader()], [token]);
+  }
+
+  async currentLeader(): Promise<LeaderInfo | null> {
+    const token = await this.runner.command('currentLeader', () => this.redis.get(this.keys.leader()));
+    return token === null ? null : parseLeaderToken(token);
   }
 }

@@ -81,7 +81,9 @@ export function batchArguments(batch: ScriptBatch, calls: readonly BatchedCall[]
 /** Splits the batch script's reply into one reply (or error) per call. */
 export function splitBatchReply(reply: unknown, count: number): Array<{ reply: unknown } | { error: Error }> {
   if (!Array.isArray(reply) || reply.length !== count) {
-    throw new Error(`unexpected reply from the batch script: ${count} calls, ${Array.isArray(reply) ? reply.length : typeof reply} answers`);
+    throw new Error(
+      `unexpected reply from the batch script: ${count} calls, ${Array.isArray(reply) ? reply.length : typeof reply} answers`,
+    );
   }
   return reply.map((entry: unknown) => {
     const [ok, value] = entry as [number, unknown?];

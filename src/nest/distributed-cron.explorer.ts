@@ -78,11 +78,12 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         logger: runtime.logger,
         events: runtime.events,
         queue: topology.link,
+        pools: runtime.pools,
       });
       const timer = new JobTimer(
         job.schedule,
         runtime.clock,
-        (slot) => void executor.fire(slot),
+        (slot) => this.orchestrator!.dispatch(executor, slot),
         (skipped) =>
           runtime.logger.warn(`job '${job.name}': the event loop stalled; ${skipped} overdue slots were left to other instances`),
         job.startGraceMs,

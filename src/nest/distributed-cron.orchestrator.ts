@@ -6,6 +6,9 @@ import { catchUpMissedSlots } from '../scheduling/catch-up.js';
 import { RunSweeper } from '../execution/run.sweeper.js';
 import { HistoryRetention } from '../history/retention.runner.js';
 import type { Topology } from '../topology/topology.js';
+import { jobSetGroup, SlotDispatcher } from '../execution/slot.dispatcher.js';
+import type { JobExecutor } from '../execution/job.executor.js';
+import { LeaderElector } from '../leasing/leader.elector.js';
 
 /**
  * The lifecycle of the mounted jobs on this instance: what starts at bootstrap (queue
@@ -15,6 +18,7 @@ import type { Topology } from '../topology/topology.js';
 export class DistributedCronOrchestrator {
   private sweeper: RunSweeper | undefined;
   private retention: HistoryRetention | undefined;
+  private dispatcher: SlotDispatcher | undefined;
 
   constructor(
     private readonly runtime: DistributedCronRuntime,
@@ -34,6 +38,25 @@ export class DistributedCronOrchestrator {
     if (runtime.jobs.size > 0) runtime.logger.log(topology.describe());
     // Roles `worker` and `none` fire nothing: no timers, catch-up or sweeps.
     if (!topology.fires) return;
+    const jobs = [...runtime.jobs.values()].map(({ executor }) => executor.job);
+    const timing = runtime.leaderTiming;
+    if (timing) runtime.elector = new LeaderElector(runtime.leases, runtime.instanceId, timing, runtime.logger);
+    this.dispatcher = new SlotDispatcher(
+      runtime.leases.fleet,
+      runtime.instanceId,
+      jobSetGroup(jobs),
+      runtime.logger,
+      runtime.elector && timing
+        ? {
+            elector: runtime.elector,
+            // The old leader stops firing by its local deadline; the new one takes over within a renewal after the lease.
+            gapMs: timing.leaseMs + timing.renewMs + 1_000,
+            clock: runtime.clock,
+            jobs: () => runtime.jobs.values(),
+          }
+        : undefined,
+    );
+    if (runtime.jobs.size > 0) this.dispatcher.start();
     for (const { executor, timer } of runtime.jobs.values()) {
       if (!executor.job.disabled) timer.start();
     }
@@ -76,11 +99,17 @@ export class DistributedCronOrchestrator {
     }
   }
 
+  /** A slot a job's timer fired: claimed now, or after the head start of the instance preferred for it. */
+  dispatch(executor: JobExecutor, slot: Date): void {
+    if (this.dispatcher) this.dispatcher.dispatch(executor, slot);
+    else void executor.fire(slot);
+  }
+
   /** Stops the timers and the sweep, lets running executions finish (up to shutdownTimeout), closes the queues. */
   async stop(): Promise<void> {
     const { runtime } = this;
     for (const { timer } of runtime.jobs.values()) timer.stop();
-    await Promise.all([this.sweeper?.stop(), this.retention?.stop()]);
+    await Promise.all([this.sweeper?.stop(), this.retention?.stop(), this.dispatcher?.stop()]);
     const consuming = this.topology.closeWorkers();
     await Promise.all([...runtime.jobs.values()].map(({ executor }) => executor.shutdown(runtime.shutdownTimeoutMs)));
     await consuming;

@@ -3,10 +3,12 @@ import { AlertDispatcher } from '../alerting/alert.dispatcher.js';
 import type { ModuleConfig } from '../config/module.config.js';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import type { JobExecutor } from '../execution/job.executor.js';
+import { ResourcePools } from '../execution/resource.pool.js';
 import type { JobBirths } from '../history/job-births.js';
 import type { RunHistory } from '../history/run-history.js';
 import { resolveRetention, type RetentionConfig } from '../history/retention.config.js';
 import type { LeaseStore } from '../leasing/lease.store.js';
+import type { LeaderElector } from '../leasing/leader.elector.js';
 import type { JobTimer } from '../scheduling/job.timer.js';
 import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
 import { hooksSubscriber } from '../observability/hooks.subscriber.js';
@@ -46,6 +48,12 @@ export class DistributedCronRuntime {
   readonly events: RunEventSink;
   /** The options `metrics`, `tracing` and `heartbeat`, checked. */
   readonly observability: ObservabilitySettings;
+  /** `mode: 'leader'`: the leadership's timing; undefined in the default mode. */
+  readonly leaderTiming: ModuleConfig['leader'];
+  /** `mode: 'leader'`: this instance's part in the election, once it fires slots. */
+  elector: LeaderElector | undefined;
+  /** The resource pools (module option `pools`) that this instance's jobs share. */
+  readonly pools: ResourcePools;
 
   constructor(
     @Inject(DISTRIBUTED_CRON_CONFIG) config: ModuleConfig,
@@ -68,7 +76,9 @@ export class DistributedCronRuntime {
     this.auditPlainSchedules = config.auditPlainSchedules;
     this.retention = resolveRetention(config.options);
     this.observability = resolveObservability(config.options);
+    this.leaderTiming = config.leader;
     this.events = new RunEventSink(this.logger);
+    this.pools = new ResourcePools(config.pools);
     if (config.options.hooks) this.events.subscribe(hooksSubscriber(config.options.hooks));
   }
 }

@@ -8,6 +8,7 @@ import { DistributedCronArgumentError } from '../errors/distributed-cron-argumen
 import type { JobExecutor, JobStats } from '../execution/job.executor.js';
 import { defaultExecutionId } from '../config/job.config.js';
 import type { HistoryFilter } from '../history/run-history.js';
+import type { LeaderInfo } from '../leasing/lease.store.js';
 
 // Written as records so that a status or filter key added to the types fails to compile here.
 const RUN_STATUSES = Object.keys({
@@ -49,6 +50,8 @@ export interface JobDescription {
   overlap: OverlapPolicy;
   leaseMs: number;
   renewEveryMs: number;
+  /** The resource pool the job's handler runs in (`pool`), or undefined. */
+  pool: string | undefined;
   /** Whether this instance's timer is running (false when `disabled` or stopped in SchedulerRegistry). */
   active: boolean;
   /** What triggers of this job led to on this instance since it started. */
@@ -115,6 +118,16 @@ export class DistributedCronService implements BeforeApplicationShutdown {
   }
 
   /** The jobs mounted on this instance. */
+  /** `mode: 'leader'`: whether this instance leads the fleet now; always false in the default mode. */
+  get isLeader(): boolean {
+    return this.runtime.elector?.isLeader ?? false;
+  }
+
+  /** `mode: 'leader'`: who leads the fleet, as Redis says now; null in the default mode or while nobody does. */
+  async leader(): Promise<LeaderInfo | null> {
+    return (await this.runtime.elector?.current()) ?? null;
+  }
+
   jobs(): JobDescription[] {
     return [...this.runtime.jobs.values()].map(({ executor, timer }) => ({
       name: executor.job.name,
@@ -123,6 +136,7 @@ export class DistributedCronService implements BeforeApplicationShutdown {
       overlap: executor.job.overlap,
       leaseMs: executor.job.leaseMs,
       renewEveryMs: executor.job.renewMs,
+      pool: executor.job.pool,
       active: timer.active,
       stats: { ...executor.stats },
     }));

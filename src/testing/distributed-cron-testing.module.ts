@@ -5,6 +5,8 @@ import type { Alerter } from '../alerting/alert.interfaces.js';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import { LOGGER_CONTEXT } from '../nest/distributed-cron.constants.js';
 import { RunEventSink } from '../observability/run-event.sink.js';
+import { resolvePools } from '../config/module.config.js';
+import { ResourcePools } from '../execution/resource.pool.js';
 import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { CronTestController } from './cron-test.controller.js';
@@ -24,6 +26,8 @@ export interface DistributedCronTestingOptions {
   alerter?: Alerter;
   /** As the module option of the same name. */
   jobDefaults?: DistributedCronModuleOptions['jobDefaults'];
+  /** As the module option of the same name: resource pools by name, with their size. @default none */
+  pools?: DistributedCronModuleOptions['pools'];
   /** The instance ID written in the run history. @default 'test' */
   instanceId?: string;
 }
@@ -49,14 +53,22 @@ export function testingRuntime(options: DistributedCronTestingOptions, clock: Te
     shutdownTimeoutMs: 10_000,
     sweepEveryMs: 2_000,
     auditPlainSchedules: false,
+    // One instance: no leader election.
+    leaderTiming: undefined,
+    elector: undefined,
     // No history table to trim.
     retention: undefined,
     jobs: new Map(),
     // No hooks, metrics, traces or heartbeats in unit tests.
     events: new RunEventSink(logger),
     observability: { prometheus: false, openTelemetryMetrics: false, tracing: false, heartbeatTimeoutMs: 5_000 },
-    // Only `timeZone` and `jobDefaults` are read once the stores exist; there is no Redis or PostgreSQL.
-    options: { timeZone: options.timeZone ?? 'UTC', jobDefaults: options.jobDefaults } as DistributedCronModuleOptions,
+    pools: new ResourcePools(resolvePools(options.pools)),
+    // Only `timeZone`, `jobDefaults` and `pools` are read once the stores exist; there is no Redis or PostgreSQL.
+    options: {
+      timeZone: options.timeZone ?? 'UTC',
+      jobDefaults: options.jobDefaults,
+      pools: options.pools,
+    } as DistributedCronModuleOptions,
   };
   return runtime;
 }

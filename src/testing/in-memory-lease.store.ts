@@ -6,6 +6,9 @@ import {
   type ClaimResult,
   type FailureDecision,
   type HeldLease,
+  type LeaderInfo,
+  type LeaderState,
+  type LeadershipRequest,
   type LeaseStore,
   type OwnerState,
   type QueuedSlot,
@@ -13,7 +16,7 @@ import {
   type RenewResult,
   type TakeResult,
 } from '../leasing/lease.store.js';
-import { ALERT_STATE_TTL_MS, queueEntryTtlMs } from '../leasing/lease.store.js';
+import { ALERT_STATE_TTL_MS, parseLeaderToken, queueEntryTtlMs } from '../leasing/lease.store.js';
 
 interface Entry {
   value: string | Map<string, string>;
@@ -267,6 +270,34 @@ export class InMemoryLeaseStore implements LeaseStore {
 
   async isPaused(jobName: string): Promise<boolean> {
     return this.exists(this.keys.paused(jobName));
+  }
+
+  async leadership(request: LeadershipRequest): Promise<LeaderState> {
+    const key = this.keys.leader();
+    const holder = this.get(key);
+    if (holder !== undefined) {
+      if (request.token === undefined || holder !== request.token) return { held: false, holder: parseLeaderToken(holder) };
+      this.pexpire(key, request.leaseMs);
+      return { held: true, token: holder, fencingToken: parseLeaderToken(holder).fencingToken };
+    }
+    const fenceKey = this.keys.leaderFence();
+    let fence = this.incr(fenceKey);
+    if (fence <= (request.floor ?? 0)) {
+      fence = (request.floor ?? 0) + 1;
+      this.set(fenceKey, String(fence));
+    }
+    const token = `${fence}:${request.instanceId}:${randomUUID()}`;
+    this.set(key, token, request.leaseMs);
+    return { held: true, token, fencingToken: fence };
+  }
+
+  async resignLeadership(token: string): Promise<void> {
+    if (this.get(this.keys.leader()) === token) this.del(this.keys.leader());
+  }
+
+  async currentLeader(): Promise<LeaderInfo | null> {
+    const holder = this.get(this.keys.leader());
+    return holder === undefined ? null : parseLeaderToken(holder);
   }
 
   // A few Redis commands over the map; an expired key reads as absent and is dropped on access.

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { ClaimRequest, HeldLease, LeaseStore } from '../../src/leasing/lease.store.js';
 import type { OverlapPolicy } from '../../src/distributed-cron.interfaces.js';
 import { uniqueName } from '../support/services.js';
+import { leadershipContract } from './leadership.contract.js';
 
 export interface LeaseStoreHarness {
   readonly store: LeaseStore;
@@ -504,5 +505,7 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         for (let i = 0; i < 3; i++) expect((await h.store.recordFailure(j, { ...FAILURE, escalateAfter: 0 })).escalate).toBe(false);
       });
     });
+
+    leadershipContract(setup);
   });
 }

@@ -1,0 +1,270 @@
+import type { Logger } from '@nestjs/common';
+import { describeError } from '../errors/error.redact.js';
+import type { FleetCoordination } from '../leasing/fleet.coordination.js';
+import type { JobExecutor } from './job.executor.js';
+import type { LeaderChange, LeaderElector } from '../leasing/leader.elector.js';
+import type { JobTimer } from '../scheduling/job.timer.js';
+
+/** How long the preferred instance of a slot has to claim it before the others claim it too. */
+export const PREFERRED_HEAD_START_MS = 80;
+/** How often an instance renews its entry in the fleet's member list, and how long an entry lives. */
+const MEMBER_EVERY_MS = 2_000;
+const MEMBER_TTL_MS = 3 * MEMBER_EVERY_MS;
+/** How long a receipt lives: far longer than the head start, so a late look still finds it. */
+const RECEIPT_TTL_MS = 30_000;
+
+/** Slots of one job a new leader fires from the gap, at most (the latest ones). */
+const MAX_GAP_SLOTS = 5;
+
+/** A slot left to its preferred instance, looked at again once the head start has passed. */
+interface Deferred {
+  executor: JobExecutor;
+  slot: Date;
+  preferred: string;
+  /** This instance is among the two next in line: it checks later that the slot got its row. */
+  watcher: boolean;
+}
+
+/**
+ * Decides, for each slot a timer fires, whether this instance claims it now or after a head
+ * start. Every live instance ranks the instances of its group by a hash of (instance, job, slot)
+ * (rendezvous hashing): the first claims at once, the others wait `PREFERRED_HEAD_START_MS` and
+ * then claim only what it did not (its receipt for the instant says it sent its claims, and which
+ * jobs it declined because their resource pool was full). So each slot costs the fleet one claim,
+ * not one per instance, and runs spread evenly over the live instances.
+ *
+ * The claim stays the arbiter: instances that disagree on the member list, a preferred instance
+ * that is dead, frozen or late, or a Redis that forgot the receipts, cost a slot its head start
+ * (or one extra claim), never a second run.
+ */
+export class SlotDispatcher {
+  /** Instance IDs of the live members of this instance's group, sorted; empty: claim everything at once. */
+  private members: string[] = [];
+  private seeds: number[] = [];
+  private myIndex = -1;
+  private readonly jobHashes = new Map<string, number>();
+  private heartbeat: NodeJS.Timeout | undefined;
+  private outage = false;
+  /** Receipts to send after this turn's claims: slot instant → jobs declined. */
+  private receiptsDue: Map<number, string[]> | undefined;
+  private deferred: Deferred[] = [];
+  private stopped = false;
+
+  private readonly startedAt = performance.now();
+
+  constructor(
+    private readonly fleet: FleetCoordination | undefined,
+    private readonly instanceId: string,
+    /** Instances with the same jobs (names, schedules, switches) rank each other; see `jobSetGroup`. */
+    private readonly group: string,
+    private readonly logger: Logger,
+    /** Leader mode: only the leader fires; a new leader fires the slots of the gap (see `fireGap`). */
+    private readonly leader?: {
+      elector: LeaderElector;
+      gapMs: number;
+      clock: () => number;
+      jobs: () => Iterable<{ executor: JobExecutor; timer: JobTimer }>;
+    },
+  ) {}
+
+  /** Joins the fleet's member list (and keeps renewing the entry), or the leader election. */
+  start(): void {
+    if (this.leader) {
+      this.leader.elector.onChange((change) => this.onLeaderChange(change));
+      this.leader.elector.start();
+      return;
+    }
+    if (!this.fleet || this.heartbeat) return;
+    void this.beat();
+    this.heartbeat = setInterval(() => void this.beat(), MEMBER_EVERY_MS);
+    this.heartbeat.unref();
+  }
+
+  /** Leaves the member list: the others stop waiting for this instance's claims. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
+    this.members = [];
+    if (this.leader) await this.leader.elector.stop();
+    else await this.fleet?.leave(this.member()).catch(() => undefined);
+  }
+
+  /** Called by a job's timer for each slot it fires. */
+  dispatch(executor: JobExecutor, slot: Date): void {
+    if (this.leader) {
+      // The local deadline of the leadership: a leader that cannot renew stops firing before its lease can expire.
+      if (this.leader.elector.isLeader && !this.stopped) void executor.fire(slot);
+      return;
+    }
+    const n = this.members.length;
+    if (!this.fleet || n < 2 || this.myIndex < 0) {
+      void executor.fire(slot);
+      return;
+    }
+    const slotMs = slot.getTime();
+    const [first, second, third] = this.rank(executor.job.name, slotMs);
+    if (first === this.myIndex) {
+      const declined = this.receiptFor(slotMs);
+      if ((executor as { hasRoom?(): boolean }).hasRoom?.() !== false) {
+        void executor.fire(slot);
+        return;
+      }
+      declined.push(executor.job.name);
+    }
+    const watcher = second === this.myIndex || third === this.myIndex || n <= 2;
+    this.deferred.push({ executor, slot, preferred: this.members[first]!, watcher });
+    if (this.deferred.length === 1) setTimeout(() => void this.claimLeftovers(), PREFERRED_HEAD_START_MS);
+  }
+
+  /** The declined list of this turn's receipt for `slotMs`; the receipts go out after the turn's claims. */
+  private receiptFor(slotMs: number): string[] {
+    if (!this.receiptsDue) {
+      this.receiptsDue = new Map();
+      // Scheduled before the claims of this turn are flushed: the receipt joins their batch, after them.
+      setImmediate(() => {
+        const due = this.receiptsDue!;
+        this.receiptsDue = undefined;
+        for (const [ms, declined] of due) void this.fleet!.receipt(this.instanceId, ms, declined, RECEIPT_TTL_MS).catch(() => undefined);
+      });
+    }
+    let declined = this.receiptsDue.get(slotMs);
+    if (!declined) {
+      declined = [];
+      this.receiptsDue.set(slotMs, declined);
+    }
+    return declined;
+  }
+
+  /** After the head start: claim what the preferred instances did not; watch the rest. */
+  private async claimLeftovers(): Promise<void> {
+    const items = this.deferred;
+    this.deferred = [];
+    const pairs = new Map<string, readonly [string, number]>();
+    for (const item of items) pairs.set(`${item.preferred}\n${item.slot.getTime()}`, [item.preferred, item.slot.getTime()]);
+    const keys = [...pairs.keys()];
+    let receipts: Map<string, Set<string> | null>;
+    try {
+      const found = await this.fleet!.receipts([...pairs.values()]);
+      receipts = new Map(keys.map((key, i) => [key, found[i]!]));
+    } catch (error) {
+      if (!this.outage) this.logger.warn(`could not read the fleet's claim receipts, claiming every slot: ${describeError(error)}`);
+      receipts = new Map();
+    }
+    for (const item of items) {
+      const receipt = receipts.get(`${item.preferred}\n${item.slot.getTime()}`);
+      if (receipt && !receipt.has(item.executor.job.name)) {
+        if (item.watcher) item.executor.watch(item.slot);
+      } else if (!this.stopped) {
+        void item.executor.fire(item.slot);
+      }
+    }
+  }
+
+  private onLeaderChange(change: LeaderChange): void {
+    if (change.leader && !this.stopped) this.fireGap();
+  }
+
+  /**
+   * A new leader fires the slots its timers passed while it was a standby, within the gap a
+   * leader change can leave (the old leadership's lease and one renewal, and a second): the
+   * claim keeps each once (the old leader's claimed slots answer 'taken' and are watched for
+   * their row), and a slot nobody claimed runs now, one after another per job. Older slots are
+   * catch-up's.
+   */
+  private fireGap(): void {
+    const { gapMs, jobs, clock } = this.leader!;
+    const now = clock();
+    const upTo = performance.now() - this.startedAt;
+    for (const { executor, timer } of jobs()) {
+      const last = timer.lastFired;
+      if (executor.job.disabled || !timer.active || !last) continue;
+      const from = new Date(now - Math.min(gapMs, upTo + executor.job.startGraceMs));
+      const due: Date[] = [];
+      for (let slot = executor.job.schedule.next(from); slot.getTime() <= last.getTime(); slot = executor.job.schedule.next(slot)) {
+        due.push(slot);
+      }
+      // One after another: fired together, the first would make the others overlap it.
+      void due
+        .slice(-MAX_GAP_SLOTS)
+        .reduce<Promise<unknown>>((previous, slot) => previous.then(() => executor.fire(slot)), Promise.resolve());
+    }
+  }
+
+  private async beat(): Promise<void> {
+    try {
+      const entries = await this.fleet!.heartbeat(this.member(), MEMBER_TTL_MS);
+      if (this.stopped) return;
+      const prefix = `${this.group}|`;
+      const ids = entries.filter((entry) => entry.startsWith(prefix)).map((entry) => entry.slice(prefix.length));
+      ids.sort();
+      this.members = ids;
+      this.seeds = ids.map((id) => fnv1a(id));
+      this.myIndex = ids.indexOf(this.instanceId);
+      if (this.outage) this.logger.log('the fleet member list is back: each slot is claimed by one instance first again');
+      this.outage = false;
+    } catch (error) {
+      // Without the list every instance claims every slot at once, as without coordination.
+      this.members = [];
+      if (!this.outage) this.logger.warn(`could not renew this instance in the fleet member list: ${describeError(error)}`);
+      this.outage = true;
+    }
+  }
+
+  private member(): string {
+    return `${this.group}|${this.instanceId}`;
+  }
+
+  /** Indices of the first three members for this slot (fewer members: repeated -1). */
+  private rank(jobName: string, slotMs: number): [number, number, number] {
+    let jobHash = this.jobHashes.get(jobName);
+    if (jobHash === undefined) {
+      jobHash = fnv1a(jobName);
+      this.jobHashes.set(jobName, jobHash);
+    }
+    const item = mix(mix(jobHash ^ (slotMs % 0x1_0000_0000)) ^ Math.floor(slotMs / 0x1_0000_0000));
+    let a = -1;
+    let b = -1;
+    let c = -1;
+    let sa = -1;
+    let sb = -1;
+    let sc = -1;
+    for (let i = 0; i < this.seeds.length; i++) {
+      const score = mix(item ^ this.seeds[i]!);
+      if (score > sa) {
+        [c, sc, b, sb, a, sa] = [b, sb, a, sa, i, score];
+      } else if (score > sb) {
+        [c, sc, b, sb] = [b, sb, i, score];
+      } else if (score > sc) {
+        [c, sc] = [i, score];
+      }
+    }
+    return [a, b, c];
+  }
+}
+
+/** Instances rank each other only when they run the same jobs the same way (a rolling deploy mixes versions). */
+export function jobSetGroup(jobs: Iterable<{ name: string; expression: string; timeZone: string; disabled: boolean }>): string {
+  const lines = [...jobs].map((job) => `${job.name}\t${job.expression}\t${job.timeZone}\t${job.disabled ? 1 : 0}`).sort();
+  return fnv1a(lines.join('\n')).toString(36);
+}
+
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}
+
+/** Murmur3's finaliser: every input bit moves every output bit. */
+function mix(value: number): number {
+  let h = value >>> 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}

@@ -1,0 +1,64 @@
+import type { Cluster, Redis } from 'ioredis';
+import { loadScript, type RedisScriptRunner } from './redis-script.runner.js';
+
+/**
+ * What the fleet tells each other so that each slot is claimed by one instance first: who is
+ * alive, and, per instance and slot instant, that it has sent its claims. The claim stays the
+ * arbiter; this only decides who tries first, so a wrong or missing answer costs time, never a run.
+ */
+export interface FleetCoordination {
+  /** Renews this instance's entry (`'<group>|<instanceId>'`) and returns every live entry. */
+  heartbeat(member: string, ttlMs: number): Promise<string[]>;
+  leave(member: string): Promise<void>;
+  /**
+   * Records that this instance sent the claims of the slots at `slotMs` it was preferred for,
+   * except the jobs in `declined`. Sent after those claims, in order, so they have run first.
+   */
+  receipt(instanceId: string, slotMs: number, declined: readonly string[], ttlMs: number): Promise<void>;
+  /** The receipts of `[instanceId, slotMs]` pairs: the declined jobs, or null where there is none. */
+  receipts(requests: ReadonlyArray<readonly [string, number]>): Promise<Array<Set<string> | null>>;
+}
+
+export const FLEET_SCRIPTS = {
+  members: loadScript('members-1.lua'),
+  receipt: loadScript('receipt-1.lua'),
+};
+
+/** FleetCoordination on the lease store's Redis, through its script runner (so a receipt follows its claims). */
+export class RedisFleetCoordination implements FleetCoordination {
+  constructor(
+    private readonly redis: Redis | Cluster,
+    private readonly runner: RedisScriptRunner,
+    private readonly prefix: string,
+  ) {}
+
+  async heartbeat(member: string, ttlMs: number): Promise<string[]> {
+    return (await this.runner.run('fleet heartbeat', FLEET_SCRIPTS.members, [this.membersKey()], [member, ttlMs, '1'])) as string[];
+  }
+
+  async leave(member: string): Promise<void> {
+    await this.runner.run('fleet leave', FLEET_SCRIPTS.members, [this.membersKey()], [member, 60_000, '0']);
+  }
+
+  async receipt(instanceId: string, slotMs: number, declined: readonly string[], ttlMs: number): Promise<void> {
+    await this.runner.run('fleet receipt', FLEET_SCRIPTS.receipt, [this.receiptKey(instanceId, slotMs)], [declined.join('\n'), ttlMs]);
+  }
+
+  async receipts(requests: ReadonlyArray<readonly [string, number]>): Promise<Array<Set<string> | null>> {
+    if (requests.length === 0) return [];
+    const keys = requests.map(([instanceId, slotMs]) => this.receiptKey(instanceId, slotMs));
+    // Receipts of different instances live on different Cluster slots: one GET each there.
+    const values = await this.runner.command('fleet receipts', () =>
+      this.redis.isCluster ? Promise.all(keys.map((key) => this.redis.get(key))) : this.redis.mget(keys),
+    );
+    return values.map((value) => (value === null ? null : new Set(value === '' ? [] : value.split('\n'))));
+  }
+
+  private membersKey(): string {
+    return `${this.prefix}:fleet:members`;
+  }
+
+  private receiptKey(instanceId: string, slotMs: number): string {
+    return `${this.prefix}:fleet:receipt:${instanceId}:${slotMs}`;
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * What every LeaseStore must do for leader mode; run by `leaseStoreContract` against each store.
+ * The leader key is one per key prefix, not per job: each case starts from an empty store.
+ */
+import { describe, expect, it } from 'vitest';
+import type { LeaseStoreHarness } from './lease-store.contract.js';
+
+/** As in the lease contract: short enough to wait out against a real Redis. */
+const LEASE_MS = 400;
+const BEYOND_LEASE_MS = 550;
+
+export function leadershipContract(setup: () => Promise<LeaseStoreHarness> | LeaseStoreHarness): void {
+  describe('leadership', () => {
+    async function lead(h: LeaseStoreHarness, instanceId: string, floor?: number): Promise<{ token: string; fencingToken: number }> {
+      const state = await h.store.leadership({ instanceId, leaseMs: LEASE_MS, floor });
+      if (!state.held) throw new Error(`expected ${instanceId} to take the leadership, ${JSON.stringify(state.holder)} holds it`);
+      return state;
+    }
+
+    it('a free leadership is taken under fencing token 1; the others are told who holds it', async () => {
+      const h = await setup();
+      await h.forget();
+      expect(await h.store.currentLeader()).toBeNull();
+      const a = await lead(h, 'pod:a');
+      expect(a.fencingToken).toBe(1);
+      expect(a.token.startsWith('1:pod:a:')).toBe(true);
+      const holder = { instanceId: 'pod:a', fencingToken: 1 };
+      expect(await h.store.leadership({ instanceId: 'b', leaseMs: LEASE_MS })).toEqual({ held: false, holder });
+      // Without its token, the holder itself only learns that the leadership is held.
+      expect(await h.store.leadership({ instanceId: 'pod:a', leaseMs: LEASE_MS })).toEqual({ held: false, holder });
+      expect(await h.store.currentLeader()).toEqual(holder);
+    });
+
+    it('the holding token renews it for a full lease, under the same token', async () => {
+      const h = await setup();
+      await h.forget();
+      const a = await lead(h, 'a');
+      await h.advance(LEASE_MS / 2);
+      expect(await h.store.leadership({ instanceId: 'a', token: a.token, leaseMs: LEASE_MS })).toEqual({ held: true, ...a });
+      await h.advance(LEASE_MS * 0.6);
+      expect(await h.store.leadership({ instanceId: 'b', leaseMs: LEASE_MS })).toMatchObject({
+        held: false,
+        holder: { instanceId: 'a' },
+      });
+    });
+
+    it('an unrenewed leadership expires; the next one gets a higher token, and the old token renews nothing', async () => {
+      const h = await setup();
+      await h.forget();
+      const a = await lead(h, 'a');
+      await h.advance(BEYOND_LEASE_MS);
+      expect(await h.store.currentLeader()).toBeNull();
+      const b = await lead(h, 'b');
+      expect(b.fencingToken).toBe(2);
+      expect(await h.store.leadership({ instanceId: 'a', token: a.token, leaseMs: LEASE_MS })).toEqual({
+        held: false,
+        holder: { instanceId: 'b', fencingToken: 2 },
+      });
+    });
+
+    it('resigning frees it at once; a token that no longer holds it resigns nothing', async () => {
+      const h = await setup();
+      await h.forget();
+      const a = await lead(h, 'a');
+      await h.store.resignLeadership(a.token);
+      const b = await lead(h, 'b');
+      await h.store.resignLeadership(a.token);
+      expect(await h.store.currentLeader()).toEqual({ instanceId: 'b', fencingToken: b.fencingToken });
+    });
+
+    it('a leadership taken after the store forgot its counter gets a token above the floor', async () => {
+      const h = await setup();
+      await h.forget();
+      await lead(h, 'a');
+      await h.forget();
+      expect((await lead(h, 'b', 7)).fencingToken).toBe(8);
+      await h.forget();
+      expect((await lead(h, 'c')).fencingToken).toBe(1);
+    });
+  });
+}
