@@ -11,7 +11,11 @@ const PROCESS_HEAVY = [
   'test/integration/roles.test.ts',
   'test/integration/cli.test.ts',
   'test/integration/observability-*.test.ts',
+  'test/integration/pools.test.ts',
+  'test/integration/leader-mode.test.ts',
 ];
+
+const SCALE = ['test/integration/scale-*.test.ts'];
 
 export default defineConfig({
   test: {
@@ -22,8 +26,10 @@ export default defineConfig({
     maxWorkers: 2,
     pool: 'forks',
     projects: [
-      { extends: true, test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: PROCESS_HEAVY, sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: [...PROCESS_HEAVY, ...SCALE], sequence: { groupOrder: 0 } } },
       { extends: true, test: { name: 'processes', include: PROCESS_HEAVY, sequence: { groupOrder: 1 } } },
+      // Five processes with 2,000 jobs each: alone, after everything else.
+      { extends: true, test: { name: 'scale', include: SCALE, sequence: { groupOrder: 2 } } },
     ],
   },
 });

@@ -45,8 +45,14 @@ export interface FleetStepOptions {
   warmupSeconds?: number;
   graceSeconds?: number;
   poolMax?: number;
-  /** Write a V8 CPU profile of the first worker process into this directory. */
+  /** Write a V8 CPU profile of the first worker process into this directory (`profileAll`: of every one, over the window only). */
   profileDir?: string;
+  profileAll?: boolean;
+  /** Library only: the module's `mode` (unset: the default, 'fleet'). */
+  cluster?: 'fleet' | 'leader';
+  /** Library only: what each run does: burn `busyMs` of CPU, then sleep `workMs` (default: return at once). */
+  busyMs?: number;
+  workMs?: number;
 }
 
 export interface FleetStepResult {
@@ -97,6 +103,13 @@ export interface FleetStepResult {
   logged: Array<{ count: number; example: string }>;
   poolMax: number | null;
   concurrency: number | null;
+  /** Library only: the module's mode, and which instance led at the end (leader mode). */
+  cluster?: 'fleet' | 'leader';
+  leaderIndex?: number | null;
+  /** Runs of the window's slots each instance started, in instance order. */
+  runsPerInstance?: number[];
+  /** CPU profiles written (profileDir), in instance order. */
+  profiles?: string[];
 }
 
 const pct = (ms: number, seconds: number): number => round2((ms / (seconds * 1000)) * 100);
@@ -106,14 +119,15 @@ export async function runFleetStep(options: FleetStepOptions): Promise<FleetStep
   const warmup = options.warmupSeconds ?? 3;
   const grace = options.graceSeconds ?? 4;
   const redis = await startBenchRedis();
-  const tag = `${system === 'dcron' ? 'f' : 'q'}${jobs}`;
+  const tag = `${system === 'dcron' ? (options.cluster === 'leader' ? 'l' : 'f') : 'q'}${jobs}${instances === 5 ? '' : `x${instances}`}`;
   const jobPrefix = `bench-${runId}-${tag}-`;
   const appName = `dcron-bench-${runId}-${tag}`;
   const children: Child[] = [];
+  const label = options.cluster ? `${system} (${options.cluster} mode)` : system;
   const concurrency = system === 'bullmq' ? Math.max(1, Math.ceil((2 * jobs) / instances)) : null;
   let queue: Queue | undefined;
   try {
-    log(`${system} fleet: ${instances} processes × ${jobs} jobs, starting`);
+    log(`${label} fleet: ${instances} processes × ${jobs} jobs, starting`);
     for (let i = 0; i < instances; i++) {
       const id = `${tag}-w${i}`;
       if (system === 'dcron') {
@@ -125,14 +139,17 @@ export async function runFleetStep(options: FleetStepOptions): Promise<FleetStep
           jobs,
           expression: '* * * * * *',
           lease: '10s',
-          workMs: 0,
+          workMs: options.workMs ?? 0,
+          busyMs: options.busyMs,
           mode: 'dcron',
           live: false,
           poolMax: options.poolMax,
+          cluster: options.cluster,
+          profileFile: options.profileDir && options.profileAll ? `${options.profileDir}/${tag}-w${i}.cpuprofile` : undefined,
         };
         const profile =
-          options.profileDir && i === 0
-            ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`, `--cpu-prof-name=${tag}-w0.cpuprofile`]
+          options.profileDir && i === 0 && !options.profileAll
+            ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`, `--cpu-prof-name=${tag}-w${i}.cpuprofile`]
             : [];
         children.push(
           spawnChild(
@@ -211,12 +228,14 @@ export async function runFleetStep(options: FleetStepOptions): Promise<FleetStep
     const delays: number[] = [];
     let runs = 0;
     let lateRuns = 0;
-    for (const summary of summaries) {
+    const runsPerInstance = summaries.map(() => 0);
+    for (const [index, summary] of summaries.entries()) {
       const starts = summary.starts as number[];
       for (let i = 0; i < starts.length; i += 3) {
         const slotMs = starts[i + 1]! * 1000;
         if (slotMs < t0 || slotMs >= t1) continue;
         runs++;
+        runsPerInstance[index]!++;
         const key = `${starts[i]}:${starts[i + 1]}`;
         perSlot.set(key, (perSlot.get(key) ?? 0) + 1);
         delays.push(starts[i + 2]!);
@@ -293,9 +312,15 @@ export async function runFleetStep(options: FleetStepOptions): Promise<FleetStep
       logged: mergeLogged(summaries),
       poolMax: system === 'dcron' ? (options.poolMax ?? 10) : null,
       concurrency,
+      cluster: system === 'dcron' ? (options.cluster ?? 'fleet') : undefined,
+      leaderIndex: options.cluster === 'leader' ? summaries.findIndex((s) => s.leader === true) : null,
+      runsPerInstance,
+      profiles: options.profileDir
+        ? children.map((_, i) => `${options.profileDir}/${tag}-w${i}.cpuprofile`).filter((_, i) => i === 0 || options.profileAll)
+        : undefined,
     };
     log(
-      `${system} fleet ${jobs} jobs: runs ${runs}/${expectedSlots}, dup ${duplicates}, missed ${missed}, ` +
+      `${label} fleet ${jobs} jobs: runs ${runs}/${expectedSlots}, dup ${duplicates}, missed ${missed}, ` +
         `delay p50 ${delayMs.p50} p99 ${delayMs.p99} ms, node ${nodeTotal}% redis ${redisPct}% pg ${pgOursPct ?? '-'}% machine ${round2(machineBusy)}%`,
     );
     return result;

@@ -7,6 +7,8 @@ import { queueLatencySection, type QueueLatencyResult } from './queue-latency.re
 import type { FleetStepResult } from './fleet.js';
 import type { RoundTripResult, VariantResult } from './overhead.js';
 import type { TakeoverResult } from './takeover.js';
+import type { ScaleResult } from './scale.js';
+import { scaleSection } from './scale.report.js';
 
 export interface RunMeta {
   quick: boolean;
@@ -39,6 +41,7 @@ export interface BenchResults {
   footprint?: FootprintResult & { meta?: RunMeta };
   observability?: ObservabilityResult & { meta?: RunMeta };
   queue?: QueueLatencyResult;
+  scale?: ScaleResult;
 }
 
 const fmt = (v: number | null | undefined, digits = 2): string =>
@@ -105,6 +108,7 @@ export function renderMarkdown(results: BenchResults, svgPath: string): string {
   out.push(...footprintSection(results.footprint));
   out.push(...observabilitySection(results.observability));
   out.push(...queueLatencySection(results.queue));
+  out.push(...scaleSection(results.scale, results.bullmq?.steps, meta.cores));
   out.push(...chaosSection('bench/results'));
   out.push(...targetsSection(results));
   out.push(...findingsSection(results));

@@ -5,13 +5,14 @@
  *   npm run bench                      full run (several minutes)
  *   npm run bench -- --quick           smoke run, under 2 minutes; writes bench/results/quick-*.json
  *                                      and bench/results/quick-BENCHMARKS.md, never the full results
- *   npm run bench -- --only overhead,takeover     some scenarios only (overhead, fleet, bullmq, takeover, transport, observability, queue, footprint)
+ *   npm run bench -- --only overhead,takeover     some scenarios only (overhead, fleet, bullmq, takeover, transport, observability, queue, footprint,
+ *                                      and the scale parts modes, probe, spread, failover, cost; `scale` = all five, see bench/scale.ts)
  *   npm run bench -- --fleet-jobs 200,500         other fleet sizes
  *   npm run bench -- --only footprint --footprint-minutes 3 --footprint-instances 5
  *                                      a shorter memory run (default 10 minutes, quick 1), on 5 instances
  *   npm run bench -- --report-only     re-render BENCHMARKS.md and the chart from bench/results/*.json
- *   npm run bench -- --profile         V8 CPU profile of one fleet instance per size, into
- *                                      .tmp/bench-profiles/ (summarised by bench/profile-summary.ts)
+ *   npm run bench -- --profile         V8 CPU profile of one fleet instance per size (scale probe: of every
+ *                                      instance), into .tmp/bench-profiles/ (summarised by bench/profile-summary.ts)
  *   BENCH_KEEP_ROWS=1 npm run bench -- --only fleet   keep the fleet's run-history rows for inspection
  *
  * Nothing here asserts a timing: the exit code is 0 whenever the scenarios ran.
@@ -32,8 +33,9 @@ import { runFootprint } from './footprint.js';
 import { runObservability } from './observability.js';
 import type { QueueLatencyResult } from './queue-latency.report.js';
 import { clockDrift, loadAverage, log, round2 } from './lib/util.js';
+import { runScale, SCALE_FULL, SCALE_PARTS, SCALE_QUICK, type ScalePart, type ScaleResult, type ScaleSettings } from './scale.js';
 
-const SCENARIOS = ['overhead', 'fleet', 'bullmq', 'takeover', 'transport', 'observability', 'queue', 'footprint'] as const;
+const SCENARIOS = ['overhead', 'fleet', 'bullmq', 'takeover', 'transport', 'observability', 'queue', 'footprint', ...SCALE_PARTS] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Settings {
@@ -45,6 +47,7 @@ interface Settings {
   fleet: { jobs: number[]; seconds: number; instances: number; probe: boolean; probeSeconds: number; warmup: number; grace: number };
   takeover: { leasesMs: number[]; workMs: number; killAfterMs: number; waitNaive: boolean };
   footprint: { minutes?: number; instances?: number };
+  scale: ScaleSettings;
   profileDir: string | undefined;
 }
 
@@ -56,7 +59,12 @@ function parseArgs(argv: string[]): Settings {
   };
   const only = new Set<Scenario>();
   for (const name of (value('--only') ?? SCENARIOS.join(',')).split(',')) {
-    if (!SCENARIOS.includes(name as Scenario)) throw new Error(`--only: unknown scenario '${name}' (one of ${SCENARIOS.join(', ')})`);
+    if (name === 'scale') {
+      for (const part of SCALE_PARTS) only.add(part);
+      continue;
+    }
+    if (!SCENARIOS.includes(name as Scenario))
+      throw new Error(`--only: unknown scenario '${name}' (one of ${SCENARIOS.join(', ')}, scale)`);
     only.add(name as Scenario);
   }
   const fleetJobs = value('--fleet-jobs')?.split(',').map(Number);
@@ -82,6 +90,7 @@ function parseArgs(argv: string[]): Settings {
     takeover: quick
       ? { leasesMs: [5_000], workMs: 30_000, killAfterMs: 2_500, waitNaive: false }
       : { leasesMs: [5_000, 15_000, 30_000], workMs: 30_000, killAfterMs: 2_500, waitNaive: true },
+    scale: quick ? SCALE_QUICK : SCALE_FULL,
     footprint: {
       minutes: value('--footprint-minutes') === undefined ? undefined : Number(value('--footprint-minutes')),
       instances: value('--footprint-instances') === undefined ? undefined : Number(value('--footprint-instances')),
@@ -254,6 +263,23 @@ async function main(): Promise<void> {
       results.transport = await runTransport(settings.quick ? { burst: 1_000, rounds: 10 } : { burst: 1_000, rounds: 50 });
       save('transport', results.transport);
     }
+    const scaleParts = SCALE_PARTS.filter((part) => settings.only.has(part));
+    if (scaleParts.length > 0) {
+      // Parts run alone replace only their own entry of scale.json.
+      const scale: ScaleResult = readJson<ScaleResult>(`${resultsDir}/${prefix}scale.json`) ?? {};
+      await runScale({
+        runId,
+        buildDir,
+        parts: new Set<ScalePart>(scaleParts),
+        settings: settings.scale,
+        profileDir: settings.profileDir,
+        done: (part, result) => {
+          (scale as Record<string, unknown>)[part] = { ...result, meta };
+          results.scale = scale;
+          writeFileSync(`${resultsDir}/${prefix}scale.json`, `${JSON.stringify(scale, null, 2)}\n`);
+        },
+      });
+    }
     if (settings.only.has('footprint')) {
       results.footprint = await runFootprint({ runId, buildDir, quick: settings.quick, ...settings.footprint });
       save('footprint', results.footprint);
@@ -293,6 +319,9 @@ async function main(): Promise<void> {
   ] as const) {
     if (results[key]) save(name, results[key]);
   }
+  // The scale parts of this run hold the same meta object: written again with its final values.
+  if (SCALE_PARTS.some((part) => settings.only.has(part)) && results.scale)
+    writeFileSync(`${resultsDir}/${prefix}scale.json`, `${JSON.stringify(results.scale, null, 2)}\n`);
 
   const mdPath = writeReport(results, settings, prefix);
   log(`done in ${meta.durationS} s: ${mdPath}`);
@@ -336,6 +365,7 @@ function writeReport(results: BenchResults, settings: Settings, prefix: string):
   load('footprint', 'footprint', (f) => f as unknown as BenchResults['footprint']);
   load('observability', 'observability', (f) => f as unknown as BenchResults['observability']);
   load('queue-latency', 'queue', (f) => f as unknown as BenchResults['queue']);
+  load('scale', 'scale', (f) => f as unknown as BenchResults['scale']);
 
   const svgName = `${prefix}overhead.svg`;
   if (results.overhead) writeFileSync(`${resultsDir}/${svgName}`, renderOverheadSvg(results.overhead));

@@ -5,7 +5,9 @@
 #   2. build-check/bench/run.js   extra arguments are passed through:
 #        --quick                  smoke run (< 2 min), results in bench/results/quick-*
 #        --only a,b               scenarios: overhead, fleet, bullmq, takeover, transport,
-#                                 observability, queue, footprint
+#                                 observability, queue, footprint; scale parts (bench/scale.ts):
+#                                 modes, probe, spread, failover, cost (`scale` = all five)
+#        --profile                V8 CPU profiles (scale probe: every instance, over the window)
 #        --fleet-jobs 200,500     fleet sizes
 # Exit code 0 whenever the scenarios ran: no timing is ever asserted.
 set -euo pipefail

@@ -22,7 +22,9 @@ export type FaultKind =
   | 'pg-drop'
   | 'redis-blackhole'
   | 'pg-blackhole'
-  | 'sentinel-failover';
+  | 'sentinel-failover'
+  | 'leader-kill'
+  | 'leader-stop';
 
 /** Faults on one instance's link to Redis or PostgreSQL (through its TCP proxy). */
 const LINK_FAULTS: readonly FaultKind[] = ['redis-stall', 'pg-stall', 'redis-drop', 'pg-drop', 'redis-blackhole', 'pg-blackhole'];
@@ -44,6 +46,8 @@ export const FAULT_DESCRIPTIONS: Record<FaultKind, string> = {
   'redis-blackhole': "one instance's Redis link swallows bytes for the duration (lost packets), then its connections reset",
   'pg-blackhole': "one instance's PostgreSQL link swallows bytes for the duration, then its connections reset",
   'sentinel-failover': 'Redis master SIGKILLed (replica not always caught up), Sentinel promotes the replica, old master back as replica',
+  'leader-kill': 'leader mode: SIGKILL of the instance the leader key names, restarted (new instance ID) after the duration',
+  'leader-stop': 'leader mode: SIGSTOP of the leader for longer than the leader lease, then SIGCONT (it must wake as a standby)',
 };
 
 export interface PlannedFault {
@@ -81,6 +85,8 @@ export interface PlanOptions {
   sentinel: boolean;
   /** Instance slots whose Redis link goes through a proxy (all, except Sentinel clients). */
   redisProxied: number[];
+  /** Leader mode (`--leader`): every third fault is a leader-kill or a leader-stop (their own deck). */
+  leader?: { leaseMs: number };
 }
 
 /** Expected real length of a fault beyond its planned duration (restart times), ms. */
@@ -99,14 +105,21 @@ export function planFaults(options: PlanOptions): PlannedFault[] {
   const kinds: FaultKind[] = ['kill', 'stop', 'stop', ...redisLosses, 'redis-flushall', 'pg-restart', ...LINK_FAULTS];
   const plan: PlannedFault[] = [];
   let deck: FaultKind[] = [];
+  let leaderDeck: FaultKind[] = [];
   let at = options.firstAt;
   for (;;) {
     if (deck.length === 0) deck = rng.shuffle(kinds);
-    const kind = deck.pop()!;
+    if (options.leader && leaderDeck.length === 0) leaderDeck = rng.shuffle(['leader-kill', 'leader-stop'] as FaultKind[]);
+    const kind = options.leader && plan.length % 3 === 1 ? leaderDeck.pop()! : deck.pop()!;
     let durationMs: number;
     switch (kind) {
       case 'kill':
+      case 'leader-kill':
         durationMs = Math.round(rng.between(1_000, 4_000));
+        break;
+      case 'leader-stop':
+        // Past the leader lease: a standby takes over meanwhile.
+        durationMs = options.leader!.leaseMs + Math.round(rng.between(500, 3_000));
         break;
       case 'stop':
         // 1-5 s: sometimes well inside the lease (3 s), sometimes well past it.
@@ -152,6 +165,8 @@ export interface FaultTargets {
   pgProxies: TcpProxy[];
   /** Restart a killed instance (new incarnation). */
   respawn: (slot: number) => Promise<void>;
+  /** Leader mode: the slot of the instance that leads now (leader.ts `leaderFinder`). */
+  findLeader?: (timeoutMs: number) => Promise<{ slot: number; id: string; fencingToken: number } | undefined>;
   log: (message: string) => void;
 }
 
@@ -184,23 +199,32 @@ export async function injectFault(fault: PlannedFault, n: number, plannedAt: num
       if (!up.includes(slot)) slot = up.find((s) => s > slot!) ?? up[0];
       if (slot === undefined) throw new Error('no instance is up');
     }
+    let leaderToken = '';
+    if (fault.kind === 'leader-kill' || fault.kind === 'leader-stop') {
+      const leader = await t.findLeader!(6_000);
+      if (!leader) throw new Error('no instance that is up holds the leader key');
+      slot = leader.slot;
+      leaderToken = `leader (fencing token ${leader.fencingToken}), `;
+    }
     const id = slot === undefined ? undefined : t.fleet.current(slot)?.id;
     record.target = id;
     switch (fault.kind) {
-      case 'kill': {
+      case 'kill':
+      case 'leader-kill': {
         record.start = Date.now();
         const life = await t.fleet.kill(slot!);
         // The fault's end is the kill: the fleet has to cope without it. The restart comes after the duration.
         record.end = Date.now();
         await sleep(fault.durationMs);
-        record.detail = `pid ${life?.pid}; restarted ${Date.now() - record.start} ms after the kill`;
+        record.detail = `${leaderToken}pid ${life?.pid}; restarted ${Date.now() - record.start} ms after the kill`;
         void t.respawn(slot!).catch((error: unknown) => t.log(`restart of slot ${slot} failed: ${String(error)}`));
         break;
       }
-      case 'stop': {
+      case 'stop':
+      case 'leader-stop': {
         record.start = Date.now();
         const life = t.fleet.sigstop(slot!);
-        record.detail = `pid ${life?.pid}`;
+        record.detail = `${leaderToken}pid ${life?.pid}`;
         await sleep(fault.durationMs);
         t.fleet.sigcont(slot!);
         record.end = Date.now();

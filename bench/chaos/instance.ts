@@ -42,6 +42,8 @@ export interface InstanceConfig {
   queue?: { role: 'scheduler' | 'worker' };
   /** CronJob mode (`--cli`): jobs whose slots pods run; mounted here to be swept, not fired (jobs.ts SWEEP_ONLY_CRON). */
   cliJobs?: string[];
+  /** Leader mode (`--leader`): `mode: 'leader'` with this leadership lease and renewal. */
+  leader?: { leaseMs: number; renewMs: number };
 }
 
 const config = JSON.parse(process.env.CHAOS_CONFIG ?? '{}') as InstanceConfig;
@@ -99,6 +101,7 @@ const ChaosModule = instanceModule(
     sweepEvery: SWEEP_MS,
     shutdownTimeout: '2s',
     ...(config.queue ? { role: config.queue.role, queues: { chaos: { concurrency: 32 } } } : {}),
+    ...(config.leader ? { mode: 'leader' as const, leader: { lease: config.leader.leaseMs, renewEvery: config.leader.renewMs } } : {}),
     ...(config.cliJobs ? { jobs: Object.fromEntries(config.cliJobs.map((name) => [name, { cron: SWEEP_ONLY_CRON }])) } : {}),
   },
   providers,

@@ -3,8 +3,11 @@
  * those jobs it starts a pod, a `nestjs-distributed-cron run <job> --slot <ISO>` process booting
  * pod.module.ts, and behaves as the CronJob that `manifest` prints would, with its known quirks:
  *
+ * - `concurrencyPolicy: Forbid`: no pod starts for a slot while the job's previous slot still has
+ *   a pod (or one about to start); the slot is missed, and the latest missed slot starts late
+ *   when that ends within the starting deadline (10 s), as the CronJob controller does;
  * - sometimes two pods at the same instant (the controller's double start), sometimes one late
- *   (within the starting deadline);
+ *   (the controller lagging, within the starting deadline);
  * - a pod that exits 75 (another process has the slot) is replaced, as `podFailurePolicy`
  *   ignoring 75 does, until the slot has ended;
  * - sometimes a retry pod after a pod that failed (1), could not reach a store (69) or was killed
@@ -60,12 +63,14 @@ export interface PodControllerOptions {
 /** Odds per pod; the rest is plain. */
 const DOUBLE_START = 0.15;
 const LATE_START = 0.15;
-const KILL_MID_RUN = 0.12;
-const STOP_MID_RUN = 0.12;
+const KILL_MID_RUN = 0.2;
+const STOP_MID_RUN = 0.2;
 const RETRY_AFTER_FAILURE = 0.5;
 /** Replacements of a pod that exited 75, per slot. */
 const MAX_REPLACEMENTS = 4;
 const TIMEOUT = '60s';
+/** The manifest's `startingDeadlineSeconds` for these jobs (its minimum). */
+const STARTING_DEADLINE_MS = 10_000;
 
 const NEST_LEVEL = /\b(FATAL|ERROR|WARN|LOG|DEBUG|VERBOSE)\b/;
 
@@ -76,6 +81,12 @@ export class PodController {
   private readonly exited = new Set<Promise<void>>();
   private counter = 0;
   private stopped = false;
+  /** Per execution ID: pods alive plus pods scheduled to start (the slot's Job is running while > 0). */
+  private readonly open = new Map<string, number>();
+  /** Per job: the latest slot Forbid kept from starting. */
+  private readonly missed = new Map<string, number>();
+  /** Slots Forbid kept from starting (the latest one may still start late). */
+  readonly missedSlots: Array<{ job: string; slot: number; startedLate: boolean }> = [];
 
   constructor(private readonly options: PodControllerOptions) {}
 
@@ -86,13 +97,51 @@ export class PodController {
       for (const slot of slotsBetween(job, Math.max(slotsFrom, Date.now() + 200), slotsBefore)) {
         const rng = new Rng(hash32(seed, 'pod', job.name, slot - epoch));
         const u = rng.next();
-        if (u < LATE_START) this.at(slot + Math.round(rng.between(500, 3_500)), () => this.spawn(job, slot, 'late'));
-        else {
-          this.at(slot, () => this.spawn(job, slot, 'slot'));
-          if (u < LATE_START + DOUBLE_START) this.at(slot, () => this.spawn(job, slot, 'double'));
-        }
+        const lateBy = Math.round(rng.between(500, 3_500));
+        this.at(slot, () => {
+          if (this.busy(job)) return this.miss(job, slot);
+          if (u < LATE_START) this.spawnAt(slot + lateBy, job, slot, 'late');
+          else {
+            this.spawn(job, slot, 'slot');
+            if (u < LATE_START + DOUBLE_START) this.spawn(job, slot, 'double');
+          }
+        });
       }
     }
+  }
+
+  /** Whether a slot of the job has a pod alive or about to start (Forbid). */
+  private busy(job: ChaosJob): boolean {
+    for (const [id, n] of this.open) if (n > 0 && id.startsWith(`${job.name}:`)) return true;
+    return false;
+  }
+
+  private miss(job: ChaosJob, slot: number): void {
+    this.missed.set(job.name, slot);
+    this.missedSlots.push({ job: job.name, slot, startedLate: false });
+  }
+
+  private hold(executionId: string, delta: number, job: ChaosJob): void {
+    const n = (this.open.get(executionId) ?? 0) + delta;
+    this.open.set(executionId, n);
+    if (n > 0 || this.busy(job)) return;
+    // The job's Job ended: the latest slot it made the controller miss starts now, if still within the deadline.
+    const slot = this.missed.get(job.name);
+    this.missed.delete(job.name);
+    if (slot === undefined || this.stopped || Date.now() - slot > STARTING_DEADLINE_MS || Date.now() > this.options.followUpsUntil) return;
+    const entry = this.missedSlots.find((m) => m.job === job.name && m.slot === slot);
+    if (entry) entry.startedLate = true;
+    this.spawn(job, slot, 'late');
+  }
+
+  /** A pod that starts later: its slot's Job counts as running from now. */
+  private spawnAt(when: number, job: ChaosJob, slot: number, why: PodReason): void {
+    const id = executionIdOf(job.name, slot);
+    this.hold(id, +1, job);
+    this.at(when, () => {
+      this.spawn(job, slot, why);
+      this.hold(id, -1, job);
+    });
   }
 
   private at(when: number, what: () => void): void {
@@ -119,10 +168,13 @@ export class PodController {
     const pod: PodRecord = { life, job: job.name, slot, executionId: executionIdOf(job.name, slot), why };
     this.pods.push(pod);
     this.children.set(pod, child);
+    this.hold(pod.executionId, +1, job);
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    // The process's death (its handler's end, for the verdict) is 'exit'; its output is complete at 'close'.
+    child.once('exit', () => (life.diedAt ??= Date.now()));
     const exited = new Promise<void>((resolve) => {
       child.once('close', (code, signal) => {
         life.diedAt ??= Date.now();
@@ -142,6 +194,7 @@ export class PodController {
         this.children.delete(pod);
         this.writeLibLines(pod, stderr);
         this.followUp(job, pod);
+        this.hold(pod.executionId, -1, job);
         resolve();
       });
     });
@@ -172,12 +225,12 @@ export class PodController {
     const rng = new Rng(hash32(this.options.seed, 'follow-up', pod.executionId, ofSlot.length));
     if (pod.exitCode === 75) {
       if (ofSlot.filter((p) => p.why === 'replace').length < MAX_REPLACEMENTS)
-        this.at(Date.now() + Math.round(rng.between(500, 1_500)), () => this.spawn(job, pod.slot, 'replace'));
+        this.spawnAt(Date.now() + Math.round(rng.between(500, 1_500)), job, pod.slot, 'replace');
       return;
     }
     const failed = pod.exitCode === 1 || pod.exitCode === 69 || pod.life.exitSignal === 'SIGKILL';
     if (failed && !ofSlot.some((p) => p.why === 'retry') && rng.chance(RETRY_AFTER_FAILURE))
-      this.at(Date.now() + Math.round(rng.between(500, 3_000)), () => this.spawn(job, pod.slot, 'retry'));
+      this.spawnAt(Date.now() + Math.round(rng.between(500, 3_000)), job, pod.slot, 'retry');
   }
 
   /** Some pods are SIGKILLed, or SIGSTOPped past the lease, a moment after their handler started. */

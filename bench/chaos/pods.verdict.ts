@@ -11,6 +11,8 @@ export interface PodVerdict {
   jobs: string[];
   pods: number;
   slots: number;
+  /** Slots of the window the controller started no pod for (Forbid: the job's previous pod still ran); not counted. */
+  slotsWithoutPod: number;
   byReason: Record<string, number>;
   /** By exit code ('0', '1', '75', '69', ...) or ending signal ('SIGKILL'). */
   exitCodes: Record<string, number>;
@@ -61,6 +63,7 @@ export function podVerdict(pods: PodRecord[], jobs: string[], duplicateIds: Read
     jobs,
     pods: pods.length,
     slots: new Set(pods.map((p) => p.executionId)).size,
+    slotsWithoutPod: 0,
     byReason,
     exitCodes,
     outcomes,

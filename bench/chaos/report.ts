@@ -74,6 +74,7 @@ export function formatReport(h: ReportHeader, faults: FaultRecord[], v: Verdict)
         .map(([k, c]) => `${k} ${n(c)}`)
         .join(', ');
     row('CronJob pods (CLI `run`)', n(p.pods), `${n(p.slots)} slots of ${p.jobs.join(', ')}; started as: ${list(p.byReason)}`);
+    row('  slots with no pod (Forbid, not counted)', n(p.slotsWithoutPod), 'the previous slot still had a pod; not fired');
     row('  pod exit codes', '', list(p.exitCodes));
     row('  pod outcomes (CLI --json)', '', list(p.outcomes));
     row('  pods SIGKILLed / SIGSTOPped mid-run', `${n(p.faults.kill)} / ${n(p.faults.stop)}`);

@@ -1,7 +1,7 @@
 /**
  * `npm run chaos`: the fault-injection suite (see bench/chaos/README.md).
  *
- *   node <build>/bench/chaos/run.js [--quick] [--seed N] [--sentinel] [--queue] [--cli] [--duration S]
+ *   node <build>/bench/chaos/run.js [--quick] [--seed N] [--sentinel] [--queue] [--cli] [--leader] [--duration S]
  *                                   [--jobs N] [--instances N] [--drain S] [--out FILE] [--keep]
  *
  * Starts a private Redis (or a Sentinel setup) and a private PostgreSQL cluster, one TCP proxy per
@@ -20,6 +20,7 @@ import { startSentinel, type SentinelSetup } from '../../test/support/sentinel.j
 import { startTcpProxy, type TcpProxy } from '../../test/support/tcp-proxy.js';
 import { FAULT_DESCRIPTIONS, injectFault, planFaults, type FaultRecord } from './faults.js';
 import { Fleet } from './fleet.js';
+import { formatLeaderChanges, LEADER_LEASE_MS, LEADER_RENEW_MS, leaderChanges, leaderFinder } from './leader.js';
 import { HOST, PrivatePostgres, PrivateRedis } from './infra.js';
 import type { InstanceConfig, RedisTarget } from './instance.js';
 import {
@@ -46,6 +47,8 @@ interface Args {
   queue: boolean;
   /** CronJob mode: some jobs' slots run in CLI pods started by a pod controller; the fleet sweeps them. */
   cli: boolean;
+  /** Leader mode: `mode: 'leader'`, and leader-targeted faults (SIGKILL, SIGSTOP past the leader lease). */
+  leader: boolean;
   windowSeconds: number;
   drainSeconds: number;
   jobs: number;
@@ -67,6 +70,7 @@ function parseArgs(argv: string[]): Args {
   const known = new Set(['--quick', '--seed', '--sentinel', '--duration', '--drain', '--jobs', '--instances', '--out', '--keep']);
   known.add('--queue');
   known.add('--cli');
+  known.add('--leader');
   for (const a of argv) if (a.startsWith('--') && !known.has(a)) throw new Error(`unknown option ${a} (known: ${[...known].join(' ')})`);
   const quick = argv.includes('--quick');
   if (argv.includes('--cli') && (argv.includes('--queue') || argv.includes('--sentinel')))
@@ -87,6 +91,7 @@ function parseArgs(argv: string[]): Args {
     sentinel: argv.includes('--sentinel'),
     queue: argv.includes('--queue'),
     cli: argv.includes('--cli'),
+    leader: argv.includes('--leader'),
     windowSeconds: num('--duration', quick ? 55 : 560),
     drainSeconds: num('--drain', quick ? 18 : 25),
     jobs: Math.round(num('--jobs', 32)),
@@ -124,10 +129,10 @@ function parseLines<T>(file: string, onBad: () => void): T[] {
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
-  const variant = `${args.quick ? 'quick' : 'full'}${args.sentinel ? '+sentinel' : ''}${args.queue ? '+queue' : ''}${args.cli ? '+cli' : ''}`;
+  const variant = `${args.quick ? 'quick' : 'full'}${args.sentinel ? '+sentinel' : ''}${args.queue ? '+queue' : ''}${args.cli ? '+cli' : ''}${args.leader ? '+leader' : ''}`;
   const source = process.env.CHAOS_SRC_LABEL ?? 'working tree';
   log(
-    `seed ${args.seed} (reproduce with --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}${args.queue ? ' --queue' : ''}${args.cli ? ' --cli' : ''}); ${variant}; code under test: ${source}`,
+    `seed ${args.seed} (reproduce with --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}${args.queue ? ' --queue' : ''}${args.cli ? ' --cli' : ''}${args.leader ? ' --leader' : ''}); ${variant}; code under test: ${source}`,
   );
   const jobs = chaosJobs(args.jobs);
   const cover = coverage(jobs);
@@ -228,6 +233,7 @@ async function main(): Promise<number> {
           poolMax: 5,
           queue: args.queue ? { role: slot < 2 ? 'scheduler' : 'worker' } : undefined,
           cliJobs: args.cli ? cliJobs.map((j) => j.name) : undefined,
+          leader: args.leader ? { leaseMs: LEADER_LEASE_MS, renewMs: LEADER_RENEW_MS } : undefined,
         };
       },
     }));
@@ -283,6 +289,7 @@ async function main(): Promise<number> {
       quick: args.quick,
       sentinel: args.sentinel,
       redisProxied,
+      leader: args.leader ? { leaseMs: LEADER_LEASE_MS } : undefined,
     });
     log(`${plan.length} faults planned`);
     const faults: FaultRecord[] = [];
@@ -309,6 +316,7 @@ async function main(): Promise<number> {
         pgProxies,
         respawn,
         log,
+        findLeader: args.leader ? leaderFinder(f, async () => (redis ? redis.port : (await sentinel!.master()).port)) : undefined,
       });
       faults.push(record);
       log(
@@ -388,12 +396,13 @@ async function main(): Promise<number> {
       pods: pods && { jobs: cliJobs.map((j) => j.name), records: pods.pods },
     });
     const wallSeconds = Math.round((Date.now() - t0) / 1000);
+    const leaders = args.leader ? leaderChanges({ jobs, epoch, windowTo, libLines, startLines, rows, faults }) : undefined;
     process.stdout.write(
       formatReport(
         { seed: args.seed, variant, instances: args.instances, jobs: args.jobs, windowSeconds: args.windowSeconds, wallSeconds, source },
         faults,
         verdict,
-      ),
+      ) + (leaders ? formatLeaderChanges(leaders, epoch) : ''),
     );
 
     // Keep the raw logs for debugging (under the project's ignored .tmp/).
@@ -413,7 +422,7 @@ async function main(): Promise<number> {
       suite: 'chaos',
       variant,
       seed: args.seed,
-      reproduce: `npm run chaos -- --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}${args.queue ? ' --queue' : ''}${args.cli ? ' --cli' : ''}`,
+      reproduce: `npm run chaos -- --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}${args.queue ? ' --queue' : ''}${args.cli ? ' --cli' : ''}${args.leader ? ' --leader' : ''}`,
       codeUnderTest: source,
       startedAt: new Date(t0).toISOString(),
       wallSeconds,
@@ -429,7 +438,13 @@ async function main(): Promise<number> {
         retry: j.retry,
         timeoutMs: j.timeoutMs,
       })),
-      settings: { leaseMs: LEASE_MS, renewMs: RENEW_MS, sweepMs: SWEEP_MS, maxHandlerMs: MAX_DURATION_MS },
+      settings: {
+        leaseMs: LEASE_MS,
+        renewMs: RENEW_MS,
+        sweepMs: SWEEP_MS,
+        maxHandlerMs: MAX_DURATION_MS,
+        ...(args.leader ? { leader: { leaseMs: LEADER_LEASE_MS, renewMs: LEADER_RENEW_MS } } : {}),
+      },
       figures: verdict.figures,
       pass: Object.values(verdict.figures).every((v) => v === 0),
       faults: {
@@ -441,7 +456,8 @@ async function main(): Promise<number> {
       },
       verdict,
       processes: f.lives,
-      ...(pods ? { pods: pods.pods } : {}),
+      ...(pods ? { pods: pods.pods, podSlotsMissed: pods.missedSlots } : {}),
+      ...(leaders ? { leaderChanges: leaders } : {}),
       rawLogs: keptLogs,
     };
     mkdirSync(path.dirname(args.out), { recursive: true });

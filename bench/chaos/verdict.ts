@@ -366,6 +366,8 @@ export function computeVerdict(input: VerdictInput): Verdict {
   }
 
   const pods = input.pods && podVerdict(input.pods.records, input.pods.jobs, duplicateIds, EXAMPLES);
+  const podSlots = input.pods && new Set(input.pods.records.map((p) => p.executionId));
+  const cliJobs = new Set(input.pods?.jobs);
   duplicates += pods?.doubleSuccessUncounted ?? 0;
 
   // --- concurrent handlers of skip / queue / replace jobs --------------------------------------------
@@ -487,7 +489,7 @@ export function computeVerdict(input: VerdictInput): Verdict {
 
   // --- slots and silent losses ------------------------------------------------------------------------
   const fleetDown = fleetDownIntervals(input.lives, input.windowFrom, input.windowTo);
-  const kills = input.faults.filter((f) => f.kind === 'kill' && !f.error).map((f) => f.start);
+  const kills = input.faults.filter((f) => (f.kind === 'kill' || f.kind === 'leader-kill') && !f.error).map((f) => f.start);
   const lossByKind: Record<LossKind, number> = { no_row: 0, ran_without_row: 0, stuck_running: 0, stuck_queued: 0, retry_never_run: 0 };
   const lossExamples: unknown[] = [];
   const loggedExamples: unknown[] = [];
@@ -505,6 +507,11 @@ export function computeVerdict(input: VerdictInput): Verdict {
   };
   for (const job of jobs) {
     for (const slot of slotsBetween(job, input.windowFrom, input.windowTo)) {
+      // CronJob mode: a slot the controller started no pod for (Forbid) was never fired.
+      if (podSlots && cliJobs.has(job.name) && !podSlots.has(executionIdOf(job.name, slot))) {
+        if (pods) pods.slotsWithoutPod++;
+        continue;
+      }
       expected++;
       if (fleetDown.some((d) => slot >= d.from - 1_000 && slot <= d.to + 2_000)) {
         excluded++;

@@ -5,11 +5,11 @@ import { describeError } from '../errors/error.redact.js';
 import { defaultExecutionId, type JobConfig } from '../config/job.config.js';
 import { CLAIM_AHEAD_MS } from '../scheduling/job.timer.js';
 import type { LeaseKeeper } from '../leasing/lease.keeper.js';
-import type { QueuedSlot } from '../leasing/lease.store.js';
 import { ExecutorContext, type ExecutorDeps, type JobStats, type Started } from './executor.context.js';
 import { abortReason, execute } from './run.attempt.js';
 import { beginRun, refence, restartRow } from './run.starter.js';
 import { holding, roomToClaim } from './pool.gate.js';
+import { giveUpQueued, recordSuperseded, skippedOverlap } from './slot.outcomes.js';
 import { SweepChecks, VANISHED_CLAIM, type StartAgain } from './sweep.checks.js';
 import { enqueueAgain, handOff, replayOnQueue, runStep, type QueueStep, type StepResult } from '../topology/queue.steps.js';
 
@@ -184,7 +184,7 @@ export class JobExecutor {
         this.ctx.stats.paused++;
         return 'paused';
       case 'overlap':
-        return this.skippedOverlap(slot, executionId, 'the previous run of this job was still going (overlap: skip)', trigger);
+        return skippedOverlap(this.ctx, slot, executionId, 'the previous run of this job was still going (overlap: skip)', trigger);
       case 'queued':
         this.ctx.stats.queued++;
         await this.ctx.notStarted(
@@ -194,7 +194,7 @@ export class JobExecutor {
           'queued',
           trigger,
         );
-        await this.recordSuperseded(claim.superseded);
+        await recordSuperseded(this.ctx, claim.superseded);
         return 'queued';
       case 'replacing':
         await this.ctx.notStarted(
@@ -206,7 +206,7 @@ export class JobExecutor {
         );
         return this.replaceThenRun(slot, executionId, claim.holderToken, trigger);
       case 'won':
-        await this.recordSuperseded(claim.superseded);
+        await recordSuperseded(this.ctx, claim.superseded);
         return this.startAndRun(slot, executionId, holding(this.ctx.keep(claim.lease, sentAt), unit), trigger);
     }
   }
@@ -354,47 +354,12 @@ export class JobExecutor {
       }
       if (result.kind === 'acquired') return this.startAndRun(slot, executionId, this.ctx.keep(result.lease, sentAt), trigger);
       if (result.kind === 'superseded') {
-        return this.giveUpQueued(slot, executionId, 'a newer slot took the lease first (overlap: replace)', trigger);
+        return giveUpQueued(this.ctx, slot, executionId, 'a newer slot took the lease first (overlap: replace)', trigger);
       }
       if (performance.now() > deadline) {
-        return this.giveUpQueued(slot, executionId, 'the run being replaced did not let go of its lease in time', trigger);
+        return giveUpQueued(this.ctx, slot, executionId, 'the run being replaced did not let go of its lease in time', trigger);
       }
     }
-  }
-
-  private async recordSuperseded(superseded: QueuedSlot | undefined): Promise<void> {
-    if (!superseded) return;
-    const slot = this.ctx.job.slotInfo(new Date(superseded.scheduledAt));
-    await this.giveUpQueued(
-      slot,
-      superseded.executionId,
-      'superseded by a newer slot while waiting in the queue (overlap: queue)',
-      'schedule',
-    );
-  }
-
-  /** A waiting slot that will not run: its `queued` row (or a new row) says `skipped_overlap`. */
-  private async giveUpQueued(slot: SlotInfo, executionId: string, why: string, trigger: RunTrigger): Promise<FireOutcome> {
-    this.ctx.stats.skippedOverlap++;
-    let settled = false;
-    try {
-      settled = await this.ctx.db('closing a queued slot', () =>
-        this.ctx.deps.history.settleQueued(executionId, 'skipped_overlap', why, new Date(this.ctx.deps.clock())),
-      );
-    } catch (error) {
-      this.ctx.deps.logger.error(
-        `job '${this.ctx.job.name}': could not record that ${executionId} did not start (${why}): ${describeError(error)}`,
-      );
-      return 'skipped_overlap';
-    }
-    if (!settled) await this.ctx.notStarted(slot, executionId, why, 'skipped_overlap', trigger);
-    return 'skipped_overlap';
-  }
-
-  private async skippedOverlap(slot: SlotInfo, executionId: string, why: string, trigger: RunTrigger): Promise<FireOutcome> {
-    this.ctx.stats.skippedOverlap++;
-    await this.ctx.notStarted(slot, executionId, why, 'skipped_overlap', trigger);
-    return 'skipped_overlap';
   }
 
   private async storeUnavailable(slot: SlotInfo, executionId: string, error: unknown, trigger: RunTrigger): Promise<FireOutcome> {

@@ -75,6 +75,7 @@ export async function roomToStart(
   await ctx.notStarted(slot, executionId, messages.POOL_WAIT(pool.name, pool.running, pool.size), 'queued', trigger);
   const lost = new AbortController();
   keeper.onLost = (reason) => lost.abort(reason);
+  if (!keeper.valid()) lost.abort();
   const waited = await pool.acquire(AbortSignal.any([lost.signal, ctx.stopping.signal]));
   keeper.onLost = () => undefined;
   if (!waited) {
@@ -88,7 +89,7 @@ export async function roomToStart(
 /**
  * The unit the handler runs with: the one its start took, or, for a run started from its row (a
  * retry, recovery, replay, queued slot or queue-mode step), one it waits for while its row says
- * `running` and its lease is renewed. Waiting ends with `signal` (the run's: lease lost, timeout)
+ * `running` and its lease is renewed. Waiting ends with `signal` (the run's: lease lost, replaced)
  * or with shutdown, through `abort`; then this rejects with the signal's reason.
  */
 export async function unitToRun(

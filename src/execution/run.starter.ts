@@ -15,6 +15,7 @@ import { releaseUnit, roomToStart } from './pool.gate.js';
  * overlap policy's answer when the pool is full here), then the row.
  */
 export async function beginRun(...run: Parameters<typeof writeStart>): Promise<Started | FireOutcome> {
+  // (ctx, slot, executionId, keeper, trigger), as writeStart and roomToStart take them.
   const [ctx, , , keeper] = run;
   if (!ctx.pool) return writeStart(...run);
   const noRoom = await roomToStart(...run);

@@ -178,7 +178,8 @@ export class SlotDispatcher {
     const upTo = performance.now() - this.startedAt;
     for (const { executor, timer } of jobs()) {
       const last = timer.lastFired;
-      if (executor.job.disabled || !timer.active || !last) continue;
+      // The timer, not `disabled`: a job declared disabled may have been started through SchedulerRegistry.
+      if (!timer.active || !last) continue;
       const from = new Date(now - Math.min(gapMs, upTo + executor.job.startGraceMs));
       const due: Date[] = [];
       for (let slot = executor.job.schedule.next(from); slot.getTime() <= last.getTime(); slot = executor.job.schedule.next(slot)) {

@@ -128,3 +128,47 @@ describe("mode: 'leader': SIGKILL of the leader (three child processes)", () => 
     for (const row of gap) expect(row.instanceId).not.toBe(first.instanceId);
   });
 });
+
+describe("mode: 'leader': a job declared `disabled` and started through SchedulerRegistry", () => {
+  let apps: RunningApp[] = [];
+  afterAll(() => closeAll(apps));
+
+  it('a new leader fires the slots of the gap for it too', async () => {
+    const name = uniqueName('leader-started');
+    apps = await startFleet(2, name, '* * * * * *', { name, lease: '5s', disabled: true }, () => undefined, {
+      mode: 'leader',
+      leader: { lease: LEASE_MS, renewEvery: RENEW_MS },
+    });
+    for (const app of apps) app.registry.getCronJob(name).start();
+    await waitFor(() => apps.some((app) => app.cron.isLeader), { timeoutMs: 10_000, message: 'a leader' });
+    const leader = apps.find((app) => app.cron.isLeader)!;
+    const standby = apps.find((app) => app !== leader)!;
+    const from = Math.ceil((Date.now() + 200) / 1000) * 1000;
+    await waitFor(async () => (await slotRows(name, from, from + 2_000)).filter((r) => r.status === 'completed').length === 2, {
+      timeoutMs: 15_000,
+      message: '2 completed slots',
+    });
+    // The leader's timer stops: slots pass with nobody firing them, as while a leader is frozen.
+    void leader.registry.getCronJob(name).stop();
+    const stoppedAt = Date.now();
+    await waitFor(() => Date.now() > Math.ceil(stoppedAt / 1000) * 1000 + 150, { timeoutMs: 3_000, message: 'a slot unfired' });
+    await leader.close();
+    apps = [standby];
+    await waitFor(() => standby.cron.isLeader, { timeoutMs: 10_000, message: 'the standby leads' });
+    const takeoverAt = Date.now();
+    const until = Math.ceil(takeoverAt / 1000) * 1000 + 2_000;
+    const expected = Array.from({ length: (until - from) / 1000 }, (_, i) => from + i * 1000);
+    // Every slot has its row, the ones the stopped leader let pass too (fired by the new leader's gap).
+    const rows = await waitFor(
+      async () => {
+        const found = await slotRows(name, from, until);
+        return found.length === expected.length && found.every((r) => r.status === 'completed') ? found : undefined;
+      },
+      { timeoutMs: 15_000, message: 'a completed row for every slot' },
+    );
+    expect(rows.map((row) => row.scheduledAt.getTime())).toEqual(expected);
+    const gap = rows.filter((row) => row.scheduledAt.getTime() > stoppedAt + 100 && row.scheduledAt.getTime() < takeoverAt);
+    expect(gap.length).toBeGreaterThan(0);
+    for (const row of gap) expect(row.instanceId).toBe(standby.label);
+  });
+});

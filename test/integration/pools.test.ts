@@ -220,13 +220,10 @@ describe('resource pools', () => {
         providers: [ReportJob],
       })
       class AppModule {}
-      try {
-        const app = await NestFactory.createApplicationContext(AppModule, { logger: logs, abortOnError: false });
-        await app.close();
-        return undefined;
-      } catch (error) {
-        return error;
-      }
+      return NestFactory.createApplicationContext(AppModule, { logger: logs, abortOnError: false }).then(
+        (app) => app.close().then(() => undefined),
+        (error: unknown) => error,
+      );
     }
 
     it('a pool the module does not set', async () => {

@@ -3,9 +3,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FixtureConfig } from '../fixtures/instance.js';
+import type { ManyJobsConfig } from '../fixtures/many-jobs.js';
 import { onJsonLines } from './json-lines.js';
 
-const FIXTURE = fileURLToPath(new URL('../../build-check/test/fixtures/instance.js', import.meta.url));
+const fixturePath = (name: string): string => fileURLToPath(new URL(`../../build-check/test/fixtures/${name}.js`, import.meta.url));
 
 export interface FixtureEvent {
   event: 'ready' | 'start' | 'end';
@@ -32,10 +33,15 @@ process.on('exit', () => {
   for (const child of children) child.kill('SIGKILL');
 });
 
-/** Spawns one instance and resolves once it has bootstrapped. */
-export async function spawnInstance(config: FixtureConfig, allEvents: FixtureEvent[]): Promise<ChildInstance> {
-  if (!existsSync(FIXTURE)) throw new Error(`${FIXTURE} is missing: run scripts/build-test.sh (npm test does)`);
-  const child = spawn(process.execPath, [FIXTURE], {
+/** Spawns one instance (of test/fixtures/instance.ts, or many-jobs.ts) and resolves once it has bootstrapped. */
+export async function spawnInstance(
+  config: FixtureConfig | ManyJobsConfig,
+  allEvents: FixtureEvent[],
+  fixture: 'instance' | 'many-jobs' = 'instance',
+): Promise<ChildInstance> {
+  const path = fixturePath(fixture);
+  if (!existsSync(path)) throw new Error(`${path} is missing: run scripts/build-test.sh (npm test does)`);
+  const child = spawn(process.execPath, [path], {
     env: { ...process.env, FIXTURE_CONFIG: JSON.stringify(config) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,0 +1,308 @@
+/** The "Scale" section of BENCHMARKS.md, from bench/results/scale.json (bench/scale.ts). */
+import type { FleetStepResult } from './fleet.js';
+import type { RunMeta } from './report.js';
+import { cpuMsPerSlot, type ProbeResult, type ScaleResult } from './scale.js';
+import type { FailoverCase } from './failover.js';
+
+const num = (v: number | null | undefined, digits = 2): string =>
+  v === null || v === undefined || !Number.isFinite(v)
+    ? '–'
+    : Number(v.toFixed(digits)).toLocaleString('en-US', { maximumFractionDigits: digits });
+const int = (v: number): string => v.toLocaleString('en-US');
+const verdict = (ok: boolean | null): string => (ok === null ? 'not measured' : ok ? '**met**' : '**missed**');
+const statuses = (m: Record<string, number> | null | undefined): string =>
+  !m || Object.keys(m).length === 0
+    ? 'none'
+    : Object.entries(m)
+        .map(([k, v]) => `${int(v)} ${k}`)
+        .join(', ');
+
+function grid(head: string[], rows: string[][], align?: string[]): string[] {
+  const line = (cells: string[]): string => `| ${cells.join(' | ')} |`;
+  return [line(head), line(head.map((_, i) => align?.[i] ?? '---:')), ...rows.map(line), ''];
+}
+
+function measured(meta: RunMeta | undefined): string {
+  if (!meta) return '';
+  return `_Measured ${meta.startedAt.slice(0, 16).replace('T', ' ')} UTC (${meta.quick ? 'quick run' : 'full run'}), commit \`${meta.commit}\`, load average at start ${meta.loadAverageStart.join(' ')}._`;
+}
+
+const label = (s: FleetStepResult): string => (s.system === 'bullmq' ? 'BullMQ' : `${s.cluster ?? 'fleet'} mode`);
+const cpuSplit = (s: FleetStepResult): string =>
+  `${num(s.cpuPct.nodeWorkers, 0)} / ${num(s.cpuPct.redis, 0)} / ${s.cpuPct.postgresBackends === null ? '–' : num(s.cpuPct.postgresBackends, 0)} %`;
+const msSplit = (s: FleetStepResult): string =>
+  `${num(cpuMsPerSlot(s.cpuPct.nodeWorkers, s), 3)} / ${num(cpuMsPerSlot(s.cpuPct.redis, s), 3)} / ${num(cpuMsPerSlot(s.cpuPct.postgresBackends, s), 3)}`;
+const completed = (s: FleetStepResult): string =>
+  s.historyByStatus ? `${int(s.historyByStatus.completed ?? 0)} of ${int(s.expectedSlots)}` : 'no history';
+
+function stepRow(s: FleetStepResult): string[] {
+  return [
+    label(s),
+    String(s.jobs),
+    String(s.instances),
+    `${s.seconds} s`,
+    int(s.runs),
+    String(s.duplicates),
+    String(s.missed),
+    completed(s),
+    num(s.delayMs.p50),
+    num(s.delayMs.p99),
+    num(s.redisRoundTripsPerSlot, 3),
+    num(s.serverCommandsExecutedPerSlot, 3),
+    s.dbStatementsPerSlot === null ? '–' : num(s.dbStatementsPerSlot, 3),
+    cpuSplit(s),
+    `${num(s.cpuPct.machineBusy, 0)} / ${num(s.cpuPct.other, 0)} %`,
+    (s.runsPerInstance ?? []).map(int).join(', ') +
+      (s.leaderIndex !== null && s.leaderIndex !== undefined ? ` (leader w${s.leaderIndex})` : ''),
+    s.keepingUp ? 'yes' : '**no**',
+  ];
+}
+const STEP_HEAD = [
+  'system',
+  'jobs',
+  'processes',
+  'window',
+  'runs',
+  'dup',
+  'missed',
+  'rows completed',
+  'p50 ms',
+  'p99 ms',
+  'client cmds/slot',
+  'cmds executed/slot (incl. in scripts)',
+  'SQL/slot',
+  'CPU Node / Redis / PG',
+  'machine / other',
+  'runs per instance',
+  'keeps up',
+];
+const STEP_ALIGN = ['---', ...Array<string>(14).fill('---:'), '---', '---'];
+
+export function scaleSection(scale: ScaleResult | undefined, bullmq: FleetStepResult[] | undefined, cores: number): string[] {
+  if (!scale || Object.keys(scale).length === 0) return [];
+  const out = ['## Scale: fleet mode and leader mode', ''];
+  out.push(
+    'Five (or 1 / 20) app instances as separate processes (bench/fixtures/fleet-instance.ts), every job on `* * * * * *`, so all of them fire on the same second, ' +
+      "against a bench-owned redis-server and the shared PostgreSQL. `fleet` = `mode: 'fleet'` (the default: each slot is claimed first by the instance its hash ranks first, " +
+      "the others claim after an 80 ms head start only what it did not); `leader` = `mode: 'leader'` (one elected instance fires, claims and runs everything). " +
+      '“client cmds/slot” = commands the instances’ ioredis clients wrote (one batch script call carries every claim of one event-loop turn), ' +
+      '“cmds executed” = every command Redis ran, those inside scripts included (INFO commandstats). SQL/slot excludes the periodic sweep. ' +
+      `CPU in % of one core (the machine has ${cores} cores = ${cores * 100} %): Node = all instance processes, PG = the PostgreSQL backends serving them; ` +
+      '“other” = machine busy minus the bench’s processes. “keeps up” = no duplicate, no missed slot, every slot a `completed` row, p99 under the 1 s period. ' +
+      'Parts: `npm run bench -- --only modes|probe|spread|failover|cost` (`--only scale` for all).',
+  );
+  out.push('');
+  out.push(...targets(scale, bullmq));
+  if (scale.modes) {
+    out.push(
+      `### ${int(scale.modes.jobs)} jobs on the same second, ${scale.modes.instances} processes`,
+      '',
+      measured(scale.modes.meta),
+      '',
+    );
+    const bull = bullmq?.find((b) => b.jobs === scale.modes!.jobs);
+    out.push(
+      bull
+        ? 'The BullMQ row is the `bullmq` scenario (section 5) at the same job count: its window and run may differ.'
+        : 'No BullMQ figure at this job count in the results (scenario `bullmq`).',
+      '',
+    );
+    out.push(...grid(STEP_HEAD, [...scale.modes.steps, ...(bull ? [bull] : [])].map(stepRow), STEP_ALIGN));
+    const names = scale.modes.steps.map(
+      (s) =>
+        `${label(s)}: ${Object.entries(s.serverCommandsByName)
+          .map(([k, v]) => `${num(v, 3)} ${k}`)
+          .join(', ')}`,
+    );
+    out.push(`Commands executed per slot by name: ${names.join('; ')}.`, '');
+  }
+  if (scale.probe) out.push(...probeSection(scale.probe.modes, scale.probe.seconds, scale.probe.meta));
+  if (scale.spread) {
+    const sp = scale.spread;
+    out.push('### Fair spread (fleet mode)', '', measured(sp.meta), '');
+    out.push(
+      `${int(sp.step.jobs)} jobs, ${sp.step.instances} processes, ${sp.step.seconds} s; each handler burns ${sp.busyMs} ms of CPU, then sleeps ${sp.workMs} ms. ` +
+        `Runs per instance: ${(sp.step.runsPerInstance ?? []).map(int).join(', ')} (even share ${int(Math.round(sp.step.runs / sp.step.instances))}); ` +
+        `deviation from even: ${num(sp.maxDeviationPct, 1)} % / ${num(sp.minDeviationPct, 1)} %. ` +
+        `Duplicates ${sp.step.duplicates}, missed ${sp.step.missed}, p99 start delay ${num(sp.step.delayMs.p99)} ms, rows completed ${completed(sp.step)}.`,
+      '',
+    );
+  }
+  if (scale.failover) out.push(...failoverSection(scale.failover.cases, scale.failover));
+  if (scale.cost) {
+    const c = scale.cost;
+    out.push(`### Cost per slot against fleet size (${int(c.jobs)} jobs, ${c.seconds} s)`, '', measured(c.meta), '');
+    out.push(
+      ...grid(
+        [
+          'mode',
+          'processes',
+          'client cmds/slot',
+          'cmds executed/slot',
+          'SQL/slot',
+          'sweep SQL per instance per s',
+          'CPU ms/slot Node / Redis / PG',
+          'p99 ms',
+          'dup / missed',
+          'machine / other',
+        ],
+        c.rows.map((s) => [
+          label(s),
+          String(s.instances),
+          num(s.redisRoundTripsPerSlot, 3),
+          num(s.serverCommandsExecutedPerSlot, 3),
+          num(s.dbStatementsPerSlot, 3),
+          num(s.dbBackgroundStatementsPerInstancePerSecond, 2),
+          msSplit(s),
+          num(s.delayMs.p99),
+          `${s.duplicates} / ${s.missed}`,
+          `${num(s.cpuPct.machineBusy, 0)} / ${num(s.cpuPct.other, 0)} %`,
+        ]),
+        ['---', ...Array<string>(9).fill('---:')],
+      ),
+    );
+    out.push(
+      'What grows with the fleet rather than with the work: each instance’s timers (in fleet mode every instance fires every slot and claims what its head start left), ' +
+        'its member-list or leader-lease renewal and its periodic sweep; in leader mode the standbys fire nothing.',
+      '',
+    );
+  }
+  return out;
+}
+
+function probeSection(modes: ProbeResult[], seconds: number, meta: RunMeta | undefined): string[] {
+  const out = [`### Probing upward (5 processes, ${seconds} s windows)`, '', measured(meta), ''];
+  out.push(...grid(STEP_HEAD, modes.flatMap((m) => m.steps).map(stepRow), STEP_ALIGN));
+  for (const m of modes) {
+    const knee =
+      m.firstBad === null
+        ? `kept up at every size measured (up to ${int(m.steps.at(-1)?.jobs ?? 0)} jobs/s)`
+        : m.lastOk === null
+          ? `did not keep up at ${int(m.firstBad)} jobs/s, the smallest size measured`
+          : `keeps up at ${int(m.lastOk)} jobs/s, not at ${int(m.firstBad)} (the knee lies between)`;
+    out.push(`- **${m.cluster} mode** ${knee}. At ${m.firstBad === null ? 'the largest size' : 'the knee'}: ${m.limit}.`);
+  }
+  out.push('');
+  for (const m of modes.filter((p) => p.profile)) {
+    out.push(
+      `V8 CPU profile of the busiest instance at ${m.firstBad === null ? 'the largest size' : 'the knee'}, ${m.cluster} mode (w${m.profile!.instance}, ${num(m.profile!.cpuPct, 0)} % of a core; every instance was profiled):`,
+      '',
+      '```',
+      ...m.profile!.summary.split('\n').map((l) => l.replace(/^\S*\.tmp\//, '.tmp/')),
+      '```',
+      '',
+    );
+  }
+  return out;
+}
+
+function failoverSection(cases: FailoverCase[], f: NonNullable<ScaleResult['failover']>): string[] {
+  const out = ['### Leader failover', '', measured(f.meta), ''];
+  out.push(
+    `${f.instances} processes in leader mode (\`leader: { lease: '${f.lease}', renewEvery: '${f.renewEvery}' }\`), ${int(f.jobs)} jobs every second; ` +
+      'the leader gets SIGKILL after 2.5 s of steady running, then a fresh instance joins before the next kill. ' +
+      'Gap = the slots after the old leader’s last run up to the second the new leader took over (the new leader fires at most the latest 5 per job). ' +
+      'Silent loss = a slot of the observed window with neither a run nor a row.',
+    '',
+  );
+  out.push(
+    ...grid(
+      [
+        'kill',
+        'kill → new leader',
+        'kill → its first run',
+        'bound (lease + renewal)',
+        'gap slots',
+        'gap slots run',
+        'gap rows by status',
+        'gap slots without a row',
+        'window slots',
+        'duplicates',
+        'silent losses',
+      ],
+      cases.map((c, i) => [
+        String(i + 1),
+        `${num(c.killToLeadershipMs, 0)} ms`,
+        `${num(c.killToFirstRunMs, 0)} ms`,
+        `${int(c.boundMs)} ms`,
+        int(c.gap.slots),
+        int(c.gap.ran),
+        statuses(c.gap.byStatus),
+        int(c.gap.noRow),
+        int(c.window.slots),
+        String(c.window.duplicates),
+        String(c.window.silentLosses),
+      ]),
+      ['---:', '---:', '---:', '---:', '---:', '---:', '---', '---:', '---:', '---:', '---:'],
+    ),
+  );
+  return out;
+}
+
+function targets(scale: ScaleResult, bullmq: FleetStepResult[] | undefined): string[] {
+  const rows: string[][] = [];
+  const modes = scale.modes?.steps ?? [];
+  for (const s of modes) {
+    rows.push([
+      `p99 slot → handler start < 50 ms, ${int(s.jobs)} jobs / ${s.instances} processes (${label(s)})`,
+      `${num(s.delayMs.p99)} ms (${s.delayMs.p99 < 50 ? `${num(50 - s.delayMs.p99)} ms under` : `${num(s.delayMs.p99 / 50, 1)}× the target`})`,
+      verdict(s.delayMs.p99 < 50),
+      s.delayMs.p99 < 50
+        ? 'claims are sent 50 ms ahead of the slot, so the handler starts on its own timer at the instant'
+        : `every job fires in the same second: the burst of claims, INSERTs and ${int(s.jobs)} handler starts queues on the CPU (machine ${num(s.cpuPct.machineBusy, 0)} % busy, busiest instance ${num(Math.max(...s.nodeWorkerCpuPct), 0)} %, event-loop delay p99 up to ${num(Math.max(...s.eventLoopDelayP99Ms), 0)} ms)`,
+    ]);
+  }
+  const probes = scale.probe?.modes ?? [];
+  for (const m of probes) {
+    const top = m.steps.filter((s) => s.keepingUp && s.missedInHistory === 0).at(-1);
+    const ok = (top?.jobs ?? 0) >= 10_000;
+    rows.push([
+      `10,000 slots/s with every run in the ledger (${m.cluster} mode)`,
+      top
+        ? `kept up to ${int(top.jobs)} slots/s${m.firstBad ? `, not at ${int(m.firstBad)}` : ''}`
+        : `not at ${int(m.firstBad ?? 0)} slots/s`,
+      verdict(ok),
+      ok ? 'every slot ran once and has its completed row' : m.limit,
+    ]);
+  }
+  const bull = bullmq?.find((b) => b.jobs === 1000);
+  for (const s of modes.filter((st) => st.jobs === 1000 || scale.modes?.meta?.quick)) {
+    rows.push([
+      `≤ 1 Redis round trip per slot fleet-wide at ${int(s.jobs)} jobs (${label(s)}; BullMQ ${num(bull?.redisRoundTripsPerSlot, 2)})`,
+      `${num(s.redisRoundTripsPerSlot, 3)} client cmds/slot, ${num(s.serverCommandsExecutedPerSlot, 2)} executed`,
+      verdict(s.redisRoundTripsPerSlot <= 1),
+      `by command: ${Object.entries(s.redisRoundTripsByName)
+        .map(([k, v]) => `${num(v, 3)} ${k}`)
+        .join(', ')}; one batch script call carries every claim, release and renewal of a turn`,
+    ]);
+  }
+  if (scale.spread) {
+    const sp = scale.spread;
+    const worst = Math.max(Math.abs(sp.maxDeviationPct), Math.abs(sp.minDeviationPct));
+    rows.push([
+      'fair spread ±20 % (fleet mode, heavy handlers)',
+      `${num(sp.maxDeviationPct, 1)} % / ${num(sp.minDeviationPct, 1)} %`,
+      verdict(worst <= 20),
+      `runs per instance ${(sp.step.runsPerInstance ?? []).map(int).join(', ')}: the first claim of each slot goes to the instance a hash of (instance, job, slot) ranks first`,
+    ]);
+  }
+  const cases = scale.failover?.cases ?? [];
+  if (cases.length > 0) {
+    const worst = Math.max(...cases.map((c) => c.killToFirstRunMs ?? Number.POSITIVE_INFINITY));
+    const bound = cases[0]!.boundMs;
+    const dup = cases.reduce((a, c) => a + c.window.duplicates, 0);
+    const lost = cases.reduce((a, c) => a + c.window.silentLosses, 0);
+    const ok = worst <= bound && dup === 0 && lost === 0;
+    rows.push([
+      `leader failover within lease + one renewal (${int(bound)} ms), 0 duplicates, 0 silent losses (${cases.length} kills)`,
+      `worst ${num(worst, 0)} ms, ${dup} duplicates, ${lost} silent losses`,
+      verdict(ok),
+      worst <= bound
+        ? `a standby takes the leader key once it expires (at most the lease after the last renewal) at its next try (every renewal interval); the gap’s slots are then fired from the new leader` +
+          (lost > 0 ? `, but ${lost} slot(s) got neither a run nor a row` : '')
+        : 'the takeover took longer than the bound (see the table)',
+    ]);
+  }
+  if (rows.length === 0) return [];
+  return ['### Targets', '', ...grid(['target', 'measured', '', 'why'], rows, ['---', '---:', '---', '---'])];
+}

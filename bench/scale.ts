@@ -1,0 +1,196 @@
+/**
+ * Scale: fleet mode (`mode: 'fleet'`, the default) against leader mode (`mode: 'leader'`), on
+ * the measurement frame of the fleet scenario (bench/fleet.ts). Parts, each runnable alone
+ * (`npm run bench -- --only modes,probe,spread,failover,cost`, or `--only scale` for all):
+ *   modes     both modes at 1,000 jobs on the same second, 5 processes (BullMQ: scenario bullmq)
+ *   probe     1,000 → 2,000 → 5,000 → 10,000 jobs per second per mode until it stops keeping up;
+ *             with `--profile`, a V8 CPU profile of every instance, summarised for the busiest
+ *   spread    runs per instance in fleet mode with handlers that burn CPU and then sleep
+ *   failover  leader mode, SIGKILL of the leader (bench/failover.ts)
+ *   cost      1 / 5 / 20 instances, both modes: cost per slot against fleet size
+ * Results: bench/results/scale.json (parts run alone replace only their own entry).
+ */
+import { mkdirSync } from 'node:fs';
+import { runFleetStep, type FleetStepOptions, type FleetStepResult } from './fleet.js';
+import { runFailover, type FailoverResult } from './failover.js';
+import { summarise } from './profile-summary.js';
+import type { RunMeta } from './report.js';
+import { log, round2 } from './lib/util.js';
+
+export const SCALE_PARTS = ['modes', 'probe', 'spread', 'failover', 'cost'] as const;
+export type ScalePart = (typeof SCALE_PARTS)[number];
+export type Cluster = 'fleet' | 'leader';
+const CLUSTERS: Cluster[] = ['fleet', 'leader'];
+
+export interface ScaleSettings {
+  modes: { jobs: number; seconds: number };
+  probe: { sizes: number[]; seconds: number };
+  spread: { jobs: number; seconds: number; busyMs: number; workMs: number };
+  failover: { jobs: number; repeats: number; lease: string; renewEvery: string; leaseMs: number; renewMs: number };
+  cost: { jobs: number; seconds: number; instances: number[] };
+  warmup: number;
+  grace: number;
+}
+
+export const SCALE_QUICK: ScaleSettings = {
+  modes: { jobs: 100, seconds: 3 },
+  probe: { sizes: [300], seconds: 2 },
+  spread: { jobs: 100, seconds: 3, busyMs: 1, workMs: 200 },
+  failover: { jobs: 50, repeats: 1, lease: '2s', renewEvery: '400ms', leaseMs: 2_000, renewMs: 400 },
+  cost: { jobs: 50, seconds: 2, instances: [1, 3] },
+  warmup: 1,
+  grace: 1,
+};
+
+export const SCALE_FULL: ScaleSettings = {
+  modes: { jobs: 1_000, seconds: 30 },
+  probe: { sizes: [1_000, 2_000, 5_000, 10_000], seconds: 30 },
+  spread: { jobs: 1_000, seconds: 30, busyMs: 1, workMs: 200 },
+  failover: { jobs: 200, repeats: 3, lease: '5s', renewEvery: '1s', leaseMs: 5_000, renewMs: 1_000 },
+  cost: { jobs: 200, seconds: 20, instances: [1, 5, 20] },
+  warmup: 3,
+  grace: 4,
+};
+
+export interface ProbeResult {
+  cluster: Cluster;
+  steps: FleetStepResult[];
+  /** Largest size that kept up, smallest that did not (null: none). */
+  lastOk: number | null;
+  firstBad: number | null;
+  /** Which process limits it at the knee, in words. */
+  limit: string;
+  /** V8 CPU profile of the busiest instance at the knee (`--profile`). */
+  profile: { instance: number; cpuPct: number; file: string; summary: string } | null;
+}
+
+export interface SpreadResult {
+  busyMs: number;
+  workMs: number;
+  step: FleetStepResult;
+  /** Largest and smallest per-instance run count, as % deviation from an even share. */
+  maxDeviationPct: number;
+  minDeviationPct: number;
+}
+
+type Part<T> = T & { meta?: RunMeta };
+
+export interface ScaleResult {
+  modes?: Part<{ jobs: number; instances: number; seconds: number; steps: FleetStepResult[] }>;
+  probe?: Part<{ instances: number; seconds: number; sizes: number[]; modes: ProbeResult[] }>;
+  spread?: Part<SpreadResult>;
+  failover?: Part<FailoverResult>;
+  cost?: Part<{ jobs: number; seconds: number; rows: FleetStepResult[] }>;
+}
+
+export interface ScaleRun {
+  runId: string;
+  buildDir: string;
+  parts: Set<ScalePart>;
+  settings: ScaleSettings;
+  profileDir: string | undefined;
+  /** Called with each part as it completes (the caller saves it). */
+  done: <K extends ScalePart>(part: K, result: NonNullable<ScaleResult[K]>) => void;
+}
+
+export async function runScale(run: ScaleRun): Promise<void> {
+  const { runId, buildDir, settings: s } = run;
+  const step = (jobs: number, seconds: number, extra: Partial<FleetStepOptions> = {}): Promise<FleetStepResult> =>
+    runFleetStep({
+      system: 'dcron',
+      runId,
+      jobs,
+      instances: 5,
+      seconds,
+      buildDir,
+      warmupSeconds: s.warmup,
+      graceSeconds: s.grace,
+      ...extra,
+    });
+
+  if (run.parts.has('modes')) {
+    const steps: FleetStepResult[] = [];
+    for (const cluster of CLUSTERS) steps.push(await step(s.modes.jobs, s.modes.seconds, { cluster }));
+    run.done('modes', { jobs: s.modes.jobs, instances: 5, seconds: s.modes.seconds, steps });
+  }
+  if (run.parts.has('probe')) {
+    if (run.profileDir) mkdirSync(run.profileDir, { recursive: true });
+    const modes: ProbeResult[] = [];
+    for (const cluster of CLUSTERS) {
+      const steps: FleetStepResult[] = [];
+      for (const jobs of s.probe.sizes) {
+        const result = await step(jobs, s.probe.seconds, { cluster, profileDir: run.profileDir, profileAll: true });
+        steps.push(result);
+        if (!result.keepingUp) break;
+      }
+      modes.push(probeResult(cluster, steps));
+    }
+    run.done('probe', { instances: 5, seconds: s.probe.seconds, sizes: s.probe.sizes, modes });
+  }
+  if (run.parts.has('spread')) {
+    const { jobs, seconds, busyMs, workMs } = s.spread;
+    const result = await step(jobs, seconds, { cluster: 'fleet', busyMs, workMs });
+    const counts = result.runsPerInstance ?? [];
+    const even = counts.reduce((a, b) => a + b, 0) / Math.max(1, counts.length);
+    const dev = (n: number): number => (even > 0 ? round2(((n - even) / even) * 100) : Number.NaN);
+    run.done('spread', {
+      busyMs,
+      workMs,
+      step: result,
+      maxDeviationPct: dev(Math.max(...counts)),
+      minDeviationPct: dev(Math.min(...counts)),
+    });
+  }
+  if (run.parts.has('failover')) {
+    run.done('failover', await runFailover({ runId, buildDir, ...s.failover }));
+  }
+  if (run.parts.has('cost')) {
+    const rows: FleetStepResult[] = [];
+    for (const instances of s.cost.instances) {
+      for (const cluster of CLUSTERS) rows.push(await step(s.cost.jobs, s.cost.seconds, { cluster, instances }));
+    }
+    run.done('cost', { jobs: s.cost.jobs, seconds: s.cost.seconds, rows });
+  }
+}
+
+function probeResult(cluster: Cluster, steps: FleetStepResult[]): ProbeResult {
+  const lastOk = steps.filter((st) => st.keepingUp).at(-1)?.jobs ?? null;
+  const bad = steps.find((st) => !st.keepingUp);
+  const knee = bad ?? steps.at(-1);
+  let profile: ProbeResult['profile'] = null;
+  if (knee?.profiles && knee.profiles.length === knee.nodeWorkerCpuPct.length) {
+    const busiest = knee.nodeWorkerCpuPct.indexOf(Math.max(...knee.nodeWorkerCpuPct));
+    const file = knee.profiles[busiest]!;
+    try {
+      profile = {
+        instance: busiest,
+        cpuPct: knee.nodeWorkerCpuPct[busiest]!,
+        file: file.replace(/^.*\/\.tmp\//, '.tmp/'),
+        summary: summarise(file, 12),
+      };
+    } catch (error) {
+      log(`scale probe: could not read the profile ${file}: ${(error as Error).message}`);
+    }
+  }
+  return { cluster, steps, lastOk, firstBad: bad?.jobs ?? null, limit: knee ? limitOf(knee) : 'not measured', profile };
+}
+
+/** Which process is CPU-bound in a step, in words (100 % = one core; Node and Redis run one main thread each). */
+export function limitOf(st: FleetStepResult, cores = 2): string {
+  const node = Math.max(...st.nodeWorkerCpuPct);
+  const which = st.nodeWorkerCpuPct.indexOf(node);
+  const role = st.leaderIndex === which ? ' (the leader)' : '';
+  const parts =
+    `busiest Node instance w${which}${role} ${Math.round(node)} %, all Node ${Math.round(st.cpuPct.nodeWorkers)} %, ` +
+    `Redis ${Math.round(st.cpuPct.redis)} %, PostgreSQL ${Math.round(st.cpuPct.postgresAll)} %, machine ${Math.round(st.cpuPct.machineBusy)} % of ${cores * 100} %`;
+  if (node >= 85) return `Node of instance w${which}${role} is CPU-bound (${parts})`;
+  if (st.cpuPct.redis >= 85) return `Redis is CPU-bound (${parts})`;
+  if (st.cpuPct.postgresAll >= 85) return `PostgreSQL is CPU-bound (${parts})`;
+  if (st.cpuPct.machineBusy >= cores * 100 * 0.85) return `the machine’s cores are saturated, no single process is (${parts})`;
+  return `no process is CPU-bound: the limit is latency (${parts})`;
+}
+
+/** CPU ms per slot from a step's % of one core over its window. */
+export function cpuMsPerSlot(pct: number | null, st: FleetStepResult): number | null {
+  return pct === null ? null : round2((pct / 100) * st.seconds * 1000) / st.expectedSlots;
+}

@@ -1,0 +1,56 @@
+import type { FireOutcome, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
+import { describeError } from '../errors/error.redact.js';
+import type { QueuedSlot } from '../leasing/lease.store.js';
+import type { ExecutorContext } from './executor.context.js';
+
+/*
+ * Slots that end without running under the job's overlap policy: their rows say why.
+ */
+
+/** A slot that waited in the job's queue and was pushed out by a newer one. */
+export async function recordSuperseded(ctx: ExecutorContext, superseded: QueuedSlot | undefined): Promise<void> {
+  if (!superseded) return;
+  const slot = ctx.job.slotInfo(new Date(superseded.scheduledAt));
+  await giveUpQueued(
+    ctx,
+    slot,
+    superseded.executionId,
+    'superseded by a newer slot while waiting in the queue (overlap: queue)',
+    'schedule',
+  );
+}
+
+/** A waiting slot that will not run: its `queued` row (or a new row) says `skipped_overlap`. */
+export async function giveUpQueued(
+  ctx: ExecutorContext,
+  slot: SlotInfo,
+  executionId: string,
+  why: string,
+  trigger: RunTrigger,
+): Promise<FireOutcome> {
+  ctx.stats.skippedOverlap++;
+  let settled = false;
+  try {
+    settled = await ctx.db('closing a queued slot', () =>
+      ctx.deps.history.settleQueued(executionId, 'skipped_overlap', why, new Date(ctx.deps.clock())),
+    );
+  } catch (error) {
+    ctx.deps.logger.error(`job '${ctx.job.name}': could not record that ${executionId} did not start (${why}): ${describeError(error)}`);
+    return 'skipped_overlap';
+  }
+  if (!settled) await ctx.notStarted(slot, executionId, why, 'skipped_overlap', trigger);
+  return 'skipped_overlap';
+}
+
+/** A slot that will not run because the previous run of its job holds the lease: its row says why. */
+export async function skippedOverlap(
+  ctx: ExecutorContext,
+  slot: SlotInfo,
+  executionId: string,
+  why: string,
+  trigger: RunTrigger,
+): Promise<FireOutcome> {
+  ctx.stats.skippedOverlap++;
+  await ctx.notStarted(slot, executionId, why, 'skipped_overlap', trigger);
+  return 'skipped_overlap';
+}

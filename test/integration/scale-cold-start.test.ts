@@ -1,0 +1,58 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
+import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+
+const prisma = createPrisma();
+const children: ChildInstance[] = [];
+afterAll(async () => {
+  await Promise.all(children.map((child) => child.kill()));
+  await prisma.$disconnect();
+});
+
+const INSTANCES = 5;
+const JOBS = 2_000;
+const SECONDS = 6;
+
+describe(`cold start: ${INSTANCES} processes with ${JOBS} jobs each start together`, () => {
+  it('every slot after a job’s first run runs (none skipped as an overlap, none missed, none twice)', async () => {
+    const prefix = `${uniqueName('cold')}-`;
+    const events: FixtureEvent[] = [];
+    children.push(
+      ...(await Promise.all(
+        Array.from({ length: INSTANCES }, (_, i) =>
+          spawnInstance({ instanceId: `${prefix}i${i}`, prefix, jobs: JOBS, expression: '* * * * * *' }, events, 'many-jobs'),
+        ),
+      )),
+    );
+    const ready = Date.now();
+    const until = Math.ceil(ready / 1000) * 1000 + SECONDS * 1000;
+    await waitFor(
+      async () =>
+        (await prisma.distributedCronRun.count({
+          where: { jobName: { startsWith: prefix }, scheduledAt: { gte: new Date(until - 1000), lt: new Date(until) }, status: 'completed' },
+        })) === JOBS,
+      { timeoutMs: 60_000, intervalMs: 500, message: 'the last slot of the window completed for every job' },
+    );
+    await Promise.all(children.splice(0).map((child) => child.kill('SIGTERM')));
+
+    const rows = await prisma.distributedCronRun.findMany({
+      where: { jobName: { startsWith: prefix }, scheduledAt: { lt: new Date(until) } },
+      select: { jobName: true, scheduledAt: true, status: true, error: true },
+      orderBy: { scheduledAt: 'asc' },
+    });
+    const byJob = new Map<string, typeof rows>();
+    for (const row of rows) byJob.set(row.jobName, [...(byJob.get(row.jobName) ?? []), row]);
+    expect(byJob.size).toBe(JOBS);
+    const problems: string[] = [];
+    for (const [job, jobRows] of byJob) {
+      const first = jobRows.findIndex((row) => row.status === 'completed');
+      const after = jobRows.slice(first + 1);
+      // From the first run on: one row per second, each completed.
+      const firstAt = jobRows[first]!.scheduledAt.getTime();
+      const expected = (until - firstAt) / 1000 - 1;
+      if (after.length !== expected) problems.push(`${job}: ${after.length} rows after its first run, expected ${expected}`);
+      for (const row of after) if (row.status !== 'completed') problems.push(`${job} ${row.scheduledAt.toISOString()}: ${row.status} ${row.error}`);
+    }
+    expect(problems.slice(0, 10)).toEqual([]);
+  });
+});
