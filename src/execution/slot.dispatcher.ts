@@ -106,7 +106,7 @@ export class SlotDispatcher {
     const [first, second, third] = this.rank(executor.job.name, slotMs);
     if (first === this.myIndex) {
       const declined = this.receiptFor(slotMs);
-      if ((executor as { hasRoom?(): boolean }).hasRoom?.() !== false) {
+      if (executor.hasRoom()) {
         void executor.fire(slot);
         return;
       }
