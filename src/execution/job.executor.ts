@@ -114,7 +114,11 @@ export class JobExecutor {
     return Promise.race([all, timer]);
   }
 
-  private async fireSlot(scheduledAt: Date, trigger: RunTrigger, mayClaimAhead = true): Promise<FireOutcome> {
+  /**
+   * `settleUntil` (performance.now()): set once the slot instant has passed and the previous run
+   * still held the job; until then the claim changes nothing and is tried again (see `settleMs`).
+   */
+  private async fireSlot(scheduledAt: Date, trigger: RunTrigger, settleUntil?: number): Promise<FireOutcome> {
     if (this.ctx.stopping.signal.aborted) return 'shutting_down';
     const slot = this.ctx.job.slotInfo(scheduledAt);
     let executionId: string;
@@ -159,7 +163,7 @@ export class JobExecutor {
         leaseMs: this.ctx.job.leaseMs,
         slotMs: this.ctx.job.overlap === 'allow' ? this.ctx.job.leaseMs : this.ctx.job.leaseMs + this.ctx.doneMs(),
         queued: { executionId, scheduledAt: scheduledAt.getTime(), businessDate: slot.businessDate },
-        ahead: mayClaimAhead && trigger === 'schedule' && this.untilSlot(scheduledAt) > 0,
+        ahead: trigger === 'schedule' && (settleUntil === undefined || performance.now() < settleUntil),
       });
     } catch (error) {
       unit?.release();
@@ -172,10 +176,17 @@ export class JobExecutor {
     }
 
     switch (claim.kind) {
-      case 'ahead':
-        // The previous run still holds the lease; whether this slot overlaps it is decided at the slot.
-        await this.waitForSlot(scheduledAt, trigger);
-        return this.fireSlot(scheduledAt, trigger, false);
+      case 'ahead': {
+        // The previous run still holds the lease; whether this slot overlaps it is decided at the
+        // slot, after a short settle time: a run whose handler has ended may still be writing its
+        // result, and lets go of the lease only then.
+        if (settleUntil === undefined) {
+          await this.waitForSlot(scheduledAt, trigger);
+          return this.fireSlot(scheduledAt, trigger, performance.now() + this.settleMs(scheduledAt));
+        }
+        await sleep(Math.max(10, Math.min(50, settleUntil - performance.now())));
+        return this.fireSlot(scheduledAt, trigger, settleUntil);
+      }
       case 'taken':
         this.ctx.stats.lost++;
         this.checks.watchForRow(slot, executionId, trigger, { status: 'lease_lost', error: VANISHED_CLAIM });
@@ -209,6 +220,14 @@ export class JobExecutor {
         await recordSuperseded(this.ctx, claim.superseded);
         return this.startAndRun(slot, executionId, holding(this.ctx.keep(claim.lease, sentAt), unit), trigger);
     }
+  }
+
+  /**
+   * How long after its instant a slot may wait for the previous run of its job to let go before
+   * it counts as an overlap: a quarter of the time to the next slot, at most a second.
+   */
+  private settleMs(scheduledAt: Date): number {
+    return Math.min(1_000, Math.floor((this.ctx.job.schedule.next(scheduledAt).getTime() - scheduledAt.getTime()) / 4));
   }
 
   /** Milliseconds until the slot instant on this instance's clock, at most CLAIM_AHEAD_MS; ≤ 0 once it is due. */

@@ -10,7 +10,7 @@ afterAll(async () => {
 });
 
 const INSTANCES = 5;
-const JOBS = 2_000;
+const JOBS = Number(process.env.COLD_START_JOBS ?? 2_000);
 const SECONDS = 6;
 
 describe(`cold start: ${INSTANCES} processes with ${JOBS} jobs each start together`, () => {
