@@ -26,7 +26,10 @@ export default defineConfig({
     maxWorkers: 2,
     pool: 'forks',
     projects: [
-      { extends: true, test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: [...PROCESS_HEAVY, ...SCALE], sequence: { groupOrder: 0 } } },
+      {
+        extends: true,
+        test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: [...PROCESS_HEAVY, ...SCALE], sequence: { groupOrder: 0 } },
+      },
       { extends: true, test: { name: 'processes', include: PROCESS_HEAVY, sequence: { groupOrder: 1 } } },
       // Five processes with 2,000 jobs each: alone, after everything else.
       { extends: true, test: { name: 'scale', include: SCALE, sequence: { groupOrder: 2 } } },

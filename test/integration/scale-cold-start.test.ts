@@ -29,7 +29,11 @@ describe(`cold start: ${INSTANCES} processes with ${JOBS} jobs each start togeth
     await waitFor(
       async () =>
         (await prisma.distributedCronRun.count({
-          where: { jobName: { startsWith: prefix }, scheduledAt: { gte: new Date(until - 1000), lt: new Date(until) }, status: 'completed' },
+          where: {
+            jobName: { startsWith: prefix },
+            scheduledAt: { gte: new Date(until - 1000), lt: new Date(until) },
+            status: 'completed',
+          },
         })) === JOBS,
       { timeoutMs: 60_000, intervalMs: 500, message: 'the last slot of the window completed for every job' },
     );
@@ -51,7 +55,8 @@ describe(`cold start: ${INSTANCES} processes with ${JOBS} jobs each start togeth
       const firstAt = jobRows[first]!.scheduledAt.getTime();
       const expected = (until - firstAt) / 1000 - 1;
       if (after.length !== expected) problems.push(`${job}: ${after.length} rows after its first run, expected ${expected}`);
-      for (const row of after) if (row.status !== 'completed') problems.push(`${job} ${row.scheduledAt.toISOString()}: ${row.status} ${row.error}`);
+      for (const row of after)
+        if (row.status !== 'completed') problems.push(`${job} ${row.scheduledAt.toISOString()}: ${row.status} ${row.error}`);
     }
     expect(problems.slice(0, 10)).toEqual([]);
   });
