@@ -67,7 +67,7 @@ export interface LeaderChangeReport {
     /** Slot instant to its first handler start, for the gap's slots that ran. */
     startDelayMs: { n: number; p50: number | null; max: number | null };
   };
-  /** Slots after the takeover that the old leader fired before it led again (must be 0). */
+  /** Slots of skip/allow jobs after the takeover that the old leader fired before it led again (must be 0). */
   firedByOldLeader: number;
 }
 
@@ -94,6 +94,7 @@ export function leaderChanges(input: LeaderInput): LeaderChangeReport[] {
   const firstStart = new Map<string, number>();
   for (const s of input.startLines) firstStart.set(s.executionId, Math.min(firstStart.get(s.executionId) ?? Infinity, s.start));
   const scheduleRows = input.rows.filter((r) => r.trigger === 'schedule');
+  const firesOnly = new Set(input.jobs.filter((j) => j.overlap === 'skip' || j.overlap === 'allow').map((j) => j.name));
   const out: LeaderChangeReport[] = [];
   for (let i = 1; i < gains.length; i++) {
     const gain = gains[i]!;
@@ -131,12 +132,18 @@ export function leaderChanges(input: LeaderInput): LeaderChangeReport[] {
     }
     delays.sort((a, b) => a - b);
     // The old leader stops firing before the new one can take over, and must not fire again until it leads again.
+    // Only skip/allow jobs tell: a queued slot (queue, replace) is started by whichever instance's sweep finds it.
     const next = gains.find((g) => g.t > gain.t && g.instance === before.instance)?.t ?? Infinity;
     const firedByOldLeader =
       before.instance === gain.instance
         ? 0
-        : scheduleRows.filter((r) => r.instance_id === before.instance && r.scheduled_at > gain.t + CLAIM_AHEAD_MS && r.created_at < next)
-            .length;
+        : scheduleRows.filter(
+            (r) =>
+              r.instance_id === before.instance &&
+              firesOnly.has(r.job_name) &&
+              r.scheduled_at > gain.t + CLAIM_AHEAD_MS &&
+              r.created_at < next,
+          ).length;
     out.push({
       at: gain.t,
       leader: gain.instance,

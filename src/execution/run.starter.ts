@@ -175,9 +175,11 @@ export async function restartRow(
 }
 
 /**
- * Redis handed out a fencing token at or below the highest one in the run history: it forgot
- * the job's counter. Raise it above the floor; if a run of the job may still be going (its lease
- * forgotten with the rest), wait one lease so that run has passed its local deadline and stopped.
+ * Redis handed out a fencing token at or below the highest one in the run history. Raise it above
+ * the floor. Usually Redis forgot the job's counter: then, if a run of the job may still be going
+ * (its lease forgotten with the rest), wait one lease so that run has passed its local deadline
+ * and stopped. When the counter was not forgotten, runs of an `allow` job wrote their rows out of
+ * order (a later slot's row first): the raised token is all it takes.
  * Returns an outcome when the run must not go on.
  */
 export async function refence(ctx: ExecutorContext, keeper: LeaseKeeper, stale: StaleFence): Promise<FireOutcome | undefined> {
@@ -186,10 +188,11 @@ export async function refence(ctx: ExecutorContext, keeper: LeaseKeeper, stale: 
   const sentAt = performance.now();
   const fresh = await ctx.deps.leases.refence(keeper.lease, stale.floor, job.leaseMs, 2 * job.leaseMs);
   if (!fresh) return ctx.lapsed(keeper.lease.executionId);
-  keeper.rebind(fresh, sentAt);
+  keeper.rebind(fresh.lease, sentAt);
+  if (!fresh.forgot) return undefined;
   ctx.deps.logger.warn(
     `job '${job.name}': Redis had forgotten the job's fencing counter (token ${before}, run history ${stale.floor}: a restart without ` +
-      `data, FLUSHALL or a failover that lost writes); raised to ${fresh.fencingToken}` +
+      `data, FLUSHALL or a failover that lost writes); raised to ${fresh.lease.fencingToken}` +
       (stale.running ? `; waiting one lease (${job.leaseMs} ms) before starting, so a run whose lease Redis forgot has stopped` : ''),
   );
   if (!stale.running) return undefined;

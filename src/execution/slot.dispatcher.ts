@@ -162,7 +162,7 @@ export class SlotDispatcher {
   }
 
   private onLeaderChange(change: LeaderChange): void {
-    if (change.leader && !this.stopped) this.fireGap();
+    if (change.leader && !this.stopped) this.fireGap(change.previous !== null);
   }
 
   /**
@@ -170,19 +170,23 @@ export class SlotDispatcher {
    * leader change can leave (the old leadership's lease and one renewal, and a second): the
    * claim keeps each once (the old leader's claimed slots answer 'taken' and are watched for
    * their row), and a slot nobody claimed runs now, one after another per job. Older slots are
-   * catch-up's.
+   * catch-up's. A leader that follows another (it saw a leader before it) fires the whole gap,
+   * slots from before its own start too: it may have started just before the old leader died. The
+   * first leader of a fleet (it saw none) fires only what its timers passed since it started.
    */
-  private fireGap(): void {
+  private fireGap(followsLeader: boolean): void {
     const { gapMs, jobs, clock } = this.leader!;
     const now = clock();
     const upTo = performance.now() - this.startedAt;
     for (const { executor, timer } of jobs()) {
-      const last = timer.lastFired;
+      // The slot the timer waits for: every one before it has passed (fired or not), even on a
+      // timer that started moments ago and fired none yet.
+      const next = timer.next;
       // The timer, not `disabled`: a job declared disabled may have been started through SchedulerRegistry.
-      if (!timer.active || !last) continue;
-      const from = new Date(now - Math.min(gapMs, upTo + executor.job.startGraceMs));
+      if (!timer.active || !next) continue;
+      const from = new Date(now - (followsLeader ? gapMs : Math.min(gapMs, upTo + executor.job.startGraceMs)));
       const due: Date[] = [];
-      for (let slot = executor.job.schedule.next(from); slot.getTime() <= last.getTime(); slot = executor.job.schedule.next(slot)) {
+      for (let slot = executor.job.schedule.next(from); slot.getTime() < next.getTime(); slot = executor.job.schedule.next(slot)) {
         due.push(slot);
       }
       // One after another: fired together, the first would make the others overlap it.

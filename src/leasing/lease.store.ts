@@ -72,6 +72,12 @@ export type OwnerState = 'alive' | 'gone' | 'unsure';
 
 export type AcquireResult = { kind: 'acquired'; lease: HeldLease } | { kind: 'held' } | { kind: 'superseded' };
 
+/** A lease under its raised fencing token, and whether Redis had forgotten the job's counter. */
+export interface Refenced {
+  lease: HeldLease;
+  forgot: boolean;
+}
+
 /** Who leads the fleet (leader mode), as the leader key says. */
 export interface LeaderInfo {
   instanceId: string;
@@ -120,11 +126,12 @@ export interface LeaseStore {
    */
   owner(jobName: string, executionId: string, fencingToken: number): Promise<OwnerState>;
   /**
-   * Gives a held lease a fencing token above `floor` (Redis forgot the job's counter) and renews
-   * it; undefined when this token no longer holds it. Marks the job for `forgotMs` so that no
-   * instance takes a missing lease of it for an expired one meanwhile.
+   * Gives a held lease a fencing token above `floor` and renews it; undefined when this token no
+   * longer holds it. `forgot`: the job's counter was below the floor, so Redis forgot it; the job
+   * is then marked for `forgotMs` so that no instance takes a missing lease of it for an expired
+   * one meanwhile. (Not below: rows of an `allow` job were written out of order.)
    */
-  refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<HeldLease | undefined>;
+  refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<Refenced | undefined>;
   /** Counts a failure in the job's streak; decides dedup and escalation fleet-wide. */
   recordFailure(
     jobName: string,

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { doubling, retryDelay } from '../config/backoff.js';
 import type { Cluster, Redis } from 'ioredis';
 import { ALERT_STATE_TTL_MS, KeyBuilder, queueEntryTtlMs } from './lease.store.js';
-import type { AcquireResult, ClaimRequest, ClaimResult, FailureDecision, HeldLease, LeaseStore } from './lease.store.js';
+import type { AcquireResult, ClaimRequest, ClaimResult, FailureDecision, HeldLease, LeaseStore, Refenced } from './lease.store.js';
 import { parseLeaderToken, type LeaderInfo, type LeaderState, type LeadershipRequest } from './lease.store.js';
 import type { OwnerState, QueuedSlot, ReleaseResult, RenewResult, TakeResult } from './lease.store.js';
 import { isTransient, loadScript, RedisScriptRunner } from './redis-script.runner.js';
@@ -215,17 +215,20 @@ export class RedisLeaseStore implements LeaseStore {
     }
   }
 
-  async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<HeldLease | undefined> {
+  async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<Refenced | undefined> {
     const key = lease.on === 'slot' ? this.keys.slot(lease.jobName, lease.executionId) : this.keys.lease(lease.jobName);
     const reply = (await this.runner.run(
       'refence',
       SCRIPTS.refence,
       [key, this.keys.fence(lease.jobName), this.keys.forgot(lease.jobName)],
-      [lease.token, floor, leaseMs, forgotMs],
-    )) as [number, number?];
+      [lease.token, floor, leaseMs, forgotMs, lease.on],
+    )) as [number, number?, number?];
     if (reply[0] !== 1) return undefined;
     const fencingToken = Number(reply[1]);
-    return { ...lease, fencingToken, token: `${fencingToken}:${lease.token.slice(lease.token.indexOf(':') + 1)}` };
+    return {
+      lease: { ...lease, fencingToken, token: `${fencingToken}:${lease.token.slice(lease.token.indexOf(':') + 1)}` },
+      forgot: reply[2] === 1,
+    };
   }
 
   async owner(jobName: string, executionId: string, fencingToken: number): Promise<OwnerState> {

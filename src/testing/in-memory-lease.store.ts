@@ -12,6 +12,7 @@ import {
   type LeaseStore,
   type OwnerState,
   type QueuedSlot,
+  type Refenced,
   type ReleaseResult,
   type RenewResult,
   type TakeResult,
@@ -204,19 +205,21 @@ export class InMemoryLeaseStore implements LeaseStore {
     return Number(this.get(this.keys.fence(jobName)) ?? '0') < fencingToken ? 'unsure' : 'gone';
   }
 
-  async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<HeldLease | undefined> {
+  async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<Refenced | undefined> {
     const key = lease.on === 'slot' ? this.keys.slot(lease.jobName, lease.executionId) : this.keys.lease(lease.jobName);
     if (this.get(key) !== lease.token) return undefined;
     const fenceKey = this.keys.fence(lease.jobName);
+    // Out of order (see refence-3.lua): an 'allow' run whose later sibling's row landed first.
+    const forgot = !(lease.on === 'slot' && lease.fencingToken < floor && Number(this.get(fenceKey) ?? '0') >= floor);
     let fence = this.incr(fenceKey);
     if (fence <= floor) {
       fence = floor + 1;
       this.set(fenceKey, String(fence));
     }
-    this.set(this.keys.forgot(lease.jobName), '1', forgotMs);
+    if (forgot) this.set(this.keys.forgot(lease.jobName), '1', forgotMs);
     const random = lease.token.slice(lease.token.indexOf(':') + 1);
     this.set(key, `${fence}:${random}`, leaseMs);
-    return { ...lease, fencingToken: fence, token: `${fence}:${random}` };
+    return { lease: { ...lease, fencingToken: fence, token: `${fence}:${random}` }, forgot };
   }
 
   async recordFailure(

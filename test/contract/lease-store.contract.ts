@@ -366,7 +366,10 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         const h = await setup();
         const j = job();
         const lease = await won(h, request(j, 1));
-        const fresh = await h.store.refence(lease, 41, LEASE_MS, 1_000);
+        const refenced = await h.store.refence(lease, 41, LEASE_MS, 1_000);
+        // The counter (1) was below the floor (41): Redis forgot it.
+        expect(refenced?.forgot).toBe(true);
+        const fresh = refenced?.lease;
         expect(fresh).toMatchObject({ executionId: `${j}:1`, fencingToken: 42, on: 'lease' });
         expect(fresh!.token).toBe(`42:${lease.token.slice(lease.token.indexOf(':') + 1)}`);
         expect(await h.store.renew(fresh!, LEASE_MS)).toBe('renewed');
@@ -374,6 +377,19 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         const next = await h.store.release(fresh!, RELEASE);
         expect(next.kind).toBe('released');
         expect((await won(h, request(j, 2))).fencingToken).toBe(43);
+      });
+
+      it('tells rows written out of order (the counter is not below the floor) from a forgotten counter', async () => {
+        const h = await setup();
+        const j = job();
+        const first = await won(h, request(j, 1, 'allow'));
+        const second = await won(h, request(j, 2, 'allow'));
+        // The second slot's row landed first: the floor is its token, the counter is not below it.
+        const refenced = await h.store.refence(first, second.fencingToken, LEASE_MS, 60_000);
+        expect(refenced).toMatchObject({ forgot: false, lease: { executionId: `${j}:1`, fencingToken: second.fencingToken + 1 } });
+        // Nothing marks the job as forgotten: a lease gone is gone, not unsure.
+        await h.store.release(second, RELEASE);
+        expect(await h.store.owner(j, `${j}:2`, second.fencingToken)).toBe('gone');
       });
 
       it('returns undefined when the token no longer holds the lease', async () => {

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { closeAll, startFleet, type RunningApp } from '../support/app.js';
+import { closeAll, jobProvider, startApp, startFleet, type RunningApp } from '../support/app.js';
 import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
 import { createPrisma, uniqueName, waitFor } from '../support/services.js';
 
@@ -19,6 +19,20 @@ async function slotRows(jobName: string, from: number, until: number) {
     where: { jobName, scheduledAt: { gte: new Date(from), lt: new Date(until) } },
     orderBy: { scheduledAt: 'asc' },
   });
+}
+
+/** Waits until each slot of a job every second in [from, until) has a completed row; returns them. */
+async function completedEverySlot(jobName: string, from: number, until: number) {
+  const expected = Array.from({ length: (until - from) / 1000 }, (_, i) => from + i * 1000);
+  const rows = await waitFor(
+    async () => {
+      const found = await slotRows(jobName, from, until);
+      return found.length === expected.length && found.every((r) => r.status === 'completed') ? found : undefined;
+    },
+    { timeoutMs: 15_000, message: 'a completed row for every slot' },
+  );
+  expect(rows.map((row) => row.scheduledAt.getTime())).toEqual(expected);
+  return rows;
 }
 
 describe("mode: 'leader' (three instances, a job every second)", () => {
@@ -138,6 +152,8 @@ describe("mode: 'leader': a job declared `disabled` and started through Schedule
     apps = await startFleet(2, name, '* * * * * *', { name, lease: '5s', disabled: true }, () => undefined, {
       mode: 'leader',
       leader: { lease: LEASE_MS, renewEvery: RENEW_MS },
+      // A leader key of its own: the child processes of the test above still lead the default one.
+      keyPrefix: name,
     });
     for (const app of apps) app.registry.getCronJob(name).start();
     await waitFor(() => apps.some((app) => app.cron.isLeader), { timeoutMs: 10_000, message: 'a leader' });
@@ -151,24 +167,57 @@ describe("mode: 'leader': a job declared `disabled` and started through Schedule
     // The leader's timer stops: slots pass with nobody firing them, as while a leader is frozen.
     void leader.registry.getCronJob(name).stop();
     const stoppedAt = Date.now();
-    await waitFor(() => Date.now() > Math.ceil(stoppedAt / 1000) * 1000 + 150, { timeoutMs: 3_000, message: 'a slot unfired' });
+    await waitFor(() => Date.now() > Math.ceil((stoppedAt + 100) / 1000) * 1000 + 150, { timeoutMs: 3_000, message: 'a slot unfired' });
     await leader.close();
     apps = [standby];
     await waitFor(() => standby.cron.isLeader, { timeoutMs: 10_000, message: 'the standby leads' });
     const takeoverAt = Date.now();
     const until = Math.ceil(takeoverAt / 1000) * 1000 + 2_000;
-    const expected = Array.from({ length: (until - from) / 1000 }, (_, i) => from + i * 1000);
     // Every slot has its row, the ones the stopped leader let pass too (fired by the new leader's gap).
-    const rows = await waitFor(
-      async () => {
-        const found = await slotRows(name, from, until);
-        return found.length === expected.length && found.every((r) => r.status === 'completed') ? found : undefined;
-      },
-      { timeoutMs: 15_000, message: 'a completed row for every slot' },
-    );
-    expect(rows.map((row) => row.scheduledAt.getTime())).toEqual(expected);
+    const rows = await completedEverySlot(name, from, until);
     const gap = rows.filter((row) => row.scheduledAt.getTime() > stoppedAt + 100 && row.scheduledAt.getTime() < takeoverAt);
     expect(gap.length).toBeGreaterThan(0);
     for (const row of gap) expect(row.instanceId).toBe(standby.label);
+  });
+});
+
+describe("mode: 'leader': the standby that takes over started after the gap began", () => {
+  let apps: RunningApp[] = [];
+  afterAll(() => closeAll(apps));
+
+  it('fires the slots of the gap from before its own start', async () => {
+    const name = uniqueName('leader-young');
+    const module = { mode: 'leader' as const, leader: { lease: LEASE_MS, renewEvery: RENEW_MS }, keyPrefix: name };
+    const job = jobProvider('* * * * * *', { name, lease: '5s' }, () => undefined, `${name}-0`);
+    const leader = await startApp({ label: `${name}-0`, providers: [job], module });
+    apps = [leader];
+    await waitFor(() => leader.cron.isLeader, { timeoutMs: 10_000, message: 'the first instance leads' });
+    const from = Math.ceil((Date.now() + 200) / 1000) * 1000;
+    await waitFor(async () => (await slotRows(name, from, from + 1_000)).some((r) => r.status === 'completed'), {
+      timeoutMs: 10_000,
+      message: 'a completed slot',
+    });
+    // The leader stops firing (as a frozen one would); a slot passes, then a new instance starts.
+    void leader.registry.getCronJob(name).stop();
+    const stoppedAt = Date.now();
+    await waitFor(() => Date.now() > Math.ceil((stoppedAt + 100) / 1000) * 1000 + 150, { timeoutMs: 3_000, message: 'a slot unfired' });
+    const young = await startApp({
+      label: `${name}-1`,
+      providers: [jobProvider('* * * * * *', { name, lease: '5s' }, () => undefined, `${name}-1`)],
+      module,
+    });
+    const startedAt = Date.now();
+    apps.push(young);
+    // It has seen the leader (its first try found the key held) before the leader goes.
+    await waitFor(async () => (await young.cron.leader())?.instanceId === leader.label, { timeoutMs: 5_000, message: 'the leader seen' });
+    await leader.close();
+    apps = [young];
+    await waitFor(() => young.cron.isLeader, { timeoutMs: 10_000, message: 'the new instance leads' });
+    const until = Math.ceil(Date.now() / 1000) * 1000 + 1_000;
+    const rows = await completedEverySlot(name, from, until);
+    // The slots between the stop and the new instance's start ran on it, as gap slots.
+    const before = rows.filter((row) => row.scheduledAt.getTime() > stoppedAt + 100 && row.scheduledAt.getTime() < startedAt);
+    expect(before.length).toBeGreaterThan(0);
+    for (const row of before) expect(row.instanceId).toBe(young.label);
   });
 });
