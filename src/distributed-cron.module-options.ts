@@ -66,6 +66,12 @@ export interface JobOverride extends Pick<
 > {
   /** Replaces the decorator's cron expression. @default the decorator's expression */
   cron?: string;
+  /**
+   * `false`: this instance does not fire the job's slots (something else does: a Kubernetes
+   * CronJob running the CLI), but sweeps its runs like any other job: a pod killed mid-run is
+   * closed as `lease_lost` or, with `recover`, run again here; due retries run here. @default true
+   */
+  fire?: boolean;
 }
 
 /**

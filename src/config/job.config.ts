@@ -37,6 +37,7 @@ const OVERRIDE_KEYS = Object.keys({
   expectSuccessWithin: true,
   skewTolerance: true,
   pool: true,
+  fire: true,
 } satisfies Record<keyof JobOverride, true>);
 
 /** A job's validated, immutable configuration. */
@@ -62,6 +63,8 @@ export interface JobConfig {
   readonly recover: boolean;
   readonly expectSuccessWithinMs: number | undefined;
   readonly disabled: boolean;
+  /** The module's override `fire: false`: the timer runs (so the job is swept), but no slot is fired here. */
+  readonly fires: boolean;
   /** Queue mode: the queue its slots go to, for workers to run; undefined runs them where they fire. */
   readonly queue: string | undefined;
   /** Resource pool: its handler runs only while holding a unit of this pool (module option `pools`). */
@@ -92,7 +95,7 @@ export function resolveJobConfig(
   const name = metadata.options.name ?? source;
   // Only a valid name can be looked up in `jobs`; the name check below reports an invalid one.
   const override = typeof name === 'string' && NAME_PATTERN.test(name) ? jobOverride(name, module.jobs) : {};
-  const { cron, ...overridden } = override;
+  const { cron, fire, ...overridden } = override;
   const options: DistributedCronOptions = { ...module.jobDefaults, ...metadata.options, ...overridden };
   const expression = cron ?? metadata.expression;
   const fail = (option: string, problem: string): never => {
@@ -223,6 +226,7 @@ export function resolveJobConfig(
     recover: options.recover === true,
     expectSuccessWithinMs,
     disabled: options.disabled === true,
+    fires: fire !== false,
     queue: options.queue,
     pool: options.pool,
     source,
@@ -277,6 +281,9 @@ function jobOverride(name: string, jobs: unknown): Partial<JobOverride> {
   }
   if (override.cron !== undefined && (typeof override.cron !== 'string' || override.cron.trim() === '')) {
     throw new DistributedCronConfigError(name, `${at}.cron`, `must be a cron expression string, got ${messages.shown(override.cron)}`);
+  }
+  if (override.fire !== undefined && typeof override.fire !== 'boolean') {
+    throw new DistributedCronConfigError(name, `${at}.fire`, `must be true or false, got ${messages.shown(override.fire)}`);
   }
   return override as Partial<JobOverride>;
 }

@@ -92,6 +92,8 @@ export class SlotDispatcher {
 
   /** Called by a job's timer for each slot it fires. */
   dispatch(executor: JobExecutor, slot: Date): void {
+    // `fire: false`: something else fires the job (a CronJob); its timer runs so the sweep covers it.
+    if (!executor.job.fires) return;
     if (this.leader) {
       // The local deadline of the leadership: a leader that cannot renew stops firing before its lease can expire.
       if (this.leader.elector.isLeader && !this.stopped) void executor.fire(slot);
@@ -183,7 +185,7 @@ export class SlotDispatcher {
       // timer that started moments ago and fired none yet.
       const next = timer.next;
       // The timer, not `disabled`: a job declared disabled may have been started through SchedulerRegistry.
-      if (!timer.active || !next) continue;
+      if (!timer.active || !next || !executor.job.fires) continue;
       const from = new Date(now - (followsLeader ? gapMs : Math.min(gapMs, upTo + executor.job.startGraceMs)));
       const due: Date[] = [];
       for (let slot = executor.job.schedule.next(from); slot.getTime() < next.getTime(); slot = executor.job.schedule.next(slot)) {
@@ -249,8 +251,12 @@ export class SlotDispatcher {
 }
 
 /** Instances rank each other only when they run the same jobs the same way (a rolling deploy mixes versions). */
-export function jobSetGroup(jobs: Iterable<{ name: string; expression: string; timeZone: string; disabled: boolean }>): string {
-  const lines = [...jobs].map((job) => `${job.name}\t${job.expression}\t${job.timeZone}\t${job.disabled ? 1 : 0}`).sort();
+export function jobSetGroup(
+  jobs: Iterable<{ name: string; expression: string; timeZone: string; disabled: boolean; fires: boolean }>,
+): string {
+  const lines = [...jobs]
+    .map((job) => `${job.name}\t${job.expression}\t${job.timeZone}\t${job.disabled ? 1 : 0}${job.fires ? 1 : 0}`)
+    .sort();
   return fnv1a(lines.join('\n')).toString(36);
 }
 

@@ -94,7 +94,7 @@ export class DistributedCronOrchestrator {
       return;
     }
     for (const executor of executors) {
-      if (executor.job.catchUp.policy === 'none') continue;
+      if (executor.job.catchUp.policy === 'none' || !executor.job.fires) continue;
       void catchUpMissedSlots(executor, runtime.history, now, runtime.logger, births.get(executor.job.name) ?? now);
     }
   }
