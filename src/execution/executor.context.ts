@@ -5,7 +5,7 @@ import type { CronContext, FireOutcome, RunRecord, RunTrigger, SlotInfo } from '
 import { describeError } from '../errors/error.redact.js';
 import type { JobConfig } from '../config/job.config.js';
 import { LeaseKeeper } from '../leasing/lease.keeper.js';
-import type { HeldLease, LeaseStore } from '../leasing/lease.store.js';
+import type { HeldLease, LeaseStore, ReleaseResult } from '../leasing/lease.store.js';
 import type { NotStartedRequest, RunHistory } from '../history/run-history.js';
 import { RunEventSink } from '../observability/run-event.sink.js';
 import type { QueueLink } from '../topology/queue.steps.js';
@@ -165,17 +165,33 @@ export class ExecutorContext {
    * runs here. Returns the failure streak a successful run ended.
    */
   async releaseAndContinue(lease: HeldLease, succeeded = false): Promise<number> {
+    return (await this.release(lease, succeeded, false))?.endedStreak ?? 0;
+  }
+
+  /**
+   * A handler has ended and its result is not written yet: lets go of the job's lease, so the
+   * next slot need not wait for the database, and keeps the execution's slot key as its lease
+   * (see `ReleaseOptions.keepSlot`). Undefined when the lease could not be let go of (Redis did
+   * not answer, or it was not held any more): the caller keeps it as it was.
+   */
+  async letGo(lease: HeldLease, succeeded: boolean): Promise<{ lease: HeldLease; endedStreak: number } | undefined> {
+    const result = await this.release(lease, succeeded, true);
+    if (!result || result.kind === 'not_owner') return undefined;
+    return { lease: { ...lease, on: 'slot' }, endedStreak: result.endedStreak };
+  }
+
+  private async release(lease: HeldLease, succeeded: boolean, keepSlot: boolean): Promise<ReleaseResult | undefined> {
     let result;
     const sentAt = performance.now();
     try {
-      result = await this.deps.leases.release(lease, { leaseMs: this.job.leaseMs, doneMs: this.doneMs(), succeeded });
+      result = await this.deps.leases.release(lease, { leaseMs: this.job.leaseMs, doneMs: this.doneMs(), succeeded, keepSlot });
     } catch (error) {
       this.deps.logger.warn(
         `job '${this.job.name}': releasing the lease of ${lease.executionId} failed (it expires within ${this.job.leaseMs} ms): ${describeError(error)}`,
       );
-      return 0;
+      return undefined;
     }
-    if (result.kind !== 'handed_over') return result.endedStreak;
+    if (result.kind !== 'handed_over') return result;
     const slot = this.job.slotInfo(new Date(result.next.scheduledAt));
     if (this.stopping.signal.aborted) {
       // The queued slot keeps its `queued` row; another instance's sweep starts it once the lease is free.
@@ -184,7 +200,7 @@ export class ExecutorContext {
       // Runs after this call returns, so the finished run's alerts are not held up by the next one.
       this.onHandedOver(slot, result.next.executionId, this.keep(result.lease, sentAt));
     }
-    return result.endedStreak;
+    return result;
   }
 
   /** Writes a row for a slot that did not start. Best effort: the database may be down too. */

@@ -184,7 +184,9 @@ export class JobExecutor {
           await this.waitForSlot(scheduledAt, trigger);
           return this.fireSlot(scheduledAt, trigger, performance.now() + this.settleMs(scheduledAt));
         }
-        await sleep(Math.max(10, Math.min(50, settleUntil - performance.now())));
+        // One more look at the end of the settle time, not a poll: under load, polling claims of
+        // thousands of jobs would be the load that keeps the runs from finishing.
+        await sleep(Math.max(1, settleUntil - performance.now()));
         return this.fireSlot(scheduledAt, trigger, settleUntil);
       }
       case 'taken':

@@ -3,6 +3,8 @@ import type { CronContext, RunReport, RunTrigger, SlotInfo } from '../distribute
 import * as messages from '../distributed-cron.messages.js';
 import { describeError } from '../errors/error.redact.js';
 import type { LeaseKeeper } from '../leasing/lease.keeper.js';
+import { CLAIM_AHEAD_MS } from '../scheduling/job.timer.js';
+import { MAX_TIMER_MS } from '../config/duration.parse.js';
 import type { HeldLease } from '../leasing/lease.store.js';
 import type { FinalStatus } from '../history/run-history.js';
 import { doubling, retryDelay } from '../config/backoff.js';
@@ -48,6 +50,20 @@ function assertCount(value: unknown, field: string, jobName: string, total: numb
   return value;
 }
 
+/**
+ * A run's abort controller. Its signal is only made when something reads it (most handlers never
+ * do, and a signal with its listener map is the largest object of a run); `aborted` says whether
+ * the run was aborted without making it.
+ */
+class RunController extends AbortController {
+  aborted = false;
+
+  override abort(reason?: unknown): void {
+    this.aborted = true;
+    super.abort(reason);
+  }
+}
+
 export async function execute(
   ctx: ExecutorContext,
   slot: SlotInfo,
@@ -57,12 +73,12 @@ export async function execute(
   trigger: RunTrigger,
 ): Promise<void> {
   const { job, deps } = ctx;
-  const controller = new AbortController();
+  const controller = new RunController();
   ctx.running.add(controller);
   const counts = { processed: 0, failed: 0 };
   let lostAt: number | undefined;
   const abort = (reason: Error): void => {
-    if (controller.signal.aborted) return;
+    if (controller.aborted) return;
     keeper.startGrace();
     controller.abort(reason);
   };
@@ -95,7 +111,9 @@ export async function execute(
     fencingToken: keeper.lease.fencingToken,
     instanceId: deps.instanceId,
     trigger,
-    signal: controller.signal,
+    get signal(): AbortSignal {
+      return controller.signal;
+    },
     report: (report: RunReport): void => {
       const processed = assertCount(report?.processed, 'processed', job.name, counts.processed);
       const failed = assertCount(report?.failed, 'failed', job.name, counts.failed);
@@ -158,17 +176,18 @@ export async function execute(
   if (leaseLost) lostAt ??= ended;
   if (leaseLost) reportLost(`the lease of ${executionId} expired before the handler settled`);
 
-  const abortedBy = controller.signal.aborted
-    ? ((controller.signal.reason as Error | undefined)?.name as AbortKind | undefined)
-    : undefined;
+  const abortedBy = controller.aborted ? ((controller.signal.reason as Error | undefined)?.name as AbortKind | undefined) : undefined;
   const outcome = decideOutcome(
     { threw, failure, abortedBy: leaseLost ? 'LeaseLostError' : abortedBy, leaseLost, failedItems: counts.failed, attempt },
     { maxAttempts: job.maxAttempts, recover: job.recover && ctx.withinRecoveryWindow(slot.scheduledAt) },
   );
-  const reason = controller.signal.aborted ? describeError(controller.signal.reason) : undefined;
+  const reason = controller.aborted ? describeError(controller.signal.reason) : undefined;
   let error: string | null = null;
   if (outcome.status !== 'completed' && outcome.status !== 'completed_with_errors') {
-    const parts = [reason, threw && failure !== controller.signal.reason ? describeError(failure) : undefined];
+    const parts = [
+      reason,
+      threw && failure !== (controller.aborted ? controller.signal.reason : undefined) ? describeError(failure) : undefined,
+    ];
     if (leaseLost && !threw) {
       // A paused process can wake after its lease expired and finish its handler: say so.
       parts.push(`the handler finished normally ${Math.round(ended - (lostAt ?? ended))} ms after the lease was lost`);
@@ -182,9 +201,22 @@ export async function execute(
         ? new Date(deps.clock())
         : null;
 
-  const written = await recordFinish(ctx, executionId, keeper.lease, outcome.status, durationMs, counts, error, nextAttemptAt);
-  keeper.stop();
   const succeeded = outcome.status === 'completed' || outcome.status === 'completed_with_errors';
+  const finishing = recordFinish(ctx, executionId, keeper.lease, outcome.status, durationMs, counts, error, nextAttemptAt);
+  // The handler has ended. If its row is still being written when the job's next slot comes near
+  // (a loaded database), the job is let go of then, so that slot does not wait for this write; the
+  // execution keeps its slot key as its lease, renewed by the keeper, until the row says how it ended.
+  let endedStreak = 0;
+  if (!leaseLost && keeper.lease.on === 'lease' && (await slowerThan(finishing, untilNextSlotNear(ctx)))) {
+    const sentAt = performance.now();
+    const kept = await ctx.letGo(keeper.lease, succeeded);
+    if (kept) {
+      keeper.rebind(kept.lease, sentAt);
+      endedStreak = kept.endedStreak;
+    }
+  }
+  const written = await finishing;
+  keeper.stop();
   const errorType = succeeded ? null : leaseLost ? 'LeaseLostError' : (abortedBy ?? ((failure as Error | undefined)?.name || 'Error'));
   const { processed: processedCount, failed: failedCount } = counts;
   observed?.finished({
@@ -197,7 +229,7 @@ export async function execute(
     nextAttemptAt,
     recorded: written,
   });
-  const endedStreak = await ctx.releaseAndContinue(keeper.lease, succeeded);
+  endedStreak += await ctx.releaseAndContinue(keeper.lease, succeeded);
 
   if (!written) return;
   const event = { executionId, scheduledAt: slot.scheduledAt, attempt, maxAttempts: job.maxAttempts, status: outcome.status, durationMs };
@@ -213,9 +245,34 @@ export async function execute(
   }
 }
 
+/** Milliseconds until the job's next slot is claimed (ahead of it, with a margin); 0 when that is now. */
+function untilNextSlotNear(ctx: ExecutorContext): number {
+  const now = ctx.deps.clock();
+  const claimAt = ctx.job.schedule.next(new Date(now)).getTime() - CLAIM_AHEAD_MS - 50;
+  return Math.min(Math.max(0, claimAt - now), MAX_TIMER_MS);
+}
+
+/** True when `work` has not settled within `ms`. */
+async function slowerThan(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(true), ms);
+  });
+  const settled = work.then(
+    () => false,
+    () => false,
+  );
+  try {
+    return await Promise.race([settled, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * Writes a run's result, fenced by its token. While the database cannot be written, retries
- * with backoff for up to FINISH_RETRY_MS, holding the lease (the caller's keeper still renews it),
+ * with backoff for up to FINISH_RETRY_MS, holding the execution's lease (the caller's keeper still
+ * renews it: the job's lease, or the slot key it was exchanged for when the handler ended),
  * so nobody re-runs or closes the execution meanwhile. True when the row now says this result.
  */
 async function recordFinish(

@@ -1,4 +1,5 @@
 import type { Logger } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describeError } from '../errors/error.redact.js';
 import type { FleetCoordination } from '../leasing/fleet.coordination.js';
 import type { JobExecutor } from './job.executor.js';
@@ -10,6 +11,8 @@ export const PREFERRED_HEAD_START_MS = 80;
 /** How often an instance renews its entry in the fleet's member list, and how long an entry lives. */
 const MEMBER_EVERY_MS = 2_000;
 const MEMBER_TTL_MS = 3 * MEMBER_EVERY_MS;
+/** How long start-up waits for the first member list (Redis may be down: then every instance claims every slot). */
+const FIRST_BEAT_WAIT_MS = 500;
 /** How long a receipt lives: far longer than the head start, so a late look still finds it. */
 const RECEIPT_TTL_MS = 30_000;
 
@@ -68,22 +71,38 @@ export class SlotDispatcher {
   ) {}
 
   /** Joins the fleet's member list (and keeps renewing the entry), or the leader election. */
-  start(): void {
+  /**
+   * Resolves once this instance has read the member list (at most `FIRST_BEAT_WAIT_MS`), so its
+   * first slots are not claimed by every instance at once, and renews its entry every
+   * `MEMBER_EVERY_MS` (the first few times sooner, while a fleet that starts together joins).
+   */
+  async start(): Promise<void> {
     if (this.leader) {
       this.leader.elector.onChange((change) => this.onLeaderChange(change));
       this.leader.elector.start();
       return;
     }
     if (!this.fleet || this.heartbeat) return;
-    void this.beat();
-    this.heartbeat = setInterval(() => void this.beat(), MEMBER_EVERY_MS);
-    this.heartbeat.unref();
+    const first = this.beat();
+    const again = (beats: number): void => {
+      this.heartbeat = setTimeout(
+        () => {
+          if (this.stopped) return;
+          void this.beat();
+          again(beats + 1);
+        },
+        beats < 4 ? MEMBER_EVERY_MS / 4 : MEMBER_EVERY_MS,
+      );
+      this.heartbeat.unref();
+    };
+    again(0);
+    await Promise.race([first, sleep(FIRST_BEAT_WAIT_MS, undefined, { ref: false })]);
   }
 
   /** Leaves the member list: the others stop waiting for this instance's claims. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.heartbeat);
+    clearTimeout(this.heartbeat);
     this.heartbeat = undefined;
     this.members = [];
     if (this.leader) await this.leader.elector.stop();

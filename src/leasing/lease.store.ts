@@ -51,6 +51,20 @@ export type ClaimResult =
 
 export type RenewResult = 'renewed' | 'lost' | 'stop_requested';
 
+export interface ReleaseOptions {
+  leaseMs: number;
+  /** How long a slot key stays as 'done' after an `allow` run (or a kept slot) is released. */
+  doneMs: number;
+  /** The run succeeded: end the job's failure streak. */
+  succeeded: boolean;
+  /**
+   * The handler has ended, its result is not written yet: let go of the job's lease (the next
+   * slot may start) and keep the execution's slot key as its own lease (`on: 'slot'`, same
+   * token), which keeps the run alive for owner checks until a release of that ends it.
+   */
+  keepSlot?: boolean;
+}
+
 export type ReleaseResult = ({ kind: 'released' } | { kind: 'not_owner' } | { kind: 'handed_over'; next: QueuedSlot; lease: HeldLease }) & {
   /** Consecutive failures of the job that this successful run ended (0 if none). */
   endedStreak: number;
@@ -112,7 +126,7 @@ export interface LeaseStore {
   readonly fleet?: FleetCoordination;
   claim(request: ClaimRequest): Promise<ClaimResult>;
   renew(lease: HeldLease, leaseMs: number): Promise<RenewResult>;
-  release(lease: HeldLease, options: { leaseMs: number; doneMs: number; succeeded: boolean }): Promise<ReleaseResult>;
+  release(lease: HeldLease, options: ReleaseOptions): Promise<ReleaseResult>;
   /**
    * Takes the lease for an execution outside its slot (a queue entry for it goes with it). With
    * `deadFence`, reports `alive` while the run holding that fencing token still holds a lease.

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { doubling, retryDelay } from '../config/backoff.js';
 import type { Cluster, Redis } from 'ioredis';
 import { ALERT_STATE_TTL_MS, KeyBuilder, queueEntryTtlMs } from './lease.store.js';
-import type { AcquireResult, ClaimRequest, ClaimResult, FailureDecision, HeldLease, LeaseStore, Refenced } from './lease.store.js';
+import type { AcquireResult, ClaimRequest, ClaimResult, FailureDecision, HeldLease, LeaseStore, Refenced, ReleaseOptions } from './lease.store.js';
 import { parseLeaderToken, type LeaderInfo, type LeaderState, type LeadershipRequest } from './lease.store.js';
 import type { OwnerState, QueuedSlot, ReleaseResult, RenewResult, TakeResult } from './lease.store.js';
 import { isTransient, loadScript, RedisScriptRunner } from './redis-script.runner.js';
@@ -139,7 +139,7 @@ export class RedisLeaseStore implements LeaseStore {
    * Safe: the script only touches a lease that the token still holds, and a retry answers the
    * same hand-over as an attempt whose reply was lost or that timed out but ran all the same.
    */
-  async release(lease: HeldLease, options: { leaseMs: number; doneMs: number; succeeded: boolean }): Promise<ReleaseResult> {
+  async release(lease: HeldLease, options: ReleaseOptions): Promise<ReleaseResult> {
     // One random part for all attempts: a retry's hand-over token is the one the first attempt set.
     const nextRandom = newToken();
     const keys = [
@@ -152,7 +152,7 @@ export class RedisLeaseStore implements LeaseStore {
       this.keys.handover(lease.jobName, lease.token),
       this.keys.retryLine(lease.jobName),
     ];
-    const args = [lease.token, options.doneMs, lease.on, nextRandom, options.leaseMs, options.succeeded ? '1' : '0'];
+    const args = [lease.token, options.doneMs, lease.on, nextRandom, options.leaseMs, options.succeeded ? '1' : '0', options.keepSlot ? '1' : '0'];
     const giveUpAt = performance.now() + options.leaseMs;
     for (let readyFailures = 0; ;) {
       try {

@@ -56,7 +56,7 @@ export class DistributedCronOrchestrator {
           }
         : undefined,
     );
-    if (runtime.jobs.size > 0) this.dispatcher.start();
+    if (runtime.jobs.size > 0) await this.dispatcher.start();
     for (const { executor, timer } of runtime.jobs.values()) {
       if (!executor.job.disabled) timer.start();
     }

@@ -13,6 +13,7 @@ import {
   type OwnerState,
   type QueuedSlot,
   type Refenced,
+  type ReleaseOptions,
   type ReleaseResult,
   type RenewResult,
   type TakeResult,
@@ -107,7 +108,7 @@ export class InMemoryLeaseStore implements LeaseStore {
     return this.get(this.keys.abort(lease.jobName)) === lease.token ? 'stop_requested' : 'renewed';
   }
 
-  async release(lease: HeldLease, options: { leaseMs: number; doneMs: number; succeeded: boolean }): Promise<ReleaseResult> {
+  async release(lease: HeldLease, options: ReleaseOptions): Promise<ReleaseResult> {
     const k = this.keys;
     const { jobName } = lease;
     const leaseKey = k.lease(jobName);
@@ -141,7 +142,13 @@ export class InMemoryLeaseStore implements LeaseStore {
       this.set(slotKey, 'done', options.doneMs);
       return answer(1, 0, '', ended);
     }
-    if (this.get(leaseKey) !== lease.token) return { kind: 'not_owner', endedStreak: ended };
+    const slotKey = k.slot(jobName, lease.executionId);
+    if (this.get(leaseKey) !== lease.token) {
+      // An earlier attempt of this release let go and kept the slot (see release-8.lua).
+      if (options.keepSlot && this.get(slotKey) === lease.token) return answer(1, 0, '', ended);
+      return { kind: 'not_owner', endedStreak: ended };
+    }
+    if (options.keepSlot) this.set(slotKey, lease.token, options.leaseMs + options.doneMs);
     if (this.get(k.abort(jobName)) === lease.token) this.del(k.abort(jobName));
     // The retry line first: new slots keep arriving, so a retry waiting behind them would never run.
     const line = this.get(k.retryLine(jobName)) !== undefined ? k.retryLine(jobName) : k.queue(jobName);

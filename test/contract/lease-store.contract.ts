@@ -361,6 +361,31 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
       });
     });
 
+    describe('release with keepSlot (the handler ended, its result not written yet)', () => {
+      it('frees the job for its next slot and keeps the execution alive on its slot key until that is released', async () => {
+        const h = await setup();
+        const j = job();
+        const lease = await won(h, request(j, 1));
+        const letGo = await h.store.release(lease, { ...RELEASE, keepSlot: true });
+        expect(letGo.kind).toBe('released');
+        // The next slot wins at once.
+        const next = await won(h, request(j, 2));
+        expect(next.fencingToken).toBeGreaterThan(lease.fencingToken);
+        // The first run is alive for owner checks and recoveries, and its keeper renews the slot key.
+        const kept = { ...lease, on: 'slot' as const };
+        expect(await h.store.owner(j, `${j}:1`, lease.fencingToken)).toBe('alive');
+        expect(await h.store.renew(kept, LEASE_MS)).toBe('renewed');
+        // The slot stays claimed: no second claim of it.
+        expect((await h.store.claim(request(j, 1))).kind).toBe('taken');
+        // A retry of the same release (its reply lost) answers the same and changes nothing.
+        expect((await h.store.release(lease, { ...RELEASE, keepSlot: true })).kind).toBe('released');
+        expect(await h.store.renew(next, LEASE_MS)).toBe('renewed');
+        // Its result written, the slot lease ends: the run is gone.
+        expect((await h.store.release(kept, RELEASE)).kind).toBe('released');
+        expect(await h.store.owner(j, `${j}:1`, lease.fencingToken)).toBe('gone');
+      });
+    });
+
     describe('refence', () => {
       it('raises the held lease above the floor and keeps it held under the new token', async () => {
         const h = await setup();

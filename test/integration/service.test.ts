@@ -49,7 +49,8 @@ describe('DistributedCronService', () => {
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     // A slot claimed just before the pause may still start; none after it.
     expect(runs.filter((t) => t > pausedAt + 500)).toEqual([]);
-    expect(apps.reduce((n, app) => n + app.cron.jobs()[0]!.stats.paused, 0)).toBeGreaterThanOrEqual(3);
+    // Each slot's claim meets the pause once (the instance first in rank for it claims; the others see its receipt).
+    expect(apps.reduce((n, app) => n + app.cron.jobs()[0]!.stats.paused, 0)).toBeGreaterThanOrEqual(2);
     await apps[1]!.cron.resume(name);
     const resumedAt = Date.now();
     await waitFor(() => runs.some((t) => t > resumedAt), { timeoutMs: 5_000, message: 'runs again after resume' });

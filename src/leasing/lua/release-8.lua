@@ -26,6 +26,11 @@
   ARGV[4] random part of the token for the queued slot, if one is waiting; the same on a retry
   ARGV[5] lease TTL, ms (also how long the record is kept)
   ARGV[6] '1' if the run succeeded
+  ARGV[7] '1' to let go of the job's lease when the handler has ended but its result is not
+          written yet: the execution's slot key (KEYS[1]) then holds the token, for the lease TTL +
+          ARGV[2], as this execution's own lease until a release with ARGV[3] = 'slot' ends it. The
+          next slot of the job can start at once; the run stays alive for every owner check, and
+          its keeper renews the slot key while the result is retried. (Not with ARGV[3] = 'slot'.)
 
   Output: { code, fence, payload, endedStreak }
     code 0  not the owner any more (nothing released)
@@ -71,8 +76,16 @@ if ARGV[3] == 'slot' then
   end
   return { 0, 0, '', ended }
 end
+local keepSlot = ARGV[7] == '1'
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+  if keepSlot and redis.call('GET', KEYS[1]) == ARGV[1] then
+    -- An earlier attempt of this release let go and kept the slot (its reply was lost).
+    return { 1, 0, '', ended }
+  end
   return { 0, 0, '', ended }
+end
+if keepSlot then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[5]) + tonumber(ARGV[2]))
 end
 if redis.call('GET', KEYS[5]) == ARGV[1] then
   redis.call('DEL', KEYS[5])
