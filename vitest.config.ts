@@ -32,7 +32,7 @@ export default defineConfig({
       },
       { extends: true, test: { name: 'processes', include: PROCESS_HEAVY, sequence: { groupOrder: 1 } } },
       // `npm run test:scale`: five processes with 2,000 jobs each, alone (not part of `npm test`).
-      ...(process.env.DISTRIBUTED_CRON_SCALE ? [{ extends: true, test: { name: 'scale', include: SCALE } }] : []),
+      ...(process.env.DISTRIBUTED_CRON_SCALE ? [{ extends: true as const, test: { name: 'scale', include: SCALE } }] : []),
     ],
   },
 });

@@ -84,11 +84,11 @@ export class JobExecutor {
     return outcome;
   }
 
-  /**
-   * A slot this instance leaves to the instance that claimed it first (slot.dispatcher.ts): not
-   * claimed here, but looked at once its claimant has had time to write its row, as a lost claim is.
-   */
-  watch(scheduledAt: Date): void {
+  /** A slot left to the instance that claimed it first (slot.dispatcher.ts): lost here; a `watcher` checks it got its row. */
+  watch(scheduledAt: Date, watcher: boolean): void {
+    this.ctx.stats.lost++;
+    if (this.ctx.events.watchesTriggers) this.ctx.reportTrigger(scheduledAt, 'schedule', 'lost');
+    if (!watcher) return;
     const slot = this.ctx.job.slotInfo(scheduledAt);
     let executionId: string;
     try {
@@ -96,7 +96,6 @@ export class JobExecutor {
     } catch {
       return; // its claimant records the failure
     }
-    this.ctx.stats.lost++;
     this.checks.watchForRow(slot, executionId, 'schedule', { status: 'lease_lost', error: VANISHED_CLAIM });
   }
 
@@ -224,10 +223,7 @@ export class JobExecutor {
     }
   }
 
-  /**
-   * How long after its instant a slot may wait for the previous run of its job to let go before
-   * it counts as an overlap: a quarter of the time to the next slot, at most a second.
-   */
+  /** How long after its instant a slot waits for the job's previous run to let go: a quarter of its period, at most 1 s. */
   private settleMs(scheduledAt: Date): number {
     return Math.min(1_000, Math.floor((this.ctx.job.schedule.next(scheduledAt).getTime() - scheduledAt.getTime()) / 4));
   }

@@ -175,7 +175,7 @@ export class SlotDispatcher {
     for (const item of items) {
       const receipt = receipts.get(`${item.preferred}\n${item.slot.getTime()}`);
       if (receipt && !receipt.has(item.executor.job.name)) {
-        if (item.watcher) item.executor.watch(item.slot);
+        item.executor.watch(item.slot, item.watcher);
       } else if (!this.stopped) {
         void item.executor.fire(item.slot);
       }

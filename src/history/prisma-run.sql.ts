@@ -102,15 +102,37 @@ function firstCreated(requests: Array<{ executionId: string }>, created: Set<str
   });
 }
 
-/** Collects statement parameters: `p(value, type)` appends one and returns its typed placeholder. */
-function placeholders(): { values: unknown[]; p: (value: unknown, type: string) => string } {
-  const values: unknown[] = [];
-  const p = (value: unknown, type: string): string => {
-    values.push(value);
-    return `$${values.length}::${type}`;
-  };
-  return { values, p };
+/** An instant as a statement parameter: ISO 8601 in UTC (an invalid Date stays invalid, for the database to reject). */
+function instant(value: Date | null | undefined): string | null {
+  if (value === null || value === undefined) return null;
+  return Number.isNaN(value.getTime()) ? String(value) : value.toISOString();
 }
+
+/** One column of a batch statement: its name in `v`, its SQL type, and its value for a request. */
+type Column<R> = readonly [name: string, type: string, value: (request: R) => unknown];
+
+/**
+ * The rows of a batch as one array parameter per column, turned back into rows by `unnest` (as
+ * `v`): the statement's text and its number of parameters stay the same whatever the batch size,
+ * so a batch of 500 rows costs the driver a dozen parameters, not thousands.
+ */
+function rowsOf<R>(requests: R[], columns: ReadonlyArray<Column<R>>): { values: unknown[]; from: string } {
+  const values = columns.map(([, , value]) => requests.map(value));
+  const args = columns.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ');
+  return { values, from: `unnest(${args}) AS v(${columns.map(([name]) => name).join(', ')})` };
+}
+
+const BEGIN_COLUMNS: ReadonlyArray<Column<BeginRequest>> = [
+  ['job_name', 'text', (r) => r.jobName],
+  ['execution_id', 'text', (r) => r.executionId],
+  ['trigger', 'text', (r) => r.trigger],
+  ['scheduled_at', 'timestamptz', (r) => instant(r.scheduledAt)],
+  ['business_date', 'text', (r) => text(r.businessDate)],
+  ['now', 'timestamptz', (r) => instant(r.now)],
+  ['instance_id', 'text', (r) => text(r.instanceId)],
+  ['max_attempts', 'integer', (r) => int(r.maxAttempts)],
+  ['fencing_token', 'bigint', (r) => r.fencingToken],
+];
 
 /**
  * One INSERT for many new rows; true for each row this call created. A row is only written when
@@ -120,69 +142,84 @@ export function insertMany(prisma: PrismaClientLike, requests: BeginRequest[]): 
   return insertNew(
     prisma,
     'job_name, execution_id, status, trigger, scheduled_at, business_date, started_at, instance_id, attempt, max_attempts, fencing_token, created_at, updated_at',
+    `v.job_name, v.execution_id, 'running', v.trigger, v.scheduled_at, v.business_date, v.now, v.instance_id, 1, v.max_attempts,
+       v.fencing_token, v.now, v.now`,
     requests,
-    (r, p) => {
-      const now = p(r.now, 'timestamptz');
-      return `${p(r.jobName, 'text')}, ${p(r.executionId, 'text')}, 'running', ${p(r.trigger, 'text')}, ${p(r.scheduledAt, 'timestamptz')},
-        ${p(text(r.businessDate), 'text')}, ${now}, ${p(text(r.instanceId), 'text')}, 1, ${p(int(r.maxAttempts), 'integer')},
-        ${p(r.fencingToken, 'bigint')}, ${now}, ${now}`;
-    },
+    BEGIN_COLUMNS,
     `v.fencing_token > ${FLOOR('v.job_name')}`,
   );
 }
+
+const NOT_STARTED_COLUMNS: ReadonlyArray<Column<NotStartedRequest>> = [
+  ['job_name', 'text', (r) => r.jobName],
+  ['execution_id', 'text', (r) => r.executionId],
+  ['status', 'text', (r) => r.status],
+  ['trigger', 'text', (r) => r.trigger],
+  ['scheduled_at', 'timestamptz', (r) => instant(r.scheduledAt)],
+  ['business_date', 'text', (r) => text(r.businessDate)],
+  ['instance_id', 'text', (r) => text(r.instanceId)],
+  ['max_attempts', 'integer', (r) => int(r.maxAttempts ?? 1)],
+  ['error', 'text', (r) => text(r.error)],
+  ['finished_at', 'timestamptz', (r) => (r.status === 'queued' ? null : instant(r.now))],
+  ['next_attempt_at', 'timestamptz', (r) => instant(r.nextAttemptAt)],
+  ['now', 'timestamptz', (r) => instant(r.now)],
+];
 
 /** One INSERT for many slots that did not start; true for each row this call created. */
 export function notStartedMany(prisma: PrismaClientLike, requests: NotStartedRequest[]): Promise<boolean[]> {
   return insertNew(
     prisma,
     'job_name, execution_id, status, trigger, scheduled_at, business_date, instance_id, attempt, max_attempts, error, finished_at, next_attempt_at, created_at, updated_at',
+    `v.job_name, v.execution_id, v.status, v.trigger, v.scheduled_at, v.business_date, v.instance_id, 0, v.max_attempts, v.error,
+       v.finished_at, v.next_attempt_at, v.now, v.now`,
     requests,
-    (r, p) => {
-      const now = p(r.now, 'timestamptz');
-      return `${p(r.jobName, 'text')}, ${p(r.executionId, 'text')}, ${p(r.status, 'text')}, ${p(r.trigger, 'text')}, ${p(r.scheduledAt, 'timestamptz')},
-        ${p(text(r.businessDate), 'text')}, ${p(text(r.instanceId), 'text')}, 0, ${p(int(r.maxAttempts ?? 1), 'integer')}, ${p(text(r.error), 'text')},
-        ${r.status === 'queued' ? 'NULL::timestamptz' : now}, ${p(r.nextAttemptAt ?? null, 'timestamptz')}, ${now}, ${now}`;
-    },
+    NOT_STARTED_COLUMNS,
   );
 }
 
 /**
- * `INSERT … ON CONFLICT (execution_id) DO NOTHING` of one row per request, in one statement.
- * `row` writes a request's values through `p`, which returns the typed placeholder; `where`
- * filters the rows (`v.<column>`) before they are inserted.
+ * `INSERT … ON CONFLICT (execution_id) DO NOTHING` of one row per request, in one statement:
+ * `select` lists the values of `columns` from the request rows (`v.<name>`), and `where` filters
+ * them before they are inserted.
  */
 async function insertNew<R extends { executionId: string }>(
   prisma: PrismaClientLike,
   columns: string,
+  select: string,
   requests: R[],
-  row: (request: R, p: (value: unknown, type: string) => string) => string,
+  input: ReadonlyArray<Column<R>>,
   where = 'TRUE',
 ): Promise<boolean[]> {
-  const { values, p } = placeholders();
-  const tuples = requests.map((r) => `(${row(r, p)})`);
+  const { values, from } = rowsOf(requests, input);
   const rows = await prisma.$queryRawUnsafe<Array<{ execution_id: string }>>(
     `INSERT INTO ${TABLE} (${columns})
-     SELECT * FROM (VALUES ${tuples.join(', ')}) AS v(${columns}) WHERE ${where}
+     SELECT ${select} FROM ${from} WHERE ${where}
      ON CONFLICT (execution_id) DO NOTHING RETURNING execution_id`,
     ...values,
   );
   return firstCreated(requests, new Set(rows.map((row) => row.execution_id)));
 }
 
+const FINISH_COLUMNS: ReadonlyArray<Column<FinishRequest>> = [
+  ['execution_id', 'text', (r) => r.executionId],
+  ['fencing_token', 'bigint', (r) => r.fencingToken],
+  ['status', 'text', (r) => r.status],
+  ['finished_at', 'timestamptz', (r) => instant(r.finishedAt)],
+  ['duration_ms', 'integer', (r) => int(r.durationMs)],
+  ['processed_count', 'integer', (r) => int(r.processedCount)],
+  ['failed_count', 'integer', (r) => int(r.failedCount)],
+  ['error', 'text', (r) => text(r.error)],
+  ['next_attempt_at', 'timestamptz', (r) => instant(r.nextAttemptAt)],
+];
+
 /** One UPDATE for many results, each fenced by its token; true for each row it wrote. */
 export async function finishMany(prisma: PrismaClientLike, requests: FinishRequest[]): Promise<boolean[]> {
-  const { values, p } = placeholders();
-  const tuples = requests.map((r) => {
-    return `(${p(r.executionId, 'text')}, ${p(r.fencingToken, 'bigint')}, ${p(r.status, 'text')}, ${p(r.finishedAt, 'timestamptz')},
-      ${p(int(r.durationMs), 'integer')}, ${p(int(r.processedCount), 'integer')}, ${p(int(r.failedCount), 'integer')},
-      ${p(text(r.error), 'text')}, ${p(r.nextAttemptAt, 'timestamptz')})`;
-  });
+  const { values, from } = rowsOf(requests, FINISH_COLUMNS);
   const rows = await prisma.$queryRawUnsafe<Array<{ execution_id: string; fencing_token: bigint | number }>>(
     `UPDATE ${TABLE} AS t SET status = v.status, finished_at = v.finished_at, duration_ms = v.duration_ms,
        processed_count = v.processed_count, failed_count = v.failed_count, error = v.error,
        next_attempt_at = v.next_attempt_at, updated_at = v.finished_at
-     FROM (VALUES ${tuples.join(', ')})
-       AS v(execution_id, fencing_token, status, finished_at, duration_ms, processed_count, failed_count, error, next_attempt_at)
+     FROM ${from}
      WHERE t.execution_id = v.execution_id AND t.fencing_token = v.fencing_token AND t.status = 'running'
      RETURNING t.execution_id, t.fencing_token`,
     ...values,

@@ -81,6 +81,8 @@ export class RunEventSink {
       const tap = this.guard(s, 'runStarted', () => s.runStarted!(event));
       if (tap) taps.push({ subscriber: s, tap });
     }
+    // Nobody wraps the handler or wants its end: nothing to build for this run.
+    if (taps.length === 0 && !subscribers.some((s) => s.runFinished !== undefined || s.dead !== undefined)) return NO_SCOPE;
     return {
       run: <T>(handler: () => T): T =>
         taps.reduce<() => T>((inner, { subscriber, tap }) => this.wrapped(subscriber, tap, inner), handler)(),

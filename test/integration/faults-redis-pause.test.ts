@@ -43,7 +43,8 @@ describe('an instance paused between its claim and its handler', () => {
             frozenAt === undefined &&
             /INSERT INTO distributed_cron_runs/.test(query) &&
             query.includes("'running'") &&
-            values.includes(executionId)
+            // A batch sends one array per column: the execution IDs are one of them.
+            values.some((value) => Array.isArray(value) && value.includes(executionId))
           ) {
             frozenAt = performance.now();
             freezeEventLoop(FREEZE_MS);
