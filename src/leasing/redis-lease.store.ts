@@ -3,7 +3,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { doubling, retryDelay } from '../config/backoff.js';
 import type { Cluster, Redis } from 'ioredis';
 import { ALERT_STATE_TTL_MS, KeyBuilder, queueEntryTtlMs } from './lease.store.js';
-import type { AcquireResult, ClaimRequest, ClaimResult, FailureDecision, HeldLease, LeaseStore, Refenced, ReleaseOptions } from './lease.store.js';
+import type {
+  AcquireResult,
+  ClaimRequest,
+  ClaimResult,
+  FailureDecision,
+  HeldLease,
+  LeaseStore,
+  Refenced,
+  ReleaseOptions,
+} from './lease.store.js';
 import { parseLeaderToken, type LeaderInfo, type LeaderState, type LeadershipRequest } from './lease.store.js';
 import type { OwnerState, QueuedSlot, ReleaseResult, RenewResult, TakeResult } from './lease.store.js';
 import { isTransient, loadScript, RedisScriptRunner } from './redis-script.runner.js';
@@ -152,7 +161,15 @@ export class RedisLeaseStore implements LeaseStore {
       this.keys.handover(lease.jobName, lease.token),
       this.keys.retryLine(lease.jobName),
     ];
-    const args = [lease.token, options.doneMs, lease.on, nextRandom, options.leaseMs, options.succeeded ? '1' : '0', options.keepSlot ? '1' : '0'];
+    const args = [
+      lease.token,
+      options.doneMs,
+      lease.on,
+      nextRandom,
+      options.leaseMs,
+      options.succeeded ? '1' : '0',
+      options.keepSlot ? '1' : '0',
+    ];
     const giveUpAt = performance.now() + options.leaseMs;
     for (let readyFailures = 0; ;) {
       try {
