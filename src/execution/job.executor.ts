@@ -118,7 +118,7 @@ export class JobExecutor {
    * still held the job; until then the claim changes nothing and is tried again (see `settleMs`).
    */
   private async fireSlot(scheduledAt: Date, trigger: RunTrigger, settleUntil?: number): Promise<FireOutcome> {
-    if (this.ctx.stopping.signal.aborted) return 'shutting_down';
+    if (this.ctx.stopping.signal.aborted && settleUntil === undefined) return 'shutting_down';
     const slot = this.ctx.job.slotInfo(scheduledAt);
     let executionId: string;
     try {
@@ -151,7 +151,6 @@ export class JobExecutor {
     }
 
     const unit = this.ctx.pool && (await roomToClaim(this.ctx, trigger));
-    if (unit === 'shutting_down') return unit;
     let claim;
     const sentAt = performance.now();
     try {
@@ -179,6 +178,8 @@ export class JobExecutor {
         // The previous run still holds the lease; whether this slot overlaps it is decided at the
         // slot, after a short settle time: a run whose handler has ended may still be writing its
         // result, and lets go of the lease only then.
+        // Shutting down: decide now, so the slot still gets its row.
+        if (this.ctx.stopping.signal.aborted) return this.fireSlot(scheduledAt, trigger, 0);
         if (settleUntil === undefined) {
           await this.waitForSlot(scheduledAt, trigger);
           return this.fireSlot(scheduledAt, trigger, performance.now() + this.settleMs(scheduledAt));

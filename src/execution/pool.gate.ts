@@ -23,15 +23,16 @@ export function claimWaitMs(leaseMs: number): number {
  * for room, so that an instance with room claims first and wins the slot. Undefined: the job has
  * no pool, or no unit freed up in time (the claim goes ahead; the run start then decides).
  */
-export async function roomToClaim(ctx: ExecutorContext, trigger: RunTrigger): Promise<PoolUnit | undefined | 'shutting_down'> {
+export async function roomToClaim(ctx: ExecutorContext, trigger: RunTrigger): Promise<PoolUnit | undefined> {
   const { pool } = ctx;
   // Queue-mode handlers run on workers: their pool is taken there, by the attempt.
   if (!pool || trigger !== 'schedule' || ctx.job.queue) return undefined;
   const unit = await pool.acquire(ctx.stopping.signal, claimWaitMs(ctx.job.leaseMs));
   if (!ctx.stopping.signal.aborted) return unit;
-  // The app began to shut down while this slot waited: leave it to the other instances.
+  // The app began to shut down while this slot waited: the claim goes ahead without a unit (an
+  // instance with room has claimed it by now, or the run start records why it did not start).
   unit?.release();
-  return 'shutting_down';
+  return undefined;
 }
 
 /** The run of this lease keeps `unit` (the claim was made with it). */
