@@ -53,6 +53,8 @@ export interface FleetStepOptions {
   /** Library only: what each run does: burn `busyMs` of CPU, then sleep `workMs` (default: return at once). */
   busyMs?: number;
   workMs?: number;
+  /** Library only: open the instances' connection pools before they bootstrap (see FleetInstanceConfig). */
+  warmPool?: boolean;
 }
 
 export interface FleetStepResult {
@@ -145,6 +147,7 @@ export async function runFleetStep(options: FleetStepOptions): Promise<FleetStep
           live: false,
           poolMax: options.poolMax,
           cluster: options.cluster,
+          warmPool: options.warmPool,
           profileFile: options.profileDir && options.profileAll ? `${options.profileDir}/${tag}-w${i}.cpuprofile` : undefined,
         };
         const profile =

@@ -3,7 +3,7 @@
  * regenerates BENCHMARKS.md with bench/results/overhead.svg.
  *
  *   npm run bench                      full run (several minutes)
- *   npm run bench -- --quick           smoke run, under 2 minutes; writes bench/results/quick-*.json
+ *   npm run bench -- --quick           smoke run, about 3 minutes; writes bench/results/quick-*.json
  *                                      and bench/results/quick-BENCHMARKS.md, never the full results
  *   npm run bench -- --only overhead,takeover     some scenarios only (overhead, fleet, bullmq, takeover, transport, observability, queue, footprint,
  *                                      and the scale parts modes, probe, spread, failover, cost; `scale` = all five, see bench/scale.ts)

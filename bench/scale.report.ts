@@ -100,20 +100,25 @@ export function scaleSection(scale: ScaleResult | undefined, bullmq: FleetStepRe
       measured(scale.modes.meta),
       '',
     );
-    const bull = bullmq?.find((b) => b.jobs === scale.modes!.jobs);
+    const own = scale.modes.steps.find((s) => s.system === 'bullmq');
+    const bull = own ? undefined : bullmq?.find((b) => b.jobs === scale.modes!.jobs);
     out.push(
-      bull
-        ? 'The BullMQ row is the `bullmq` scenario (section 5) at the same job count: its window and run may differ.'
-        : 'No BullMQ figure at this job count in the results (scenario `bullmq`).',
+      own
+        ? 'BullMQ: one job scheduler per job (`every: 1000` from a whole second), workers with concurrency 2 × jobs / workers, measured on the same frame right after the two modes.'
+        : bull
+          ? 'The BullMQ row is the `bullmq` scenario (section 5) at the same job count: its window and run may differ.'
+          : 'No BullMQ figure at this job count in the results (scenario `bullmq`).',
       '',
     );
     out.push(...grid(STEP_HEAD, [...scale.modes.steps, ...(bull ? [bull] : [])].map(stepRow), STEP_ALIGN));
-    const names = scale.modes.steps.map(
-      (s) =>
-        `${label(s)}: ${Object.entries(s.serverCommandsByName)
-          .map(([k, v]) => `${num(v, 3)} ${k}`)
-          .join(', ')}`,
-    );
+    const names = scale.modes.steps
+      .filter((s) => s.system === 'dcron')
+      .map(
+        (s) =>
+          `${label(s)}: ${Object.entries(s.serverCommandsByName)
+            .map(([k, v]) => `${num(v, 3)} ${k}`)
+            .join(', ')}`,
+      );
     out.push(`Commands executed per slot by name: ${names.join('; ')}.`, '');
   }
   if (scale.probe) out.push(...probeSection(scale.probe.modes, scale.probe.seconds, scale.probe.meta));
@@ -132,6 +137,10 @@ export function scaleSection(scale: ScaleResult | undefined, bullmq: FleetStepRe
   if (scale.cost) {
     const c = scale.cost;
     out.push(`### Cost per slot against fleet size (${int(c.jobs)} jobs, ${c.seconds} s)`, '', measured(c.meta), '');
+    out.push(
+      `Each instance has a pool of ${c.poolMax ?? 10} PostgreSQL connections here (20 × 10 would pass the server’s \`max_connections\`).`,
+      '',
+    );
     out.push(
       ...grid(
         [
@@ -161,6 +170,7 @@ export function scaleSection(scale: ScaleResult | undefined, bullmq: FleetStepRe
         ['---', ...Array<string>(9).fill('---:')],
       ),
     );
+    out.push(...growth(c.rows));
     out.push(
       'What grows with the fleet rather than with the work: each instance’s timers (in fleet mode every instance fires every slot and claims what its head start left), ' +
         'its member-list or leader-lease renewal and its periodic sweep; in leader mode the standbys fire nothing.',
@@ -168,6 +178,25 @@ export function scaleSection(scale: ScaleResult | undefined, bullmq: FleetStepRe
     );
   }
   return out;
+}
+
+/** Per mode: how each cost per slot changed from the smallest fleet to the largest. */
+function growth(rows: FleetStepResult[]): string[] {
+  const lines: string[] = [];
+  for (const cluster of ['fleet', 'leader'] as const) {
+    const mine = rows.filter((r) => r.cluster === cluster).sort((a, b) => a.instances - b.instances);
+    const [small, large] = [mine[0], mine.at(-1)];
+    if (!small || !large || small === large) continue;
+    const times = (a: number | null, b: number | null): string => (a && b ? `${num(b / a, 1)}×` : '–');
+    lines.push(
+      `- ${cluster} mode, ${small.instances} → ${large.instances} instances: client commands per slot ${times(small.redisRoundTripsPerSlot, large.redisRoundTripsPerSlot)}, ` +
+        `commands executed per slot ${times(small.serverCommandsExecutedPerSlot, large.serverCommandsExecutedPerSlot)}, ` +
+        `Node CPU per slot ${times(cpuMsPerSlot(small.cpuPct.nodeWorkers, small), cpuMsPerSlot(large.cpuPct.nodeWorkers, large))}, ` +
+        `PostgreSQL CPU per slot ${times(cpuMsPerSlot(small.cpuPct.postgresBackends, small), cpuMsPerSlot(large.cpuPct.postgresBackends, large))}, ` +
+        `sweep statements per second fleet-wide ${times(small.dbBackgroundStatementsPerInstancePerSecond! * small.instances, large.dbBackgroundStatementsPerInstancePerSecond! * large.instances)}.`,
+    );
+  }
+  return lines.length > 0 ? [...lines, ''] : [];
 }
 
 function probeSection(modes: ProbeResult[], seconds: number, meta: RunMeta | undefined): string[] {
@@ -185,7 +214,7 @@ function probeSection(modes: ProbeResult[], seconds: number, meta: RunMeta | und
   out.push('');
   for (const m of modes.filter((p) => p.profile)) {
     out.push(
-      `V8 CPU profile of the busiest instance at ${m.firstBad === null ? 'the largest size' : 'the knee'}, ${m.cluster} mode (w${m.profile!.instance}, ${num(m.profile!.cpuPct, 0)} % of a core; every instance was profiled):`,
+      `V8 CPU profile of the busiest instance at ${m.firstBad === null ? 'the largest size' : 'the knee'}, ${m.cluster} mode (w${m.profile!.instance}, ${num(m.profile!.cpuPct, 0)} % of a core; a separate run of the same size with every instance profiled over the window: ${m.profile!.run ?? ''}):`,
       '',
       '```',
       ...m.profile!.summary.split('\n').map((l) => l.replace(/^\S*\.tmp\//, '.tmp/')),
@@ -209,6 +238,7 @@ function failoverSection(cases: FailoverCase[], f: NonNullable<ScaleResult['fail
     ...grid(
       [
         'kill',
+        'lease left at kill',
         'kill → new leader',
         'kill → its first run',
         'bound (lease + renewal)',
@@ -221,7 +251,8 @@ function failoverSection(cases: FailoverCase[], f: NonNullable<ScaleResult['fail
         'silent losses',
       ],
       cases.map((c, i) => [
-        String(i + 1),
+        `${i + 1} (${c.phase})`,
+        `${int(c.leaseLeftAtKillMs)} ms`,
         `${num(c.killToLeadershipMs, 0)} ms`,
         `${num(c.killToFirstRunMs, 0)} ms`,
         `${int(c.boundMs)} ms`,
@@ -233,7 +264,7 @@ function failoverSection(cases: FailoverCase[], f: NonNullable<ScaleResult['fail
         String(c.window.duplicates),
         String(c.window.silentLosses),
       ]),
-      ['---:', '---:', '---:', '---:', '---:', '---:', '---', '---:', '---:', '---:', '---:'],
+      ['---', '---:', '---:', '---:', '---:', '---:', '---:', '---', '---:', '---:', '---:', '---:'],
     ),
   );
   return out;
@@ -241,7 +272,8 @@ function failoverSection(cases: FailoverCase[], f: NonNullable<ScaleResult['fail
 
 function targets(scale: ScaleResult, bullmq: FleetStepResult[] | undefined): string[] {
   const rows: string[][] = [];
-  const modes = scale.modes?.steps ?? [];
+  const all = scale.modes?.steps ?? [];
+  const modes = all.filter((s) => s.system === 'dcron');
   for (const s of modes) {
     rows.push([
       `p99 slot → handler start < 50 ms, ${int(s.jobs)} jobs / ${s.instances} processes (${label(s)})`,
@@ -265,7 +297,7 @@ function targets(scale: ScaleResult, bullmq: FleetStepResult[] | undefined): str
       ok ? 'every slot ran once and has its completed row' : m.limit,
     ]);
   }
-  const bull = bullmq?.find((b) => b.jobs === 1000);
+  const bull = all.find((s) => s.system === 'bullmq') ?? bullmq?.find((b) => b.jobs === 1000);
   for (const s of modes.filter((st) => st.jobs === 1000 || scale.modes?.meta?.quick)) {
     rows.push([
       `≤ 1 Redis round trip per slot fleet-wide at ${int(s.jobs)} jobs (${label(s)}; BullMQ ${num(bull?.redisRoundTripsPerSlot, 2)})`,
@@ -287,6 +319,7 @@ function targets(scale: ScaleResult, bullmq: FleetStepResult[] | undefined): str
     ]);
   }
   const cases = scale.failover?.cases ?? [];
+  const f = scale.failover!;
   if (cases.length > 0) {
     const worst = Math.max(...cases.map((c) => c.killToFirstRunMs ?? Number.POSITIVE_INFINITY));
     const bound = cases[0]!.boundMs;
@@ -299,7 +332,11 @@ function targets(scale: ScaleResult, bullmq: FleetStepResult[] | undefined): str
       verdict(ok),
       worst <= bound
         ? `a standby takes the leader key once it expires (at most the lease after the last renewal) at its next try (every renewal interval); the gap’s slots are then fired from the new leader` +
-          (lost > 0 ? `, but ${lost} slot(s) got neither a run nor a row` : '')
+          (lost > 0
+            ? `, but ${lost} slot(s) got neither a run nor a row: the longest gap spanned ${Math.max(...cases.map((c) => c.gap.slots / f.jobs))} slots per job ` +
+              '(a kill right after a renewal leaves the whole lease, plus up to one renewal interval until a standby’s next try), and a new leader fires only the latest 5 slots per job of the gap; ' +
+              'the older ones get no row (catch-up only runs at start-up)'
+            : '')
         : 'the takeover took longer than the bound (see the table)',
     ]);
   }

@@ -16,9 +16,6 @@ const FIRST_BEAT_WAIT_MS = 500;
 /** How long a receipt lives: far longer than the head start, so a late look still finds it. */
 const RECEIPT_TTL_MS = 30_000;
 
-/** Slots of one job a new leader fires from the gap, at most (the latest ones). */
-const MAX_GAP_SLOTS = 5;
-
 /** A slot left to its preferred instance, looked at again once the head start has passed. */
 interface Deferred {
   executor: JobExecutor;
@@ -210,10 +207,9 @@ export class SlotDispatcher {
       for (let slot = executor.job.schedule.next(from); slot.getTime() < next.getTime(); slot = executor.job.schedule.next(slot)) {
         due.push(slot);
       }
-      // One after another: fired together, the first would make the others overlap it.
-      void due
-        .slice(-MAX_GAP_SLOTS)
-        .reduce<Promise<unknown>>((previous, slot) => previous.then(() => executor.fire(slot)), Promise.resolve());
+      // Every slot of the gap (its length bounds them: a few per job), one after another: fired
+      // together, the first would make the others overlap it.
+      void due.reduce<Promise<unknown>>((previous, slot) => previous.then(() => executor.fire(slot)), Promise.resolve());
     }
   }
 

@@ -1,13 +1,16 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { closeAll, jobProvider, startApp, startFleet, type RunningApp } from '../support/app.js';
 import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { createPrisma, redisUrl, uniqueName, waitFor } from '../support/services.js';
+import { Redis } from 'ioredis';
 
 const prisma = createPrisma();
+const redis = new Redis(redisUrl(), { maxRetriesPerRequest: 1 });
 const children: ChildInstance[] = [];
 afterAll(async () => {
   await Promise.all(children.map((child) => child.kill()));
   await prisma.$disconnect();
+  redis.disconnect();
 });
 
 const LEASE_MS = 2_000;
@@ -88,59 +91,76 @@ describe("mode: 'leader' (three instances, a job every second)", () => {
 });
 
 describe("mode: 'leader': SIGKILL of the leader (three child processes)", () => {
-  it('a standby takes over within lease + renewal, fires the slots of the gap, and no slot runs twice', async () => {
-    const name = uniqueName('leader-kill');
-    const events: FixtureEvent[] = [];
-    for (let i = 0; i < 3; i++) {
-      children.push(
-        await spawnInstance(
-          {
-            instanceId: `${name}-${i}`,
-            expression: '* * * * * *',
-            // A job lease shorter than the leader's: a run the kill cut short no longer holds the job at the take-over.
-            job: { name, lease: 1_500, renewEvery: 500 },
-            workMs: 50,
-            mode: 'leader',
-            leader: { lease: LEASE_MS, renewEvery: RENEW_MS },
-          },
-          events,
-        ),
-      );
-    }
-    const first = await waitFor(() => events.find((e) => e.event === 'start'), { timeoutMs: 15_000, message: 'a first run' });
-    await waitFor(() => events.filter((e) => e.event === 'end').length >= 3, { timeoutMs: 15_000, message: 'three runs' });
-    const victim = children.find((child) => child.id === first.instanceId)!;
-    const killedAt = Date.now();
-    await victim.kill('SIGKILL');
+  // A kill right after a renewal leaves the longest gap: the lease, then up to one renewal until a standby's next try.
+  it.each([
+    { leaseMs: LEASE_MS, renewMs: RENEW_MS, justRenewed: false },
+    { leaseMs: 6_000, renewMs: 1_000, justRenewed: true },
+  ])(
+    'a standby takes over within lease + renewal ($leaseMs ms + $renewMs ms), fires every slot of the gap, and no slot runs twice',
+    async ({ leaseMs, renewMs, justRenewed }) => {
+      const name = uniqueName('leader-kill');
+      const events: FixtureEvent[] = [];
+      for (let i = 0; i < 3; i++) {
+        children.push(
+          await spawnInstance(
+            {
+              instanceId: `${name}-${i}`,
+              expression: '* * * * * *',
+              // A job lease shorter than the leader's: a run the kill cut short no longer holds the job at the take-over.
+              job: { name, lease: 1_500, renewEvery: 500 },
+              workMs: 50,
+              keyPrefix: name,
+              mode: 'leader',
+              leader: { lease: leaseMs, renewEvery: renewMs },
+            },
+            events,
+          ),
+        );
+      }
+      const first = await waitFor(() => events.find((e) => e.event === 'start'), { timeoutMs: 15_000, message: 'a first run' });
+      await waitFor(() => events.filter((e) => e.event === 'end').length >= 3, { timeoutMs: 15_000, message: 'three runs' });
+      const victim = children.find((child) => child.id === first.instanceId)!;
+      if (justRenewed) {
+        await waitFor(async () => (await redis.pttl(`${name}:leader:{fleet}`)) > leaseMs - 100, {
+          timeoutMs: 5_000,
+          intervalMs: 5,
+          message: 'a renewal of the leadership',
+        });
+      }
+      const killedAt = Date.now();
+      await victim.kill('SIGKILL');
 
-    const takeover = await waitFor(() => events.find((e) => e.event === 'start' && e.instanceId !== first.instanceId), {
-      timeoutMs: 15_000,
-      message: 'a standby runs a slot',
-    });
-    // The standby waits for the dead leader's lease; then the election's next try takes it.
-    expect(takeover.at - killedAt).toBeLessThan(LEASE_MS + RENEW_MS + 1_500);
-    const until = Math.floor(takeover.at / 1000) * 1000 + 3_000;
-    await waitFor(async () => (await slotRows(name, until - 1000, until)).some((row) => row.status === 'completed'), {
-      timeoutMs: 15_000,
-      message: 'slots after the take-over',
-    });
-    const since = first.scheduledAt!;
-    const rows = await slotRows(name, since, until);
-    // Every slot from the first run on has its row, the ones that fell in the gap too.
-    expect(rows.map((row) => row.scheduledAt.getTime())).toEqual(
-      Array.from({ length: (until - since) / 1000 }, (_, i) => since + i * 1000),
-    );
-    // At most the run the kill cut short is not completed (its row is closed by a sweep).
-    const cut = rows.filter((row) => row.status !== 'completed');
-    expect(cut.length).toBeLessThanOrEqual(1);
-    for (const row of cut) expect(row.scheduledAt.getTime()).toBeLessThanOrEqual(killedAt + 100);
-    const starts = events.filter((e) => e.event === 'start').map((e) => e.executionId);
-    expect(new Set(starts).size).toBe(starts.length);
-    // Gap slots (scheduled between the kill and the take-over) ran late, on the new leader.
-    const gap = rows.filter((row) => row.scheduledAt.getTime() > killedAt && row.scheduledAt.getTime() < takeover.at);
-    expect(gap.length).toBeGreaterThan(0);
-    for (const row of gap) expect(row.instanceId).not.toBe(first.instanceId);
-  });
+      const takeover = await waitFor(() => events.find((e) => e.event === 'start' && e.instanceId !== first.instanceId), {
+        timeoutMs: 15_000,
+        message: 'a standby runs a slot',
+      });
+      // The standby waits for the dead leader's lease; then the election's next try takes it.
+      expect(takeover.at - killedAt).toBeLessThan(leaseMs + renewMs + 1_500);
+      const until = Math.floor(takeover.at / 1000) * 1000 + 3_000;
+      await waitFor(async () => (await slotRows(name, until - 1000, until)).some((row) => row.status === 'completed'), {
+        timeoutMs: 15_000,
+        message: 'slots after the take-over',
+      });
+      const since = first.scheduledAt!;
+      const rows = await slotRows(name, since, until);
+      // Every slot from the first run on has its row, the ones that fell in the gap too.
+      expect(rows.map((row) => row.scheduledAt.getTime())).toEqual(
+        Array.from({ length: (until - since) / 1000 }, (_, i) => since + i * 1000),
+      );
+      // At most the run the kill cut short is not completed (its row is closed by a sweep).
+      const cut = rows.filter((row) => row.status !== 'completed');
+      expect(cut.length).toBeLessThanOrEqual(1);
+      for (const row of cut) expect(row.scheduledAt.getTime()).toBeLessThanOrEqual(killedAt + 100);
+      const starts = events.filter((e) => e.event === 'start').map((e) => e.executionId);
+      expect(new Set(starts).size).toBe(starts.length);
+      // Gap slots (scheduled between the kill and the take-over) ran late, on the new leader.
+      const gap = rows.filter((row) => row.scheduledAt.getTime() > killedAt && row.scheduledAt.getTime() < takeover.at);
+      expect(gap.length).toBeGreaterThan(0);
+      for (const row of gap) expect(row.instanceId).not.toBe(first.instanceId);
+      if (justRenewed) expect(gap.length).toBeGreaterThanOrEqual(5);
+    },
+    60_000,
+  );
 });
 
 describe("mode: 'leader': a job declared `disabled` and started through SchedulerRegistry", () => {
