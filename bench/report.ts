@@ -124,7 +124,7 @@ function overheadSection(results: BenchResults, svgPath: string): string[] {
     `A job \`'* * * * * *'\` whose handler returns at once, in Nest apps started inside one process (as test/support/app.ts does), each app with its own ioredis client and PrismaClient. ` +
       `${o.rounds} round(s) × ${o.secondsPerRound} s per variant, variants interleaved round by round. ` +
       'Delay = handler start − scheduled slot instant (for `@Cron`, the whole second it fired for; for `@DistributedCron`, `ctx.scheduledAt`). ' +
-      'For `@DistributedCron` the timer fires 50 ms ahead of the slot; the claim (1 Redis round trip) and the run-history INSERT happen then, and the handler starts at the slot instant, so the delay is what is left of them after the slot plus timer lateness. ' +
+      'For `@DistributedCron` the timer fires ahead of the slot (50 ms when this was measured, 250 ms since); the claim (1 Redis round trip) and the run-history INSERT happen then, and the handler starts at the slot instant, so the delay is what is left of them after the slot plus timer lateness. ' +
       'CPU = `process.cpuUsage()` of the whole process per slot, i.e. all instances of the variant together (N−1 of them lose the claim).',
   );
   out.push('');
@@ -587,7 +587,7 @@ function findingsSection(results: BenchResults): string[] {
       out.push(
         `- **Overhead.** With one instance the handler starts ${signed(one.vsBaseline.addedDelayMs.p50)} ms relative to a plain \`@Cron\` at the median ` +
           `(${x(one.vsBaseline.delayRatio.p50)}), ${signed(one.vsBaseline.addedDelayMs.p99)} ms at p99 (${x(one.vsBaseline.delayRatio.p99)}). Before the handler the winner makes one Redis call ` +
-          `(median ${fmt(one.redisCallMs.p50)} ms) and one INSERT into the run history (median ${fmt(one.sqlCallMs.p50)} ms); both happen in the 50 ms the timer fires ahead of the slot, ` +
+          `(median ${fmt(one.redisCallMs.p50)} ms) and one INSERT into the run history (median ${fmt(one.sqlCallMs.p50)} ms); both happen in the time the timer fires ahead of the slot, ` +
           'and the handler is then started by its own timer at the slot instant (a plain `@Cron` goes through the `cron` package’s tick, which is late by a few ms). ' +
           (many?.vsBaseline
             ? `With ${many.instances} instances: ${signed(many.vsBaseline.addedDelayMs.p50)} ms at the median, ${signed(many.vsBaseline.addedDelayMs.p99)} ms at p99; ` +

@@ -6,9 +6,10 @@ const MAX_WAIT_MS = 60 * 60 * 1000;
 const MAX_OVERDUE = 5;
 /**
  * How long before a slot its timer fires, so that the claim and the run-history INSERT are done
- * when the slot arrives; the executor starts the handler at the slot instant.
+ * when the slot arrives; the executor starts the handler at the slot instant. Long enough for a
+ * burst of a thousand jobs on the same second (50 ms left a p50 of 70 ms after the slot there).
  */
-export const CLAIM_AHEAD_MS = 50;
+export const CLAIM_AHEAD_MS = 250;
 
 /**
  * Fires a job's slots, `aheadMs` before each one. The slot handed to `onSlot` comes from the
