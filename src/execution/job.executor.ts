@@ -3,7 +3,7 @@ import type { CronContext, FireOutcome, RunRecord, RunTrigger, SlotInfo } from '
 import * as messages from '../distributed-cron.messages.js';
 import { describeError } from '../errors/error.redact.js';
 import { defaultExecutionId, type JobConfig } from '../config/job.config.js';
-import { CLAIM_AHEAD_MS } from '../scheduling/job.timer.js';
+import { claimAheadMs } from '../scheduling/job.timer.js';
 import type { LeaseKeeper } from '../leasing/lease.keeper.js';
 import { ExecutorContext, type ExecutorDeps, type JobStats, type Started } from './executor.context.js';
 import { abortReason, execute } from './run.attempt.js';
@@ -229,9 +229,9 @@ export class JobExecutor {
     return Math.min(1_000, Math.floor((this.ctx.job.schedule.next(scheduledAt).getTime() - scheduledAt.getTime()) / 4));
   }
 
-  /** Milliseconds until the slot instant on this instance's clock, at most CLAIM_AHEAD_MS; ≤ 0 once it is due. */
+  /** Milliseconds until the slot instant on this instance's clock, at most the job's claim-ahead time; ≤ 0 once it is due. */
   private untilSlot(scheduledAt: Date): number {
-    return Math.min(scheduledAt.getTime() - this.ctx.deps.clock(), CLAIM_AHEAD_MS);
+    return Math.min(scheduledAt.getTime() - this.ctx.deps.clock(), claimAheadMs(this.ctx.job.overlap));
   }
 
   /**

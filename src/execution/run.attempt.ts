@@ -3,7 +3,7 @@ import type { CronContext, RunReport, RunTrigger, SlotInfo } from '../distribute
 import * as messages from '../distributed-cron.messages.js';
 import { describeError } from '../errors/error.redact.js';
 import type { LeaseKeeper } from '../leasing/lease.keeper.js';
-import { CLAIM_AHEAD_MS } from '../scheduling/job.timer.js';
+import { claimAheadMs } from '../scheduling/job.timer.js';
 import { MAX_TIMER_MS } from '../config/duration.parse.js';
 import type { HeldLease } from '../leasing/lease.store.js';
 import type { FinalStatus } from '../history/run-history.js';
@@ -248,7 +248,7 @@ export async function execute(
 /** Milliseconds until the job's next slot is claimed (ahead of it, with a margin); 0 when that is now. */
 function untilNextSlotNear(ctx: ExecutorContext): number {
   const now = ctx.deps.clock();
-  const claimAt = ctx.job.schedule.next(new Date(now)).getTime() - CLAIM_AHEAD_MS - 50;
+  const claimAt = ctx.job.schedule.next(new Date(now)).getTime() - claimAheadMs(ctx.job.overlap) - 50;
   return Math.min(Math.max(0, claimAt - now), MAX_TIMER_MS);
 }
 

@@ -16,7 +16,7 @@ import { DistributedCronRuntime } from './distributed-cron.runtime.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
 import { checkOverriddenJobsExist, resolveJobConfig } from '../config/job.config.js';
 import { JobExecutor } from '../execution/job.executor.js';
-import { CLAIM_AHEAD_MS, JobTimer } from '../scheduling/job.timer.js';
+import { claimAheadMs, JobTimer } from '../scheduling/job.timer.js';
 import { Topology } from '../topology/topology.js';
 import { DistributedCronOrchestrator } from './distributed-cron.orchestrator.js';
 import { registerInSchedulerRegistry } from './scheduler-registry.bridge.js';
@@ -87,7 +87,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         (skipped) =>
           runtime.logger.warn(`job '${job.name}': the event loop stalled; ${skipped} overdue slots were left to other instances`),
         job.startGraceMs,
-        CLAIM_AHEAD_MS,
+        claimAheadMs(job.overlap),
       );
       runtime.jobs.set(job.name, { executor, timer });
     }

@@ -9,7 +9,18 @@ const MAX_OVERDUE = 5;
  * when the slot arrives; the executor starts the handler at the slot instant. Long enough for a
  * burst of a thousand jobs on the same second (50 ms left a p50 of 70 ms after the slot there).
  */
-export const CLAIM_AHEAD_MS = 250;
+const CLAIM_AHEAD_MS = 250;
+
+/**
+ * Under `overlap: 'allow'` runs overlap, each under its own fencing token: claimed long before its
+ * instant, a slot's token could be handed out before that of a late, older slot, whose handler
+ * then starts first with the higher token. Those jobs claim only just ahead.
+ */
+const ALLOW_CLAIM_AHEAD_MS = 50;
+
+export function claimAheadMs(overlap: string): number {
+  return overlap === 'allow' ? ALLOW_CLAIM_AHEAD_MS : CLAIM_AHEAD_MS;
+}
 
 /**
  * Fires a job's slots, `aheadMs` before each one. The slot handed to `onSlot` comes from the

@@ -147,16 +147,18 @@ describe("mode: 'leader': SIGKILL of the leader (three child processes)", () => 
       expect(rows.map((row) => row.scheduledAt.getTime())).toEqual(
         Array.from({ length: (until - since) / 1000 }, (_, i) => since + i * 1000),
       );
-      // At most the run the kill cut short is not completed (its row is closed by a sweep).
+      // At most the slots the kill cut short are not completed (their rows are closed by a sweep): the
+      // run going at the kill, and the slot the leader had claimed ahead of its instant (250 ms).
       const cut = rows.filter((row) => row.status !== 'completed');
-      expect(cut.length).toBeLessThanOrEqual(1);
-      for (const row of cut) expect(row.scheduledAt.getTime()).toBeLessThanOrEqual(killedAt + 100);
+      expect(cut.length).toBeLessThanOrEqual(2);
+      for (const row of cut) expect(row.scheduledAt.getTime()).toBeLessThanOrEqual(killedAt + 400);
       const starts = events.filter((e) => e.event === 'start').map((e) => e.executionId);
       expect(new Set(starts).size).toBe(starts.length);
       // Gap slots (scheduled between the kill and the take-over) ran late, on the new leader.
       const gap = rows.filter((row) => row.scheduledAt.getTime() > killedAt && row.scheduledAt.getTime() < takeover.at);
       expect(gap.length).toBeGreaterThan(0);
-      for (const row of gap) expect(row.instanceId).not.toBe(first.instanceId);
+      // (A slot the old leader claimed ahead, just before the kill, is one of the cut rows above.)
+      for (const row of gap) if (row.status === 'completed') expect(row.instanceId).not.toBe(first.instanceId);
       if (justRenewed) expect(gap.length).toBeGreaterThanOrEqual(5);
     },
     60_000,

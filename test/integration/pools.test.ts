@@ -113,7 +113,7 @@ describe('resource pools', () => {
     for (const job of jobs) await expectOneRowPerSlot(job, slots[0]! + 1_000, slots.at(-1)!);
   });
 
-  it('two instances, pool of 1 each, two one-second jobs of 700 ms: slots go to the instance with room', async () => {
+  it('two instances, pool of 1 each, two one-second jobs of 500 ms: slots go to the instance with room', async () => {
     const name = uniqueName('pools-fleet');
     const jobs = [`${name}-a`, `${name}-b`];
     const config = (instance: string) => ({
@@ -121,7 +121,7 @@ describe('resource pools', () => {
       role: 'all' as const,
       keyPrefix: name,
       pools: { heavy: 1 },
-      jobs: jobs.map((job) => ({ expression: '* * * * * *', options: { name: job, pool: 'heavy', lease: '2s' }, workMs: 700 })),
+      jobs: jobs.map((job) => ({ expression: '* * * * * *', options: { name: job, pool: 'heavy', lease: '2s' }, workMs: 500 })),
     });
     await Promise.all([fleet.start(config('a')), fleet.start(config('b'))]);
     const startedAt = Date.now();
