@@ -67,11 +67,11 @@ export class SlotDispatcher {
     },
   ) {}
 
-  /** Joins the fleet's member list (and keeps renewing the entry), or the leader election. */
   /**
-   * Resolves once this instance has read the member list (at most `FIRST_BEAT_WAIT_MS`), so its
-   * first slots are not claimed by every instance at once, and renews its entry every
-   * `MEMBER_EVERY_MS` (the first few times sooner, while a fleet that starts together joins).
+   * Joins the leader election, or the fleet's member list: resolves once this instance has read
+   * the list (at most `FIRST_BEAT_WAIT_MS`), so its first slots are not claimed by every instance
+   * at once, and renews its entry every `MEMBER_EVERY_MS` (the first few times sooner, while a
+   * fleet that starts together joins).
    */
   async start(): Promise<void> {
     if (this.leader) {
@@ -158,19 +158,21 @@ export class SlotDispatcher {
   private async claimLeftovers(): Promise<void> {
     const items = this.deferred;
     this.deferred = [];
+    // One receipt per (preferred instance, slot instant), read in one call.
+    const keys = items.map((item) => `${item.preferred}\n${item.slot.getTime()}`);
     const pairs = new Map<string, readonly [string, number]>();
-    for (const item of items) pairs.set(`${item.preferred}\n${item.slot.getTime()}`, [item.preferred, item.slot.getTime()]);
-    const keys = [...pairs.keys()];
+    items.forEach((item, i) => pairs.set(keys[i]!, [item.preferred, item.slot.getTime()]));
     let receipts: Map<string, Set<string> | null>;
     try {
       const found = await this.fleet!.receipts([...pairs.values()]);
-      receipts = new Map(keys.map((key, i) => [key, found[i]!]));
+      const pairKeys = [...pairs.keys()];
+      receipts = new Map(pairKeys.map((key, i) => [key, found[i]!]));
     } catch (error) {
       if (!this.outage) this.logger.warn(`could not read the fleet's claim receipts, claiming every slot: ${describeError(error)}`);
       receipts = new Map();
     }
-    for (const item of items) {
-      const receipt = receipts.get(`${item.preferred}\n${item.slot.getTime()}`);
+    for (const [i, item] of items.entries()) {
+      const receipt = receipts.get(keys[i]!);
       if (receipt && !receipt.has(item.executor.job.name)) {
         item.executor.watch(item.slot, item.watcher);
       } else if (!this.stopped) {
