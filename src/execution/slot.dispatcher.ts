@@ -43,6 +43,7 @@ export class SlotDispatcher {
   private seeds: number[] = [];
   private myIndex = -1;
   private readonly jobHashes = new Map<string, number>();
+  private readonly ranked = new Int32Array(3);
   private heartbeat: NodeJS.Timeout | undefined;
   private outage = false;
   /** Receipts to send after this turn's claims: slot instant → jobs declined. */
@@ -121,7 +122,8 @@ export class SlotDispatcher {
       return;
     }
     const slotMs = slot.getTime();
-    const [first, second, third] = this.rank(executor.job.name, slotMs);
+    const ranked = this.rank(executor.job.name, slotMs);
+    const first = ranked[0]!;
     if (first === this.myIndex) {
       const declined = this.receiptFor(slotMs);
       if (executor.hasRoom()) {
@@ -130,7 +132,7 @@ export class SlotDispatcher {
       }
       declined.push(executor.job.name);
     }
-    const watcher = second === this.myIndex || third === this.myIndex || n <= 2;
+    const watcher = ranked[1] === this.myIndex || ranked[2] === this.myIndex || n <= 2;
     this.deferred.push({ executor, slot, preferred: this.members[first]!, watcher });
     if (this.deferred.length === 1) setTimeout(() => void this.claimLeftovers(), PREFERRED_HEAD_START_MS);
   }
@@ -239,31 +241,42 @@ export class SlotDispatcher {
     return `${this.group}|${this.instanceId}`;
   }
 
-  /** Indices of the first three members for this slot (fewer members: repeated -1). */
-  private rank(jobName: string, slotMs: number): [number, number, number] {
+  /**
+   * Indices of the first three members for this slot (fewer members: -1), in `ranked` (reused:
+   * this runs for every job at every slot, so it allocates nothing).
+   */
+  private rank(jobName: string, slotMs: number): Int32Array {
     let jobHash = this.jobHashes.get(jobName);
     if (jobHash === undefined) {
       jobHash = fnv1a(jobName);
       this.jobHashes.set(jobName, jobHash);
     }
     const item = mix(mix(jobHash ^ (slotMs % 0x1_0000_0000)) ^ Math.floor(slotMs / 0x1_0000_0000));
-    let a = -1;
-    let b = -1;
-    let c = -1;
+    const ranked = this.ranked;
+    ranked.fill(-1);
     let sa = -1;
     let sb = -1;
     let sc = -1;
     for (let i = 0; i < this.seeds.length; i++) {
       const score = mix(item ^ this.seeds[i]!);
       if (score > sa) {
-        [c, sc, b, sb, a, sa] = [b, sb, a, sa, i, score];
+        ranked[2] = ranked[1]!;
+        sc = sb;
+        ranked[1] = ranked[0]!;
+        sb = sa;
+        ranked[0] = i;
+        sa = score;
       } else if (score > sb) {
-        [c, sc, b, sb] = [b, sb, i, score];
+        ranked[2] = ranked[1]!;
+        sc = sb;
+        ranked[1] = i;
+        sb = score;
       } else if (score > sc) {
-        [c, sc] = [i, score];
+        ranked[2] = i;
+        sc = score;
       }
     }
-    return [a, b, c];
+    return ranked;
   }
 }
 

@@ -31,6 +31,11 @@ export class PrismaRunHistory implements RunHistory {
 
   constructor(private readonly prisma: PrismaClientLike) {}
 
+  async warmUp(): Promise<void> {
+    // Three statements at once: three pooled connections, each statement parsed once.
+    await Promise.all([insertMany(this.prisma, []), notStartedMany(this.prisma, []), finishMany(this.prisma, [])]);
+  }
+
   async begin(request: BeginRequest): Promise<BeginOutcome> {
     if (await this.inserts.add(request)) return { kind: 'start', attempt: 1, trigger: request.trigger };
     const stale = await this.staleFence(request.jobName, request.fencingToken);

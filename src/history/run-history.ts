@@ -104,6 +104,11 @@ export interface HistoryFilter {
  * fenced by that token, so a stale owner cannot overwrite a newer run's row.
  */
 export interface RunHistory {
+  /**
+   * Optional: opens connections and runs each statement of a slot's life once, with no rows, so
+   * the first slots do not pay for a cold client. Called at start-up, before the timers start.
+   */
+  warmUp?(): Promise<void>;
   begin(request: BeginRequest): Promise<BeginOutcome>;
   /** False when the row no longer belongs to this fencing token (another owner took over). */
   finish(request: FinishRequest): Promise<boolean>;

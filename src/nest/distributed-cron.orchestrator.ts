@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { SCHEDULING_ENV } from './distributed-cron.constants.js';
 import * as messages from '../distributed-cron.messages.js';
 import type { DistributedCronRuntime } from './distributed-cron.runtime.js';
@@ -9,6 +10,9 @@ import type { Topology } from '../topology/topology.js';
 import { jobSetGroup, SlotDispatcher } from '../execution/slot.dispatcher.js';
 import type { JobExecutor } from '../execution/job.executor.js';
 import { LeaderElector } from '../leasing/leader.elector.js';
+
+/** The longest start-up waits for a warm database client and the fleet's member list before the timers start. */
+const WARM_UP_WAIT_MS = 2_000;
 
 /**
  * The lifecycle of the mounted jobs on this instance: what starts at bootstrap (queue
@@ -56,11 +60,19 @@ export class DistributedCronOrchestrator {
           }
         : undefined,
     );
-    if (runtime.jobs.size > 0) await this.dispatcher.start();
+    const births = this.recordBirths();
+    if (runtime.jobs.size > 0) {
+      // The first slots find a warm database client and a read member list. Bounded: a database
+      // that is down or slow delays no start by more than WARM_UP_WAIT_MS (its slots then say so).
+      const warm = Promise.allSettled([births, runtime.history.warmUp?.(), this.dispatcher.start()]);
+      await Promise.race([warm, sleep(WARM_UP_WAIT_MS, undefined, { ref: false })]);
+    }
+    // Catch-up covers the slots before the timers start; the timers, those after.
+    const timersAt = new Date(runtime.clock());
     for (const { executor, timer } of runtime.jobs.values()) {
       if (!executor.job.disabled) timer.start();
     }
-    void this.recordBirthsThenCatchUp();
+    void births.then((born) => this.catchUp(born, timersAt));
     this.sweeper = new RunSweeper(runtime, runtime.sweepEveryMs);
     this.sweeper.start();
     if (runtime.retention && runtime.options.prisma) {
@@ -74,28 +86,34 @@ export class DistributedCronOrchestrator {
   }
 
   /**
-   * Records when the fleet first saw each scheduled job (one statement), then catches up each
-   * job's missed slots since then. Without its birth a job does not catch up: it fails closed.
+   * Records when the fleet first saw each scheduled job (one statement). Without its birth a job
+   * does not catch up: it fails closed (undefined).
    */
-  private async recordBirthsThenCatchUp(): Promise<void> {
+  private async recordBirths(): Promise<{ executors: JobExecutor[]; births: Map<string, Date> } | undefined> {
     const { runtime } = this;
     const executors = [...runtime.jobs.values()].map(({ executor }) => executor).filter((executor) => !executor.job.disabled);
-    if (executors.length === 0) return;
+    if (executors.length === 0) return undefined;
     const now = new Date(runtime.clock());
-    let births: Map<string, Date>;
     try {
-      births = await runtime.births.record(
+      const births = await runtime.births.record(
         executors.map(({ job }) => ({ jobName: job.name, expression: job.expression, timeZone: job.timeZone })),
         now,
       );
+      return { executors, births };
     } catch (error) {
       const catchingUp = executors.filter(({ job }) => job.catchUp.policy !== 'none').map(({ job }) => job.name);
       runtime.logger.error(messages.BIRTHS_UNAVAILABLE(catchingUp, describeError(error)));
-      return;
+      return undefined;
     }
+  }
+
+  /** Catches up each job's missed slots since its birth, up to `now` (when the timers started). */
+  private catchUp(born: Awaited<ReturnType<DistributedCronOrchestrator['recordBirths']>>, now: Date): void {
+    if (!born) return;
+    const { executors, births } = born;
     for (const executor of executors) {
       if (executor.job.catchUp.policy === 'none' || !executor.job.fires) continue;
-      void catchUpMissedSlots(executor, runtime.history, now, runtime.logger, births.get(executor.job.name) ?? now);
+      void catchUpMissedSlots(executor, this.runtime.history, now, this.runtime.logger, births.get(executor.job.name) ?? now);
     }
   }
 
