@@ -37,6 +37,8 @@ export class RunSweeper {
   private readonly deferred = new Map<string, number>();
   /** Execution IDs whose check or start is in flight. */
   private readonly inFlight = new Set<string>();
+  /** `running` rows the last sweep found (execution ID and token): looked at when found again. */
+  private seenRunning = new Set<string>();
   private sweeps = 0;
 
   constructor(
@@ -85,6 +87,7 @@ export class RunSweeper {
     };
 
     if (active.length > 0) {
+      const shortestLease = Math.min(...active.map((e) => e.job.leaseMs));
       await step('due retries', async () => {
         for (const row of await runtime.history.dueRetries(names, new Date(now), BATCH, exclude)) {
           const executor = byName.get(row.jobName);
@@ -92,14 +95,22 @@ export class RunSweeper {
         }
       });
       await step('running executions', async () => {
+        // A row is looked at from the second sweep that finds it running on: a run that has just
+        // started holds a live lease, and looking at thousands of those (a fleet starting up, a
+        // burst of jobs) would only race their own result writes.
+        const seen = new Set<string>();
         for (const row of await runtime.history.running(names, RUNNING_BATCH, [...this.inFlight])) {
+          const key = `${row.executionId}\n${row.fencingToken}`;
+          seen.add(key);
           const executor = byName.get(row.jobName);
-          if (executor) this.launch(row, executor.checks.checkOwner(row), () => false);
+          if (executor && this.seenRunning.has(key)) this.launch(row, executor.checks.checkOwner(row), () => false);
         }
+        // A row whose check is still in flight was left out of this sweep's list; it stays known.
+        for (const key of this.seenRunning) if (this.inFlight.has(key.slice(0, key.indexOf('\n')))) seen.add(key);
+        this.seenRunning = seen;
       });
       await step('queued slots', async () => {
         // A queued slot is normally handed the lease by the run it waits for; look at it once it has waited a lease.
-        const shortestLease = Math.min(...active.map((e) => e.job.leaseMs));
         for (const { row, superseded } of await runtime.history.queued(names, new Date(now - shortestLease), BATCH)) {
           const executor = byName.get(row.jobName);
           if (executor && !this.inFlight.has(row.executionId) && !this.deferred.has(row.executionId)) {

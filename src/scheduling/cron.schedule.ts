@@ -90,6 +90,8 @@ class ZonedCronSchedule implements CronSchedule {
   private readonly repeatedPolicy: 'once' | 'both';
   private readonly clock: ZoneClock;
   private cachedMinPeriodMs: number | undefined;
+  private lastAfter = Number.NaN;
+  private lastNext = Number.NaN;
 
   constructor(
     readonly expression: string,
@@ -206,6 +208,16 @@ class ZonedCronSchedule implements CronSchedule {
    * suppressed ('once').
    */
   private nextMs(after: number): number {
+    // Jobs with the same schedule share this instance (parseCronSchedule) and ask for the same
+    // instant at every tick: one computation for all of them.
+    if (after === this.lastAfter) return this.lastNext;
+    const next = this.computeNextMs(after);
+    this.lastAfter = after;
+    this.lastNext = next;
+    return next;
+  }
+
+  private computeNextMs(after: number): number {
     let t = Math.floor(after / SECOND_MS) * SECOND_MS + SECOND_MS;
     const maxYear = new Date(t).getUTCFullYear() + SEARCH_YEARS + 1;
     let change = this.fixedTime ? this.clock.lastTransitionAtOrBefore(t) : undefined;
@@ -304,6 +316,15 @@ class ZonedCronSchedule implements CronSchedule {
  * @throws CronExpressionError for a bad expression, RangeError for an unknown IANA zone (the
  * message names the zone) or an invalid `dst` value.
  */
+/** Parsed schedules by expression, zone and DST policy: immutable, so jobs share them (and their last answer). */
+const parsed = new Map<string, CronSchedule>();
+
 export function parseCronSchedule(expression: string, timeZone: string, dst: DstPolicy = {}): CronSchedule {
-  return new ZonedCronSchedule(expression, timeZone, dst);
+  const key = typeof expression === 'string' ? `${expression}\u0000${timeZone}\u0000${dst.gap}\u0000${dst.repeated}` : undefined;
+  const known = key === undefined ? undefined : parsed.get(key);
+  if (known) return known;
+  const schedule = new ZonedCronSchedule(expression, timeZone, dst);
+  // Bounded: an app with more distinct schedules than this parses the rest each time.
+  if (key !== undefined && parsed.size < 10_000) parsed.set(key, schedule);
+  return schedule;
 }
