@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeError } from '../errors/error.redact.js';
-import type { FleetCoordination } from '../leasing/fleet.coordination.js';
+import type { FleetCoordination, Receipt } from '../leasing/fleet.coordination.js';
 import type { JobExecutor } from './job.executor.js';
 import type { LeaderChange, LeaderElector } from '../leasing/leader.elector.js';
 import type { JobTimer } from '../scheduling/job.timer.js';
@@ -15,6 +15,12 @@ const MEMBER_TTL_MS = 3 * MEMBER_EVERY_MS;
 const FIRST_BEAT_WAIT_MS = 500;
 /** How long a receipt lives: far longer than the head start, so a late look still finds it. */
 const RECEIPT_TTL_MS = 30_000;
+/**
+ * A preferred instance with no receipt yet gets one more look this much later (about the claim
+ * lead: the slot instant) before the others claim its slots: a loaded instance (a fleet starting
+ * up) is late with its claims, and every instance claiming every slot then would load it more.
+ */
+const SECOND_LOOK_MS = 250;
 
 /** A slot left to its preferred instance, looked at again once the head start has passed. */
 interface Deferred {
@@ -23,6 +29,10 @@ interface Deferred {
   preferred: string;
   /** This instance is among the two next in line: it checks later that the slot got its row. */
   watcher: boolean;
+  /** The member list (its hash) the slot was ranked with: only a receipt from the same list is trusted. */
+  view: string;
+  /** This is the second look: a missing receipt now means claim. */
+  again: boolean;
 }
 
 /**
@@ -41,14 +51,17 @@ export class SlotDispatcher {
   /** Instance IDs of the live members of this instance's group, sorted; empty: claim everything at once. */
   private members: string[] = [];
   private seeds: number[] = [];
+  /** Hash of `members`: written in this instance's receipts, compared with the others'. */
+  private view = '';
   private myIndex = -1;
   private readonly jobHashes = new Map<string, number>();
   private readonly ranked = new Int32Array(3);
   private heartbeat: NodeJS.Timeout | undefined;
   private outage = false;
   /** Receipts to send after this turn's claims: slot instant → jobs declined. */
-  private receiptsDue: Map<number, string[]> | undefined;
+  private receiptsDue: Map<number, { view: string; declined: string[] }> | undefined;
   private deferred: Deferred[] = [];
+  private secondLook: Deferred[] = [];
   private stopped = false;
 
   private readonly startedAt = performance.now();
@@ -133,8 +146,8 @@ export class SlotDispatcher {
       declined.push(executor.job.name);
     }
     const watcher = ranked[1] === this.myIndex || ranked[2] === this.myIndex || n <= 2;
-    this.deferred.push({ executor, slot, preferred: this.members[first]!, watcher });
-    if (this.deferred.length === 1) setTimeout(() => void this.claimLeftovers(), PREFERRED_HEAD_START_MS);
+    this.deferred.push({ executor, slot, preferred: this.members[first]!, watcher, view: this.view, again: false });
+    if (this.deferred.length === 1) setTimeout(() => void this.claimLeftovers('deferred'), PREFERRED_HEAD_START_MS);
   }
 
   /** The declined list of this turn's receipt for `slotMs`; the receipts go out after the turn's claims. */
@@ -145,26 +158,33 @@ export class SlotDispatcher {
       setImmediate(() => {
         const due = this.receiptsDue!;
         this.receiptsDue = undefined;
-        for (const [ms, declined] of due) void this.fleet!.receipt(this.instanceId, ms, declined, RECEIPT_TTL_MS).catch(() => undefined);
+        for (const [ms, { view, declined }] of due) {
+          void this.fleet!.receipt(this.instanceId, ms, view, declined, RECEIPT_TTL_MS).catch(() => undefined);
+        }
       });
     }
-    let declined = this.receiptsDue.get(slotMs);
-    if (!declined) {
-      declined = [];
-      this.receiptsDue.set(slotMs, declined);
+    let receipt = this.receiptsDue.get(slotMs);
+    if (!receipt) {
+      receipt = { view: this.view, declined: [] };
+      this.receiptsDue.set(slotMs, receipt);
+    } else if (receipt.view !== this.view) {
+      receipt.view = '*';
     }
-    return declined;
+    return receipt.declined;
   }
 
-  /** After the head start: claim what the preferred instances did not; watch the rest. */
-  private async claimLeftovers(): Promise<void> {
-    const items = this.deferred;
-    this.deferred = [];
+  /**
+   * After the head start: claim what the preferred instances did not (no receipt at the second
+   * look, a receipt from another member list, or a declined job); watch the rest.
+   */
+  private async claimLeftovers(list: 'deferred' | 'secondLook'): Promise<void> {
+    const items = this[list];
+    this[list] = [];
     // One receipt per (preferred instance, slot instant), read in one call.
     const keys = items.map((item) => `${item.preferred}\n${item.slot.getTime()}`);
     const pairs = new Map<string, readonly [string, number]>();
     items.forEach((item, i) => pairs.set(keys[i]!, [item.preferred, item.slot.getTime()]));
-    let receipts: Map<string, Set<string> | null>;
+    let receipts: Map<string, Receipt | null>;
     try {
       const found = await this.fleet!.receipts([...pairs.values()]);
       const pairKeys = [...pairs.keys()];
@@ -175,7 +195,11 @@ export class SlotDispatcher {
     }
     for (const [i, item] of items.entries()) {
       const receipt = receipts.get(keys[i]!);
-      if (receipt && !receipt.has(item.executor.job.name)) {
+      if (receipt === null && !item.again && !this.stopped) {
+        item.again = true;
+        this.secondLook.push(item);
+        if (this.secondLook.length === 1) setTimeout(() => void this.claimLeftovers('secondLook'), SECOND_LOOK_MS);
+      } else if (receipt && receipt.view === item.view && !receipt.declined.has(item.executor.job.name)) {
         item.executor.watch(item.slot, item.watcher);
       } else if (!this.stopped) {
         void item.executor.fire(item.slot);
@@ -227,6 +251,7 @@ export class SlotDispatcher {
       this.members = ids;
       this.seeds = ids.map((id) => fnv1a(id));
       this.myIndex = ids.indexOf(this.instanceId);
+      this.view = fnv1a(ids.join('\n')).toString(36);
       if (this.outage) this.logger.log('the fleet member list is back: each slot is claimed by one instance first again');
       this.outage = false;
     } catch (error) {

@@ -11,12 +11,20 @@ export interface FleetCoordination {
   heartbeat(member: string, ttlMs: number): Promise<string[]>;
   leave(member: string): Promise<void>;
   /**
-   * Records that this instance sent the claims of the slots at `slotMs` it was preferred for,
-   * except the jobs in `declined`. Sent after those claims, in order, so they have run first.
+   * Records that this instance, ranking with the member list `view` (its hash), sent the claims
+   * of the slots at `slotMs` it was preferred for, except the jobs in `declined`. Sent after those
+   * claims, in order, so they have run first.
    */
-  receipt(instanceId: string, slotMs: number, declined: readonly string[], ttlMs: number): Promise<void>;
-  /** The receipts of `[instanceId, slotMs]` pairs: the declined jobs, or null where there is none. */
-  receipts(requests: ReadonlyArray<readonly [string, number]>): Promise<Array<Set<string> | null>>;
+  receipt(instanceId: string, slotMs: number, view: string, declined: readonly string[], ttlMs: number): Promise<void>;
+  /** The receipts of `[instanceId, slotMs]` pairs, or null where there is none. */
+  receipts(requests: ReadonlyArray<readonly [string, number]>): Promise<Array<Receipt | null>>;
+}
+
+/** What an instance's receipt for one slot instant says. */
+export interface Receipt {
+  /** The hash of the member list it ranked with; '*' when it ranked with two. */
+  view: string;
+  declined: Set<string>;
 }
 
 export const FLEET_SCRIPTS = {
@@ -40,18 +48,23 @@ export class RedisFleetCoordination implements FleetCoordination {
     await this.runner.run('fleet leave', FLEET_SCRIPTS.members, [this.membersKey()], [member, 60_000, '0']);
   }
 
-  async receipt(instanceId: string, slotMs: number, declined: readonly string[], ttlMs: number): Promise<void> {
-    await this.runner.run('fleet receipt', FLEET_SCRIPTS.receipt, [this.receiptKey(instanceId, slotMs)], [declined.join('\n'), ttlMs]);
+  async receipt(instanceId: string, slotMs: number, view: string, declined: readonly string[], ttlMs: number): Promise<void> {
+    const key = this.receiptKey(instanceId, slotMs);
+    await this.runner.run('fleet receipt', FLEET_SCRIPTS.receipt, [key], [view, declined.join('\n'), ttlMs]);
   }
 
-  async receipts(requests: ReadonlyArray<readonly [string, number]>): Promise<Array<Set<string> | null>> {
+  async receipts(requests: ReadonlyArray<readonly [string, number]>): Promise<Array<Receipt | null>> {
     if (requests.length === 0) return [];
     const keys = requests.map(([instanceId, slotMs]) => this.receiptKey(instanceId, slotMs));
     // Receipts of different instances live on different Cluster slots: one GET each there.
     const values = await this.runner.command('fleet receipts', () =>
       this.redis.isCluster ? Promise.all(keys.map((key) => this.redis.get(key))) : this.redis.mget(keys),
     );
-    return values.map((value) => (value === null ? null : new Set(value === '' ? [] : value.split('\n'))));
+    return values.map((value) => {
+      if (value === null) return null;
+      const [view = '', ...declined] = value.split('\n');
+      return { view, declined: new Set(declined.filter((job) => job !== '')) };
+    });
   }
 
   private membersKey(): string {
