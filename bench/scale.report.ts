@@ -280,7 +280,7 @@ function targets(scale: ScaleResult, bullmq: FleetStepResult[] | undefined): str
       `${num(s.delayMs.p99)} ms (${s.delayMs.p99 < 50 ? `${num(50 - s.delayMs.p99)} ms under` : `${num(s.delayMs.p99 / 50, 1)}× the target`})`,
       verdict(s.delayMs.p99 < 50),
       s.delayMs.p99 < 50
-        ? 'claims are sent 50 ms ahead of the slot, so the handler starts on its own timer at the instant'
+        ? 'claims and row INSERTs are sent 250 ms ahead of the slot, so the handler starts on its own timer at the instant'
         : `every job fires in the same second: the burst of claims, INSERTs and ${int(s.jobs)} handler starts queues on the CPU (machine ${num(s.cpuPct.machineBusy, 0)} % busy, busiest instance ${num(Math.max(...s.nodeWorkerCpuPct), 0)} %, event-loop delay p99 up to ${num(Math.max(...s.eventLoopDelayP99Ms), 0)} ms)`,
     ]);
   }

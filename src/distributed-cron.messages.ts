@@ -55,7 +55,9 @@ export const STORE_UNAVAILABLE = (jobName: string, executionId: string, error: s
 export const HISTORY_UNAVAILABLE = (jobName: string, executionId: string, error: string) =>
   `job '${jobName}': slot ${executionId} not run, the run history could not be written (failing closed): ${error}`;
 
-export const STORE_BACK = (jobName: string) => `job '${jobName}': Redis reachable again, slots run again`;
+export const STORE_BACK = (jobName: string, notRunSince: number) =>
+  `job '${jobName}': Redis reachable again, slots run again` +
+  (notRunSince > 0 ? ` (${notRunSince} more slot(s) not run meanwhile, each recorded with its reason)` : '');
 
 export const FINISH_NOT_RECORDED = (jobName: string, executionId: string, error: string) =>
   `job '${jobName}': could not record the end of ${executionId}; the row stays 'running' until its lease has expired and an instance's sweep closes it: ${error}`;

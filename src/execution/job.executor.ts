@@ -35,7 +35,8 @@ export class JobExecutor {
   private readonly ctx: ExecutorContext;
   /** What the sweep asks of this job: due retries, owners of running rows, queued rows, silent jobs. */
   readonly checks: SweepChecks;
-  private storeDown = false;
+  /** In a Redis outage: slots not run (nor logged) since its first; undefined when Redis answers. */
+  private outageSlots: number | undefined;
 
   constructor(job: JobConfig, invoke: (ctx: CronContext) => unknown, deps: ExecutorDeps) {
     this.ctx = new ExecutorContext(job, invoke, deps);
@@ -168,10 +169,8 @@ export class JobExecutor {
       return this.storeUnavailable(slot, executionId, error, trigger);
     }
     if (claim.kind !== 'won') unit?.release();
-    if (this.storeDown) {
-      this.storeDown = false;
-      this.ctx.deps.logger.log(messages.STORE_BACK(this.ctx.job.name));
-    }
+    if (this.outageSlots !== undefined) this.ctx.deps.logger.log(messages.STORE_BACK(this.ctx.job.name, this.outageSlots));
+    this.outageSlots = undefined;
 
     switch (claim.kind) {
       case 'ahead': {
@@ -383,9 +382,10 @@ export class JobExecutor {
   private async storeUnavailable(slot: SlotInfo, executionId: string, error: unknown, trigger: RunTrigger): Promise<FireOutcome> {
     this.ctx.stats.unavailable++;
     const text = describeError(error);
-    this.ctx.deps.logger.error(messages.STORE_UNAVAILABLE(this.ctx.job.name, executionId, text));
-    const firstOfOutage = !this.storeDown;
-    this.storeDown = true;
+    const firstOfOutage = this.outageSlots === undefined;
+    // One line per job per outage, not one per slot (thousands a second); each slot still gets its row.
+    if (firstOfOutage) this.ctx.deps.logger.error(messages.STORE_UNAVAILABLE(this.ctx.job.name, executionId, text));
+    this.outageSlots = firstOfOutage ? 0 : this.outageSlots! + 1;
     const recorded = await this.ctx.notStarted(slot, executionId, `not started: Redis unreachable: ${text}`, 'failed', trigger);
     // Without Redis there is no fleet-wide dedup: the instance that recorded the slot alerts, once
     // per outage; if the database is down too, every instance alerts once rather than none.

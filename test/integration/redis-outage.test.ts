@@ -36,7 +36,7 @@ describe('Redis goes away mid-run and comes back', () => {
       timeoutMs: 10_000,
       message: 'the outage is logged',
     });
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
     const upAt = Date.now();
     // Nothing ran while Redis was down (a run already claimed just before may finish).
     expect(runs.filter((t) => t > downAt + 1_000 && t < upAt)).toEqual([]);
@@ -46,11 +46,15 @@ describe('Redis goes away mid-run and comes back', () => {
     expect(notRun[0]!.error).toMatch(/not started: Redis unreachable/);
     // The app is still up and answering.
     expect(apps[0]!.cron.jobs()[0]!.stats.unavailable).toBeGreaterThan(0);
+    // One line per instance for the whole outage, not one per slot (each slot has its row instead).
+    expect(logs.matching('error', new RegExp(`job '${name}'.*Redis unreachable`))).toHaveLength(apps.length);
 
     await server.start();
     const restartedAt = new Date();
     await waitFor(async () => (await completed(name, restartedAt)) >= 2, { timeoutMs: 20_000, message: 'runs resume after Redis is back' });
     expect(logs.matching('log', new RegExp(`job '${name}': Redis reachable again`)).length).toBeGreaterThanOrEqual(1);
+    // ... and says how many slots it did not log one by one.
+    expect(logs.matching('log', new RegExp(`job '${name}': Redis reachable again, slots run again \\(\\d+ more slot`))).not.toEqual([]);
   });
 });
 
