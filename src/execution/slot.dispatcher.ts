@@ -213,7 +213,8 @@ export class SlotDispatcher {
 
   /**
    * A new leader fires the slots its timers passed while it was a standby, within the gap a
-   * leader change can leave (the old leadership's lease and one renewal, and a second): the
+   * leader change can leave (`gapMs`: an old leader frozen across a slot fires it late on waking,
+   * renews once more and may die before its row, so two leases and three renewals back): the
    * claim keeps each once (the old leader's claimed slots answer 'taken' and are watched for
    * their row), and a slot nobody claimed runs now, one after another per job. Older slots are
    * catch-up's. A leader that follows another (it saw a leader before it) fires the whole gap,

@@ -53,8 +53,11 @@ export class DistributedCronOrchestrator {
       runtime.elector && timing
         ? {
             elector: runtime.elector,
-            // The old leader stops firing by its local deadline; the new one takes over within a renewal after the lease.
-            gapMs: timing.leaseMs + timing.renewMs + 1_000,
+            // The oldest slot an old leader may have claimed without writing its row: frozen across
+            // the slot (less than a lease, or it is no leader on waking), it fires the slot late on
+            // waking, renews once more and dies; its key expires a lease later and the new leader
+            // takes over within a renewal after that. So two leases, three renewals and a second back.
+            gapMs: 2 * timing.leaseMs + 3 * timing.renewMs + 1_000,
             clock: runtime.clock,
             jobs: () => runtime.jobs.values(),
           }
