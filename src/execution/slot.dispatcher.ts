@@ -21,6 +21,8 @@ const RECEIPT_TTL_MS = 30_000;
  * up) is late with its claims, and every instance claiming every slot then would load it more.
  */
 const SECOND_LOOK_MS = 250;
+/** How long a new leader waits for the run history to say which slots of the gap have rows. */
+const GAP_ROWS_WAIT_MS = 1_000;
 
 /** A slot left to its preferred instance, looked at again once the head start has passed. */
 interface Deferred {
@@ -78,6 +80,8 @@ export class SlotDispatcher {
       gapMs: number;
       clock: () => number;
       jobs: () => Iterable<{ executor: JobExecutor; timer: JobTimer }>;
+      /** Which of these execution IDs have a row (the run history). */
+      recorded: (executionIds: string[]) => Promise<Set<string>>;
     },
   ) {}
 
@@ -222,8 +226,9 @@ export class SlotDispatcher {
    * first leader of a fleet (it saw none) fires only what its timers passed since it started.
    */
   private fireGap(followsLeader: boolean): void {
-    const { gapMs, jobs, clock } = this.leader!;
+    const { gapMs, jobs, clock, recorded } = this.leader!;
     const now = clock();
+    const gap: Array<{ executor: JobExecutor; due: Array<{ slot: Date; id: string | undefined }> }> = [];
     const upTo = performance.now() - this.startedAt;
     for (const { executor, timer } of jobs()) {
       // The slot the timer waits for: every one before it has passed (fired or not), even on a
@@ -232,14 +237,24 @@ export class SlotDispatcher {
       // The timer, not `disabled`: a job declared disabled may have been started through SchedulerRegistry.
       if (!timer.active || !next || !executor.job.fires) continue;
       const from = new Date(now - (followsLeader ? gapMs : Math.min(gapMs, upTo + executor.job.startGraceMs)));
-      const due: Date[] = [];
+      const due: Array<{ slot: Date; id: string | undefined }> = [];
       for (let slot = executor.job.schedule.next(from); slot.getTime() < next.getTime(); slot = executor.job.schedule.next(slot)) {
-        due.push(slot);
+        due.push({ slot, id: executionIdOf(executor, slot) });
       }
-      // Every slot of the gap (its length bounds them: a few per job), one after another: fired
-      // together, the first would make the others overlap it.
-      void due.reduce<Promise<unknown>>((previous, slot) => previous.then(() => executor.fire(slot)), Promise.resolve());
+      if (due.length > 0) gap.push({ executor, due });
     }
+    // Slots with a row were recorded by the old leader: one query for all, so the new leader's
+    // first runs do not wait behind a claim per slot it already ran (no answer within a second:
+    // fire them all, the claims keep each once).
+    const ids = gap.flatMap(({ due }) => due.flatMap(({ id }) => (id === undefined ? [] : [id])));
+    const noAnswer = sleep(GAP_ROWS_WAIT_MS, new Set<string>(), { ref: false });
+    void Promise.race([recorded(ids).catch(() => new Set<string>()), noAnswer]).then((rows) => {
+      for (const { executor, due } of gap) {
+        // The rest of the gap, one after another: fired together, the first would make the others overlap it.
+        const left = due.filter(({ id }) => id === undefined || !rows.has(id));
+        void left.reduce<Promise<unknown>>((previous, { slot }) => previous.then(() => executor.fire(slot)), Promise.resolve());
+      }
+    });
   }
 
   private async beat(): Promise<void> {
@@ -303,6 +318,15 @@ export class SlotDispatcher {
       }
     }
     return ranked;
+  }
+}
+
+/** The execution ID a slot is recorded under; undefined when the job's `executionId()` throws (its fire records that). */
+function executionIdOf(executor: JobExecutor, slot: Date): string | undefined {
+  try {
+    return executor.job.executionIdFor(executor.job.slotInfo(slot));
+  } catch {
+    return undefined;
   }
 }
 

@@ -60,6 +60,7 @@ export class DistributedCronOrchestrator {
             gapMs: 2 * timing.leaseMs + 3 * timing.renewMs + 1_000,
             clock: runtime.clock,
             jobs: () => runtime.jobs.values(),
+            recorded: (executionIds) => (executionIds.length === 0 ? Promise.resolve(new Set()) : runtime.history.existing(executionIds)),
           }
         : undefined,
     );
