@@ -50,11 +50,19 @@ describe('queue mode: 2 schedulers, 3 workers and an API instance as separate pr
       timeoutMs: 20_000,
       message: 'three tick runs',
     });
-    // A worker is killed in the middle of a long run.
-    const victimRun = await waitFor(() => fleet.starts(LONG).at(-1), { timeoutMs: 20_000, message: 'a long run' });
-    await sleep(1_000);
+    // A worker is killed in the middle of a long run (3 s): one that started less than a second
+    // ago by its own clock (a loaded machine can hand the test a start event late), killed a second in.
+    const victimRun = await waitFor(
+      () => {
+        const latest = fleet.starts(LONG).at(-1);
+        return latest && Date.now() - latest.at < 1_000 ? latest : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 20, message: 'a long run that has just started' },
+    );
+    await sleep(Math.max(0, victimRun.at + 1_000 - Date.now()));
     const killedAt = Date.now();
     await fleet.kill(victimRun.instanceId);
+    expect(fleet.events.some((e) => e.event === 'end' && e.executionId === victimRun.executionId)).toBe(false);
 
     // The API instance triggers a job; a worker runs it.
     fleet.trigger(`${name}-api`, MANUAL);
