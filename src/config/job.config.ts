@@ -83,6 +83,16 @@ export function defaultExecutionId(slot: SlotInfo): string {
   return `${slot.jobName}:${slot.scheduledAt.toISOString().slice(0, -5)}Z`;
 }
 
+/** The ID the executor records a slot under: the job's own, or the default when its `executionId()` throws. */
+export function recordedExecutionId(job: Pick<JobConfig, 'slotInfo' | 'executionIdFor'>, scheduledAt: Date): string {
+  const slot = job.slotInfo(scheduledAt);
+  try {
+    return job.executionIdFor(slot);
+  } catch {
+    return defaultExecutionId(slot);
+  }
+}
+
 /**
  * Validates one decorated method's options against the module's and returns its configuration.
  * Every error names the job and the option.

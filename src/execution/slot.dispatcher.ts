@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeError } from '../errors/error.redact.js';
 import type { FleetCoordination, Receipt } from '../leasing/fleet.coordination.js';
+import { recordedExecutionId } from '../config/job.config.js';
 import type { JobExecutor } from './job.executor.js';
 import type { LeaderChange, LeaderElector } from '../leasing/leader.elector.js';
 import type { JobTimer } from '../scheduling/job.timer.js';
@@ -228,7 +229,7 @@ export class SlotDispatcher {
   private fireGap(followsLeader: boolean): void {
     const { gapMs, jobs, clock, recorded } = this.leader!;
     const now = clock();
-    const gap: Array<{ executor: JobExecutor; due: Array<{ slot: Date; id: string | undefined }> }> = [];
+    const gap: Array<{ executor: JobExecutor; due: Array<{ slot: Date; id: string }> }> = [];
     const upTo = performance.now() - this.startedAt;
     for (const { executor, timer } of jobs()) {
       // The slot the timer waits for: every one before it has passed (fired or not), even on a
@@ -237,21 +238,21 @@ export class SlotDispatcher {
       // The timer, not `disabled`: a job declared disabled may have been started through SchedulerRegistry.
       if (!timer.active || !next || !executor.job.fires) continue;
       const from = new Date(now - (followsLeader ? gapMs : Math.min(gapMs, upTo + executor.job.startGraceMs)));
-      const due: Array<{ slot: Date; id: string | undefined }> = [];
+      const due: Array<{ slot: Date; id: string }> = [];
       for (let slot = executor.job.schedule.next(from); slot.getTime() < next.getTime(); slot = executor.job.schedule.next(slot)) {
-        due.push({ slot, id: executionIdOf(executor, slot) });
+        due.push({ slot, id: recordedExecutionId(executor.job, slot) });
       }
       if (due.length > 0) gap.push({ executor, due });
     }
     // Slots with a row were recorded by the old leader: one query for all, so the new leader's
     // first runs do not wait behind a claim per slot it already ran (no answer within a second:
     // fire them all, the claims keep each once).
-    const ids = gap.flatMap(({ due }) => due.flatMap(({ id }) => (id === undefined ? [] : [id])));
+    const ids = gap.flatMap(({ due }) => due.map(({ id }) => id));
     const noAnswer = sleep(GAP_ROWS_WAIT_MS, new Set<string>(), { ref: false });
     void Promise.race([recorded(ids).catch(() => new Set<string>()), noAnswer]).then((rows) => {
       for (const { executor, due } of gap) {
         // The rest of the gap, one after another: fired together, the first would make the others overlap it.
-        const left = due.filter(({ id }) => id === undefined || !rows.has(id));
+        const left = due.filter(({ id }) => !rows.has(id));
         void left.reduce<Promise<unknown>>((previous, { slot }) => previous.then(() => executor.fire(slot)), Promise.resolve());
       }
     });
@@ -318,15 +319,6 @@ export class SlotDispatcher {
       }
     }
     return ranked;
-  }
-}
-
-/** The execution ID a slot is recorded under; undefined when the job's `executionId()` throws (its fire records that). */
-function executionIdOf(executor: JobExecutor, slot: Date): string | undefined {
-  try {
-    return executor.job.executionIdFor(executor.job.slotInfo(slot));
-  } catch {
-    return undefined;
   }
 }
 

@@ -11,6 +11,12 @@ import { jobSetGroup, SlotDispatcher } from '../execution/slot.dispatcher.js';
 import type { JobExecutor } from '../execution/job.executor.js';
 import { LeaderElector } from '../leasing/leader.elector.js';
 
+/** The jobs whose births were recorded, and when the fleet first saw each. */
+interface Births {
+  executors: JobExecutor[];
+  births: Map<string, Date>;
+}
+
 /** The longest start-up waits for a warm database client and the fleet's member list before the timers start. */
 const WARM_UP_WAIT_MS = 2_000;
 
@@ -60,7 +66,7 @@ export class DistributedCronOrchestrator {
             gapMs: 2 * timing.leaseMs + 3 * timing.renewMs + 1_000,
             clock: runtime.clock,
             jobs: () => runtime.jobs.values(),
-            recorded: (executionIds) => (executionIds.length === 0 ? Promise.resolve(new Set()) : runtime.history.existing(executionIds)),
+            recorded: (executionIds) => runtime.history.existing(executionIds),
           }
         : undefined,
     );
@@ -93,7 +99,7 @@ export class DistributedCronOrchestrator {
    * Records when the fleet first saw each scheduled job (one statement). Without its birth a job
    * does not catch up: it fails closed (undefined).
    */
-  private async recordBirths(): Promise<{ executors: JobExecutor[]; births: Map<string, Date> } | undefined> {
+  private async recordBirths(): Promise<Births | undefined> {
     const { runtime } = this;
     const executors = [...runtime.jobs.values()].map(({ executor }) => executor).filter((executor) => !executor.job.disabled);
     if (executors.length === 0) return undefined;
@@ -112,7 +118,7 @@ export class DistributedCronOrchestrator {
   }
 
   /** Catches up each job's missed slots since its birth, up to `now` (when the timers started). */
-  private catchUp(born: Awaited<ReturnType<DistributedCronOrchestrator['recordBirths']>>, now: Date): void {
+  private catchUp(born: Births | undefined, now: Date): void {
     if (!born) return;
     const { executors, births } = born;
     for (const executor of executors) {

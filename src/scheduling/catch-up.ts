@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { FireOutcome } from '../distributed-cron.interfaces.js';
 import { describeError } from '../errors/error.redact.js';
-import { defaultExecutionId } from '../config/job.config.js';
+import { recordedExecutionId } from '../config/job.config.js';
 import type { JobExecutor } from '../execution/job.executor.js';
 import type { RunHistory } from '../history/run-history.js';
 
@@ -68,15 +68,7 @@ export async function catchUpMissedSlots(
       return;
     }
 
-    // The ID the executor will record the slot under (its own fallback when executionId() throws).
-    const ids = slots.map((slot) => {
-      const info = job.slotInfo(slot);
-      try {
-        return job.executionIdFor(info);
-      } catch {
-        return defaultExecutionId(info);
-      }
-    });
+    const ids = slots.map((slot) => recordedExecutionId(job, slot));
     const existing = await history.existing([...new Set(ids)]);
     let newestWithRow = -1;
     ids.forEach((id, i) => {
