@@ -38,6 +38,16 @@ interface Deferred {
   again: boolean;
 }
 
+/** Leader mode: a job's slots fired one after another after a leader change (see `fireGap`). */
+interface Replay {
+  /** Ends when the last slot in line has ended; carries the execution IDs of the gap that have rows. */
+  tail: Promise<Set<string>>;
+  /** Those execution IDs, as soon as the run history answered (at most `GAP_ROWS_WAIT_MS`). */
+  rows: Promise<Set<string>>;
+  /** Slots of the gap that have not ended yet: while there are, the job's own slots join the line. */
+  gapLeft: number;
+}
+
 /**
  * Decides, for each slot a timer fires, whether this instance claims it now or after a head
  * start. Every live instance ranks the instances of its group by a hash of (instance, job, slot)
@@ -66,6 +76,12 @@ export class SlotDispatcher {
   private deferred: Deferred[] = [];
   private secondLook: Deferred[] = [];
   private stopped = false;
+  /**
+   * Leader mode: per job, the slots of a gap being fired one after another (`tail`: the end of the
+   * last), and how many of them are still to start. The job's own slots that come meanwhile join
+   * the line instead of finding the job held by a late slot of the gap and skipping.
+   */
+  private readonly replays = new Map<JobExecutor, Replay>();
 
   private readonly startedAt = performance.now();
 
@@ -79,6 +95,8 @@ export class SlotDispatcher {
     private readonly leader?: {
       elector: LeaderElector;
       gapMs: number;
+      /** How long a slot waits in a job's line after it was due (see `inLine`). */
+      lineWaitMs: number;
       clock: () => number;
       jobs: () => Iterable<{ executor: JobExecutor; timer: JobTimer }>;
       /** Which of these execution IDs have a row (the run history). */
@@ -131,7 +149,12 @@ export class SlotDispatcher {
     if (!executor.job.fires) return;
     if (this.leader) {
       // The local deadline of the leadership: a leader that cannot renew stops firing before its lease can expire.
-      if (this.leader.elector.isLeader && !this.stopped) void executor.fire(slot);
+      if (!this.leader.elector.isLeader || this.stopped) return;
+      // `skip` only: a late slot of the gap holding the job would make this one a skipped overlap
+      // (`queue` queues it anyway, `allow` runs it beside, `replace` replaces the late one).
+      const replay = executor.job.overlap === 'skip' ? this.replays.get(executor) : undefined;
+      if (replay && replay.gapLeft > 0) this.inLine(executor, replay, slot);
+      else void executor.fire(slot);
       return;
     }
     const n = this.members.length;
@@ -213,7 +236,10 @@ export class SlotDispatcher {
   }
 
   private onLeaderChange(change: LeaderChange): void {
-    if (change.leader && !this.stopped) this.fireGap(change.previous !== null);
+    if (!change.leader || this.stopped) return;
+    // A leadership that ended longer than the gap ago (the whole fleet was down) left no slots to
+    // this one: its missed slots are catch-up's.
+    this.fireGap(change.previous !== null && (change.previousEndedMsAgo ?? 0) < this.leader!.gapMs);
   }
 
   /**
@@ -222,9 +248,10 @@ export class SlotDispatcher {
    * renews once more and may die before its row, so two leases and three renewals back): the
    * claim keeps each once (the old leader's claimed slots answer 'taken' and are watched for
    * their row), and a slot nobody claimed runs now, one after another per job. Older slots are
-   * catch-up's. A leader that follows another (it saw a leader before it) fires the whole gap,
-   * slots from before its own start too: it may have started just before the old leader died. The
-   * first leader of a fleet (it saw none) fires only what its timers passed since it started.
+   * catch-up's. A leader that follows another (it saw a leader before it, or the store remembers
+   * one whose lease ran out less than the gap ago) fires the whole gap, slots from before its own
+   * start too: it may have started just before, or just after, the old leader died. The first
+   * leader of a fleet fires only what its timers passed since it started.
    */
   private fireGap(followsLeader: boolean): void {
     const { gapMs, jobs, clock, recorded } = this.leader!;
@@ -249,12 +276,41 @@ export class SlotDispatcher {
     // fire them all, the claims keep each once).
     const ids = gap.flatMap(({ due }) => due.map(({ id }) => id));
     const noAnswer = sleep(GAP_ROWS_WAIT_MS, new Set<string>(), { ref: false });
-    void Promise.race([recorded(ids).catch(() => new Set<string>()), noAnswer]).then((rows) => {
-      for (const { executor, due } of gap) {
-        // The rest of the gap, one after another: fired together, the first would make the others overlap it.
-        const left = due.filter(({ id }) => !rows.has(id));
-        void left.reduce<Promise<unknown>>((previous, { slot }) => previous.then(() => executor.fire(slot)), Promise.resolve());
-      }
+    const rows = Promise.race([recorded(ids).catch(() => new Set<string>()), noAnswer]);
+    for (const { executor, due } of gap) {
+      // The rest of the gap, one after another: fired together, the first would make the others
+      // overlap it. After the line of an earlier leadership, if one is still going.
+      const before = this.replays.get(executor)?.tail;
+      const replay: Replay = { tail: before ? before.then(() => rows) : rows, rows, gapLeft: due.length };
+      this.replays.set(executor, replay);
+      for (const { slot, id } of due) this.inLine(executor, replay, slot, id);
+    }
+  }
+
+  /**
+   * Fires `slot` once the slots before it in the job's line have ended (a slot of the gap,
+   * `gapId` its execution ID, only if it has no row), and at the latest `lineWaitMs` after it was
+   * due: its claim must not wait on handlers of unknown length, as a slot this leader has not
+   * claimed when it dies can be older than the next leader's gap. The job's own slots are due at
+   * their instant, the gap's at once. The line is forgotten once its last slot has ended.
+   */
+  private inLine(executor: JobExecutor, replay: Replay, slot: Date, gapId?: string): void {
+    const { clock, lineWaitMs } = this.leader!;
+    let run: Promise<unknown> | undefined;
+    const fire = (rows: Set<string>): Promise<unknown> | undefined =>
+      (run ??= this.stopped || (gapId !== undefined && rows.has(gapId)) ? undefined : executor.fire(slot));
+    const dueAt = gapId === undefined ? slot.getTime() : clock();
+    const deadline = setTimeout(() => void replay.rows.then(fire), Math.max(0, dueAt + lineWaitMs - clock()));
+    deadline.unref();
+    const tail = replay.tail.then(async (rows) => {
+      clearTimeout(deadline);
+      await fire(rows);
+      if (gapId !== undefined) replay.gapLeft--;
+      return rows;
+    });
+    replay.tail = tail;
+    void tail.then(() => {
+      if (this.replays.get(executor) === replay && replay.tail === tail) this.replays.delete(executor);
     });
   }
 

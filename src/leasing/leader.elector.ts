@@ -25,7 +25,17 @@ export interface LeaderElectorOptions {
  * it (another instance, its own earlier leadership, or null); a loss says why.
  */
 export type LeaderChange =
-  { leader: true; fencingToken: number; previous: LeaderInfo | null } | { leader: false; fencingToken: number; reason: string };
+  | {
+      leader: true;
+      fencingToken: number;
+      previous: LeaderInfo | null;
+      /**
+       * How long ago the previous leadership's lease ran out, when this instance learnt of it
+       * from the store only (it did not see that leader itself: it had not started yet).
+       */
+      previousEndedMsAgo?: number;
+    }
+  | { leader: false; fencingToken: number; reason: string };
 
 /**
  * What is wrong with a leader's timing, or undefined. The leader must renew before its local
@@ -182,7 +192,7 @@ export class LeaderElector {
       `Redis no longer had its leader key (flushed, or expired unseen); it took it again under fencing token ${state.fencingToken}`,
     );
     // A reply too late to trust: the key is renewed at the next tick, and led from its reply.
-    if (validUntil > performance.now()) this.gain({ token: state.token, fencingToken: state.fencingToken, validUntil });
+    if (validUntil > performance.now()) this.gain({ token: state.token, fencingToken: state.fencingToken, validUntil }, state.previous);
   }
 
   private failed(error: unknown): void {
@@ -194,13 +204,18 @@ export class LeaderElector {
     this.checkDeadline();
   }
 
-  private gain(term: Term): void {
-    const previous = this.lastLeader;
+  /** `before`: the leadership before this one, as the store remembers it (it may be newer than any this instance saw). */
+  private gain(term: Term, before?: { leader: LeaderInfo; endedMsAgo: number }): void {
+    const seen = this.lastLeader;
     this.term = term;
     this.lastLeader = { instanceId: this.instanceId, fencingToken: term.fencingToken };
     this.armDeadline();
     this.logger.log(BECAME_LEADER(term.fencingToken));
-    this.emit({ leader: true, fencingToken: term.fencingToken, previous });
+    if (before && before.leader.fencingToken > (seen?.fencingToken ?? 0)) {
+      this.emit({ leader: true, fencingToken: term.fencingToken, previous: before.leader, previousEndedMsAgo: before.endedMsAgo });
+    } else {
+      this.emit({ leader: true, fencingToken: term.fencingToken, previous: seen });
+    }
   }
 
   private lose(reason: string, level: 'log' | 'warn' = 'warn'): void {

@@ -112,8 +112,15 @@ export interface LeadershipRequest {
   floor?: number;
 }
 
-/** `held`: the caller leads (the leadership was free and is now its, or its token renewed it). */
-export type LeaderState = { held: true; token: string; fencingToken: number } | { held: false; holder: LeaderInfo | null };
+/**
+ * `held`: the caller leads (the leadership was free and is now its, or its token renewed it).
+ * A leadership just taken may say which one came before it (a store that remembers it), and how
+ * many milliseconds ago that one's lease ran out (0: it had not, its leader resigned): the new
+ * leader fires the slots of the gap it may have left.
+ */
+export type LeaderState =
+  | { held: true; token: string; fencingToken: number; previous?: { leader: LeaderInfo; endedMsAgo: number } }
+  | { held: false; holder: LeaderInfo | null };
 
 /**
  * Where leases live. "Someone else has it" is a normal result, never an exception; an exception
@@ -246,5 +253,9 @@ export class KeyBuilder {
   /** The leader fencing counter; it never expires. */
   leaderFence(): string {
     return `${this.prefix}:leader:{fleet}:fence`;
+  }
+  /** The newest leadership and when its lease runs out; it never expires (see leader-3.lua). */
+  leaderLast(): string {
+    return `${this.prefix}:leader:{fleet}:last`;
   }
 }

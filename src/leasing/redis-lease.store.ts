@@ -30,7 +30,7 @@ const SCRIPTS = {
   refence: loadScript('refence-3.lua'),
   owner: loadScript('owner-4.lua'),
   failure: loadScript('failure-1.lua'),
-  leader: loadScript('leader-2.lua'),
+  leader: loadScript('leader-3.lua'),
   resign: loadScript('resign-1.lua'),
 };
 
@@ -308,12 +308,15 @@ export class RedisLeaseStore implements LeaseStore {
     const reply = (await this.runner.run(
       'leadership',
       SCRIPTS.leader,
-      [this.keys.leader(), this.keys.leaderFence()],
+      [this.keys.leader(), this.keys.leaderFence(), this.keys.leaderLast()],
       [request.instanceId, request.token ?? '', request.leaseMs, newToken(), request.floor ?? 0],
-    )) as [number, string];
+    )) as [number, string, string?, number?];
     const token = String(reply[1]);
     const holder = parseLeaderToken(token);
-    return reply[0] === 1 ? { held: true, token, fencingToken: holder.fencingToken } : { held: false, holder };
+    if (reply[0] !== 1) return { held: false, holder };
+    const state: LeaderState = { held: true, token, fencingToken: holder.fencingToken };
+    if (reply[2] !== undefined) state.previous = { leader: parseLeaderToken(String(reply[2])), endedMsAgo: Number(reply[3]) };
+    return state;
   }
 
   async resignLeadership(token: string): Promise<void> {

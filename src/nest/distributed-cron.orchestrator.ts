@@ -64,6 +64,9 @@ export class DistributedCronOrchestrator {
             // waking, renews once more and dies; its key expires a lease later and the new leader
             // takes over within a renewal after that. So two leases, three renewals and a second back.
             gapMs: 2 * timing.leaseMs + 3 * timing.renewMs + 1_000,
+            // A slot a new leader has to fire is claimed within this: were it to die then, the
+            // next leader's gap still reaches back to the slot (see `fireGap`).
+            lineWaitMs: timing.renewMs + 1_000,
             clock: runtime.clock,
             jobs: () => runtime.jobs.values(),
             recorded: (executionIds) => runtime.history.existing(executionIds),

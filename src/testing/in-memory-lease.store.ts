@@ -288,8 +288,10 @@ export class InMemoryLeaseStore implements LeaseStore {
     if (holder !== undefined) {
       if (request.token === undefined || holder !== request.token) return { held: false, holder: parseLeaderToken(holder) };
       this.pexpire(key, request.leaseMs);
+      this.set(this.keys.leaderLast(), `${holder}|${this.clock() + request.leaseMs}`);
       return { held: true, token: holder, fencingToken: parseLeaderToken(holder).fencingToken };
     }
+    const last = this.get(this.keys.leaderLast());
     const fenceKey = this.keys.leaderFence();
     let fence = this.incr(fenceKey);
     if (fence <= (request.floor ?? 0)) {
@@ -298,7 +300,16 @@ export class InMemoryLeaseStore implements LeaseStore {
     }
     const token = `${fence}:${request.instanceId}:${randomUUID()}`;
     this.set(key, token, request.leaseMs);
-    return { held: true, token, fencingToken: fence };
+    this.set(this.keys.leaderLast(), `${token}|${this.clock() + request.leaseMs}`);
+    const state: LeaderState = { held: true, token, fencingToken: fence };
+    const sep = last?.lastIndexOf('|') ?? -1;
+    if (last !== undefined && sep > 0) {
+      state.previous = {
+        leader: parseLeaderToken(last.slice(0, sep)),
+        endedMsAgo: Math.max(0, this.clock() - Number(last.slice(sep + 1))),
+      };
+    }
+    return state;
   }
 
   async resignLeadership(token: string): Promise<void> {

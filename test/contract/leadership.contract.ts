@@ -11,7 +11,7 @@ const BEYOND_LEASE_MS = 550;
 
 export function leadershipContract(setup: () => Promise<LeaseStoreHarness> | LeaseStoreHarness): void {
   describe('leadership', () => {
-    async function lead(h: LeaseStoreHarness, instanceId: string, floor?: number): Promise<{ token: string; fencingToken: number }> {
+    async function lead(h: LeaseStoreHarness, instanceId: string, floor?: number) {
       const state = await h.store.leadership({ instanceId, leaseMs: LEASE_MS, floor });
       if (!state.held) throw new Error(`expected ${instanceId} to take the leadership, ${JSON.stringify(state.holder)} holds it`);
       return state;
@@ -23,6 +23,7 @@ export function leadershipContract(setup: () => Promise<LeaseStoreHarness> | Lea
       expect(await h.store.currentLeader()).toBeNull();
       const a = await lead(h, 'pod:a');
       expect(a.fencingToken).toBe(1);
+      expect(a.previous).toBeUndefined();
       expect(a.token.startsWith('1:pod:a:')).toBe(true);
       const holder = { instanceId: 'pod:a', fencingToken: 1 };
       expect(await h.store.leadership({ instanceId: 'b', leaseMs: LEASE_MS })).toEqual({ held: false, holder });
@@ -36,7 +37,11 @@ export function leadershipContract(setup: () => Promise<LeaseStoreHarness> | Lea
       await h.forget();
       const a = await lead(h, 'a');
       await h.advance(LEASE_MS / 2);
-      expect(await h.store.leadership({ instanceId: 'a', token: a.token, leaseMs: LEASE_MS })).toEqual({ held: true, ...a });
+      expect(await h.store.leadership({ instanceId: 'a', token: a.token, leaseMs: LEASE_MS })).toEqual({
+        held: true,
+        token: a.token,
+        fencingToken: a.fencingToken,
+      });
       await h.advance(LEASE_MS * 0.6);
       expect(await h.store.leadership({ instanceId: 'b', leaseMs: LEASE_MS })).toMatchObject({
         held: false,
@@ -56,6 +61,30 @@ export function leadershipContract(setup: () => Promise<LeaseStoreHarness> | Lea
         held: false,
         holder: { instanceId: 'b', fencingToken: 2 },
       });
+    });
+
+    it('a leadership taken after one expired says which one it was and how long ago its lease ran out', async () => {
+      // A standby that starts after the leader died has never seen it: the store tells it.
+      const h = await setup();
+      await h.forget();
+      const a = await lead(h, 'a');
+      await h.advance(LEASE_MS / 2);
+      // Renewed: its lease runs out a full lease after the renewal (at 600 ms), not at 400 ms.
+      expect((await h.store.leadership({ instanceId: 'a', token: a.token, leaseMs: LEASE_MS })).held).toBe(true);
+      await h.advance(LEASE_MS + 200);
+      const b = await lead(h, 'b');
+      expect(b.previous?.leader).toEqual({ instanceId: 'a', fencingToken: 1 });
+      expect(b.previous!.endedMsAgo).toBeGreaterThanOrEqual(150);
+      expect(b.previous!.endedMsAgo).toBeLessThan(350);
+    });
+
+    it('after a resignation, the next leadership says its lease had not run out', async () => {
+      const h = await setup();
+      await h.forget();
+      const a = await lead(h, 'a');
+      await h.store.resignLeadership(a.token);
+      const b = await lead(h, 'b');
+      expect(b.previous).toEqual({ leader: { instanceId: 'a', fencingToken: 1 }, endedMsAgo: 0 });
     });
 
     it('resigning frees it at once; a token that no longer holds it resigns nothing', async () => {

@@ -120,6 +120,26 @@ describe('LeaderElector', () => {
     await b.e.stop();
   });
 
+  it('a standby that started after the leader died learns of it from the store: the change names it and when its lease ran out', async () => {
+    const store = newStore();
+    const a = elector(store, 'a');
+    a.e.start();
+    await vi.advanceTimersByTimeAsync(2 * RENEW_MS);
+    // a dies (its process is gone: no resignation, its key expires); b starts a second later.
+    a.link.mode = 'hang';
+    await vi.advanceTimersByTimeAsync(LEASE_MS + RENEW_MS);
+    const b = elector(store, 'b');
+    b.e.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(b.e.isLeader).toBe(true);
+    const { at: _, ...gained } = b.changes[0]!;
+    expect(gained).toMatchObject({ leader: true, fencingToken: 2, previous: { instanceId: 'a', fencingToken: 1 } });
+    // a's last renewal was sent at 2 × renew; its lease ran out a lease later, a renewal before b started.
+    expect(gained).toHaveProperty('previousEndedMsAgo', RENEW_MS);
+    await a.e.stop();
+    await b.e.stop();
+  });
+
   it('a leader whose calls hang stops leading at send + lease − margin, before the key expires and another takes over', async () => {
     const { a, b } = await leaderAndStandby();
     await vi.advanceTimersByTimeAsync(2 * RENEW_MS);

@@ -1,7 +1,8 @@
 /**
  * Fleet mode's dispatcher, with a fleet coordination kept in memory: who claims each slot first,
  * and what the others do when the first one's receipt is missing or was ranked with another
- * member list. (The claim in Redis is what keeps a slot once; this only decides who tries.)
+ * member list. (The claim in Redis is what keeps a slot once; this only decides who tries.) And
+ * leader mode's: in what order a new leader fires the slots of the gap.
  */
 import { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,6 +10,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { JobExecutor } from '../../src/execution/job.executor.js';
 import { SlotDispatcher } from '../../src/execution/slot.dispatcher.js';
 import type { FleetCoordination, Receipt } from '../../src/leasing/fleet.coordination.js';
+import type { LeaderChange, LeaderElector } from '../../src/leasing/leader.elector.js';
+import type { JobTimer } from '../../src/scheduling/job.timer.js';
 
 const GROUP = 'g';
 const SLOT = new Date('2026-12-01T00:00:00Z');
@@ -117,5 +120,88 @@ describe('fleet mode: who claims a slot first', () => {
     expect(onA.fired.size).toBeLessThan(150);
     await sleep(400);
     expect(onA.fired.size).toBe(200);
+  });
+});
+
+describe("leader mode: a new leader's gap", () => {
+  const at = (ss: string): number => Date.parse(`2026-12-01T00:00:${ss}Z`);
+
+  /** One job every second (`overlap: 'skip'`); `fire` takes `runMs` and records when each slot's run began and ended. */
+  function secondlyJob(runMs: number) {
+    const runs: Array<{ slot: number; start: number; end: number }> = [];
+    const executor = {
+      job: {
+        name: 'job',
+        fires: true,
+        overlap: 'skip',
+        startGraceMs: 10_000,
+        schedule: { next: (after: Date) => new Date(Math.floor(after.getTime() / 1000) * 1000 + 1000) },
+        slotInfo: (scheduledAt: Date) => ({ scheduledAt }),
+        executionIdFor: ({ scheduledAt }: { scheduledAt: Date }) => `job:${scheduledAt.getTime()}`,
+      },
+      fire: async (slot: Date) => {
+        const run = { slot: slot.getTime(), start: performance.now(), end: Number.NaN };
+        runs.push(run);
+        await sleep(runMs);
+        run.end = performance.now();
+        return 'ran';
+      },
+    } as unknown as JobExecutor;
+    return { executor, runs };
+  }
+
+  /**
+   * A dispatcher that has just become leader at 00:00:05.500 (its clock runs from there), after
+   * another leader: the gap is 00:00:01–05; the old leader recorded the slot at :03.
+   */
+  async function newLeader(executor: JobExecutor) {
+    const t0 = performance.now();
+    const clock = (): number => at('05.500') + (performance.now() - t0);
+    let announce: (change: LeaderChange) => void = () => undefined;
+    const elector = {
+      isLeader: true,
+      onChange: (listener: (change: LeaderChange) => void) => void (announce = listener),
+      start: () => undefined,
+      stop: () => Promise.resolve(),
+    } as unknown as LeaderElector;
+    const dispatcher = new SlotDispatcher(undefined, 'a', GROUP, new Logger('test'), {
+      elector,
+      gapMs: 5_000,
+      lineWaitMs: 1_000,
+      clock,
+      jobs: () => [{ executor, timer: { active: true, next: new Date(at('06')) } as JobTimer }],
+      recorded: (ids) => sleep(30).then(() => new Set(ids.filter((id) => id === `job:${at('03')}`))),
+    });
+    dispatchers.push(dispatcher);
+    await dispatcher.start();
+    announce({ leader: true, fencingToken: 2, previous: { instanceId: 'old', fencingToken: 1 } as never });
+    return { dispatcher, t0 };
+  }
+
+  it('fires the slots of the gap without a row one after another, and the own slots that come meanwhile after them', async () => {
+    const { executor, runs } = secondlyJob(40);
+    const { dispatcher } = await newLeader(executor);
+    // The job's own next slot, claimed ahead, comes while the gap is being fired.
+    await sleep(60);
+    dispatcher.dispatch(executor, new Date(at('06')));
+    await sleep(400);
+    expect(runs.map((run) => run.slot)).toEqual([at('01'), at('02'), at('04'), at('05'), at('06')]);
+    // One at a time: none began before the one before it ended.
+    for (let i = 1; i < runs.length; i++) expect(runs[i]!.start).toBeGreaterThanOrEqual(runs[i - 1]!.end);
+  });
+
+  it('no slot waits in that line more than a second after it was due: long runs do not hold claims back', async () => {
+    const { executor, runs } = secondlyJob(900);
+    const { dispatcher, t0 } = await newLeader(executor);
+    await sleep(60);
+    dispatcher.dispatch(executor, new Date(at('06')));
+    // In line behind runs of 0.9 s, the gap's last slot would start at 2.7 s and the own slot
+    // (instant at 0.5 s) at 3.6 s; the gap is due at once, the own slot at its instant.
+    await sleep(2_300);
+    const started = new Map(runs.map((run) => [run.slot, run.start - t0]));
+    for (const slot of [at('01'), at('02'), at('04'), at('05')]) expect(started.get(slot)).toBeLessThan(1_800);
+    expect(started.get(at('06'))).toBeGreaterThan(1_400);
+    expect(started.get(at('06'))).toBeLessThan(2_300);
+    expect(runs.map((run) => run.slot).sort()).toEqual([at('01'), at('02'), at('04'), at('05'), at('06')]);
   });
 });
