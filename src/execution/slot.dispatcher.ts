@@ -82,6 +82,10 @@ export class SlotDispatcher {
    * the line instead of finding the job held by a late slot of the gap and skipping.
    */
   private readonly replays = new Map<JobExecutor, Replay>();
+  /** The jobs' timers have started (see `timersStarted`). */
+  private timersOn = false;
+  /** Leader mode: a leadership gained before the timers started; whether it follows another leader. */
+  private pendingGap: boolean | undefined;
 
   private readonly startedAt = performance.now();
 
@@ -235,11 +239,28 @@ export class SlotDispatcher {
     }
   }
 
+  /**
+   * Called once the jobs' timers have started. A leadership gained before (during start-up: the
+   * election runs while the run history warms up) fires its gap now: the gap is read off the timers.
+   */
+  timersStarted(): void {
+    this.timersOn = true;
+    const pending = this.pendingGap;
+    this.pendingGap = undefined;
+    if (pending !== undefined && this.leader?.elector.isLeader && !this.stopped) this.fireGap(pending);
+  }
+
   private onLeaderChange(change: LeaderChange): void {
-    if (!change.leader || this.stopped) return;
+    if (!change.leader) {
+      this.pendingGap = undefined;
+      return;
+    }
+    if (this.stopped) return;
     // A leadership that ended longer than the gap ago (the whole fleet was down) left no slots to
     // this one: its missed slots are catch-up's.
-    this.fireGap(change.previous !== null && (change.previousEndedMsAgo ?? 0) < this.leader!.gapMs);
+    const followsLeader = change.previous !== null && (change.previousEndedMsAgo ?? 0) < this.leader!.gapMs;
+    if (this.timersOn) this.fireGap(followsLeader);
+    else this.pendingGap = followsLeader || this.pendingGap === true;
   }
 
   /**

@@ -85,6 +85,7 @@ export class DistributedCronOrchestrator {
     for (const { executor, timer } of runtime.jobs.values()) {
       if (!executor.job.disabled) timer.start();
     }
+    this.dispatcher.timersStarted();
     void births.then((born) => this.catchUp(born, timersAt));
     this.sweeper = new RunSweeper(runtime, runtime.sweepEveryMs);
     this.sweeper.start();

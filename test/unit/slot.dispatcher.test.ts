@@ -154,7 +154,7 @@ describe("leader mode: a new leader's gap", () => {
    * A dispatcher that has just become leader at 00:00:05.500 (its clock runs from there), after
    * another leader: the gap is 00:00:01–05; the old leader recorded the slot at :03.
    */
-  async function newLeader(executor: JobExecutor) {
+  async function newLeader(executor: JobExecutor, { timersFirst = true } = {}) {
     const t0 = performance.now();
     const clock = (): number => at('05.500') + (performance.now() - t0);
     let announce: (change: LeaderChange) => void = () => undefined;
@@ -174,6 +174,7 @@ describe("leader mode: a new leader's gap", () => {
     });
     dispatchers.push(dispatcher);
     await dispatcher.start();
+    if (timersFirst) dispatcher.timersStarted();
     announce({ leader: true, fencingToken: 2, previous: { instanceId: 'old', fencingToken: 1 } as never });
     return { dispatcher, t0 };
   }
@@ -203,5 +204,15 @@ describe("leader mode: a new leader's gap", () => {
     expect(started.get(at('06'))).toBeGreaterThan(1_400);
     expect(started.get(at('06'))).toBeLessThan(2_300);
     expect(runs.map((run) => run.slot).sort()).toEqual([at('01'), at('02'), at('04'), at('05'), at('06')]);
+  });
+
+  it('a leadership gained during start-up, before the timers started, fires its gap once they have', async () => {
+    const { executor, runs } = secondlyJob(10);
+    const { dispatcher } = await newLeader(executor, { timersFirst: false });
+    await sleep(100);
+    expect(runs).toEqual([]);
+    dispatcher.timersStarted();
+    await sleep(200);
+    expect(runs.map((run) => run.slot)).toEqual([at('01'), at('02'), at('04'), at('05')]);
   });
 });
