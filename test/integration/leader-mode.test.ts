@@ -242,4 +242,41 @@ describe("mode: 'leader': the standby that takes over started after the gap bega
     expect(before.length).toBeGreaterThan(0);
     for (const row of before) expect(row.instanceId).toBe(young.label);
   });
+
+  it('fires them too when it never saw the old leader: it starts after that one has gone', async () => {
+    const name = uniqueName('leader-unseen');
+    const module = { mode: 'leader' as const, leader: { lease: LEASE_MS, renewEvery: RENEW_MS }, keyPrefix: name };
+    const old = await startApp({
+      label: `${name}-0`,
+      providers: [jobProvider('* * * * * *', { name, lease: '5s' }, () => undefined, `${name}-0`)],
+      module,
+    });
+    apps = [old];
+    await waitFor(() => old.cron.isLeader, { timeoutMs: 10_000, message: 'the first instance leads' });
+    const from = Math.ceil((Date.now() + 200) / 1000) * 1000;
+    await waitFor(async () => (await slotRows(name, from, from + 1_000)).some((r) => r.status === 'completed'), {
+      timeoutMs: 10_000,
+      message: 'a completed slot',
+    });
+    // The leader stops firing, a slot passes unfired, and it goes; only then does a new instance
+    // start (a restarted pod): it wins the leadership during its start-up, before its timers run.
+    void old.registry.getCronJob(name).stop();
+    const stoppedAt = Date.now();
+    await waitFor(() => Date.now() > Math.ceil((stoppedAt + 100) / 1000) * 1000 + 150, { timeoutMs: 3_000, message: 'a slot unfired' });
+    await old.close();
+    apps = [];
+    const young = await startApp({
+      label: `${name}-1`,
+      providers: [jobProvider('* * * * * *', { name, lease: '5s' }, () => undefined, `${name}-1`)],
+      module,
+    });
+    const startedAt = Date.now();
+    apps = [young];
+    await waitFor(() => young.cron.isLeader, { timeoutMs: 10_000, message: 'the new instance leads' });
+    const until = Math.ceil(Date.now() / 1000) * 1000 + 1_000;
+    const rows = await completedEverySlot(name, from, until);
+    const before = rows.filter((row) => row.scheduledAt.getTime() > stoppedAt + 100 && row.scheduledAt.getTime() < startedAt);
+    expect(before.length).toBeGreaterThan(0);
+    for (const row of before) expect(row.instanceId).toBe(young.label);
+  });
 });
