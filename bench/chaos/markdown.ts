@@ -1,6 +1,7 @@
 /**
  * The chaos section of BENCHMARKS.md, rendered from the latest full chaos results
- * (bench/results/chaos.json, and chaos-sentinel.json for the Sentinel variant). `npm run bench`
+ * (bench/results/chaos.json, chaos-leader.json for leader mode and chaos-sentinel.json for the
+ * Sentinel variant, each written with `--out`). `npm run bench`
  * includes it; `node build-check/bench/chaos/markdown.js` prints it alone.
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -96,8 +97,9 @@ function read(file: string): ChaosResult | undefined {
 /** Lines of the `## Chaos` section; empty when there is no full chaos result. */
 export function chaosSection(resultsDir: string): string[] {
   const plain = read(path.join(resultsDir, 'chaos.json'));
+  const leader = read(path.join(resultsDir, 'chaos-leader.json'));
   const sentinel = read(path.join(resultsDir, 'chaos-sentinel.json'));
-  if (!plain && !sentinel) return [];
+  if (!plain && !leader && !sentinel) return [];
   const out = ['## Chaos', ''];
   out.push(
     '`npm run chaos` (bench/chaos/README.md): five app processes against a private Redis and PostgreSQL, each behind its own TCP proxy; ' +
@@ -106,6 +108,7 @@ export function chaosSection(resultsDir: string): string[] {
     '',
   );
   if (plain) out.push(...render(plain, 'Redis standalone'));
+  if (leader) out.push(...render(leader, 'Leader mode (`--leader`: one leader fires; leader-kill and leader-stop among the faults)'));
   if (sentinel) out.push(...render(sentinel, 'Redis behind Sentinel (master killed, replica promoted)'));
   return out;
 }
