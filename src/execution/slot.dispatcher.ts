@@ -2,10 +2,8 @@ import type { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeError } from '../errors/error.redact.js';
 import type { FleetCoordination, Receipt } from '../leasing/fleet.coordination.js';
-import { recordedExecutionId } from '../config/job.config.js';
 import type { JobExecutor } from './job.executor.js';
-import type { LeaderChange, LeaderElector } from '../leasing/leader.elector.js';
-import type { JobTimer } from '../scheduling/job.timer.js';
+import { LeaderMode, type LeaderModeOptions } from './leader.mode.js';
 
 /** How long the preferred instance of a slot has to claim it before the others claim it too. */
 export const PREFERRED_HEAD_START_MS = 80;
@@ -22,9 +20,6 @@ const RECEIPT_TTL_MS = 30_000;
  * up) is late with its claims, and every instance claiming every slot then would load it more.
  */
 const SECOND_LOOK_MS = 250;
-/** How long a new leader waits for the run history to say which slots of the gap have rows. */
-const GAP_ROWS_WAIT_MS = 1_000;
-
 /** A slot left to its preferred instance, looked at again once the head start has passed. */
 interface Deferred {
   executor: JobExecutor;
@@ -36,16 +31,6 @@ interface Deferred {
   view: string;
   /** This is the second look: a missing receipt now means claim. */
   again: boolean;
-}
-
-/** Leader mode: a job's slots fired one after another after a leader change (see `fireGap`). */
-interface Replay {
-  /** Ends when the last slot in line has ended; carries the execution IDs of the gap that have rows. */
-  tail: Promise<Set<string>>;
-  /** Those execution IDs, as soon as the run history answered (at most `GAP_ROWS_WAIT_MS`). */
-  rows: Promise<Set<string>>;
-  /** Slots of the gap that have not ended yet: while there are, the job's own slots join the line. */
-  gapLeft: number;
 }
 
 /**
@@ -76,18 +61,7 @@ export class SlotDispatcher {
   private deferred: Deferred[] = [];
   private secondLook: Deferred[] = [];
   private stopped = false;
-  /**
-   * Leader mode: per job, the slots of a gap being fired one after another (`tail`: the end of the
-   * last), and how many of them are still to start. The job's own slots that come meanwhile join
-   * the line instead of finding the job held by a late slot of the gap and skipping.
-   */
-  private readonly replays = new Map<JobExecutor, Replay>();
-  /** The jobs' timers have started (see `timersStarted`). */
-  private timersOn = false;
-  /** Leader mode: a leadership gained before the timers started; whether it follows another leader. */
-  private pendingGap: boolean | undefined;
-
-  private readonly startedAt = performance.now();
+  private readonly leader: LeaderMode | undefined;
 
   constructor(
     private readonly fleet: FleetCoordination | undefined,
@@ -95,18 +69,11 @@ export class SlotDispatcher {
     /** Instances with the same jobs (names, schedules, switches) rank each other; see `jobSetGroup`. */
     private readonly group: string,
     private readonly logger: Logger,
-    /** Leader mode: only the leader fires; a new leader fires the slots of the gap (see `fireGap`). */
-    private readonly leader?: {
-      elector: LeaderElector;
-      gapMs: number;
-      /** How long a slot waits in a job's line after it was due (see `inLine`). */
-      lineWaitMs: number;
-      clock: () => number;
-      jobs: () => Iterable<{ executor: JobExecutor; timer: JobTimer }>;
-      /** Which of these execution IDs have a row (the run history). */
-      recorded: (executionIds: string[]) => Promise<Set<string>>;
-    },
-  ) {}
+    /** Leader mode: only the leader fires; a new leader fires the slots of the gap (see `LeaderMode`). */
+    leader?: LeaderModeOptions,
+  ) {
+    this.leader = leader && new LeaderMode(leader);
+  }
 
   /**
    * Joins the leader election, or the fleet's member list: resolves once this instance has read
@@ -115,11 +82,7 @@ export class SlotDispatcher {
    * fleet that starts together joins).
    */
   async start(): Promise<void> {
-    if (this.leader) {
-      this.leader.elector.onChange((change) => this.onLeaderChange(change));
-      this.leader.elector.start();
-      return;
-    }
+    if (this.leader) return this.leader.start();
     if (!this.fleet || this.heartbeat) return;
     const first = this.beat();
     const again = (beats: number): void => {
@@ -143,7 +106,7 @@ export class SlotDispatcher {
     clearTimeout(this.heartbeat);
     this.heartbeat = undefined;
     this.members = [];
-    if (this.leader) await this.leader.elector.stop();
+    if (this.leader) await this.leader.stop();
     else await this.fleet?.leave(this.member()).catch(() => undefined);
   }
 
@@ -151,16 +114,7 @@ export class SlotDispatcher {
   dispatch(executor: JobExecutor, slot: Date): void {
     // `fire: false`: something else fires the job (a CronJob); its timer runs so the sweep covers it.
     if (!executor.job.fires) return;
-    if (this.leader) {
-      // The local deadline of the leadership: a leader that cannot renew stops firing before its lease can expire.
-      if (!this.leader.elector.isLeader || this.stopped) return;
-      // `skip` only: a late slot of the gap holding the job would make this one a skipped overlap
-      // (`queue` queues it anyway, `allow` runs it beside, `replace` replaces the late one).
-      const replay = executor.job.overlap === 'skip' ? this.replays.get(executor) : undefined;
-      if (replay && replay.gapLeft > 0) this.inLine(executor, replay, slot);
-      else void executor.fire(slot);
-      return;
-    }
+    if (this.leader) return this.leader.dispatch(executor, slot);
     const n = this.members.length;
     if (!this.fleet || n < 2 || this.myIndex < 0) {
       void executor.fire(slot);
@@ -239,100 +193,9 @@ export class SlotDispatcher {
     }
   }
 
-  /**
-   * Called once the jobs' timers have started. A leadership gained before (during start-up: the
-   * election runs while the run history warms up) fires its gap now: the gap is read off the timers.
-   */
+  /** Called once the jobs' timers have started (leader mode: see `LeaderMode.timersStarted`). */
   timersStarted(): void {
-    this.timersOn = true;
-    const pending = this.pendingGap;
-    this.pendingGap = undefined;
-    if (pending !== undefined && this.leader?.elector.isLeader && !this.stopped) this.fireGap(pending);
-  }
-
-  private onLeaderChange(change: LeaderChange): void {
-    if (!change.leader) {
-      this.pendingGap = undefined;
-      return;
-    }
-    if (this.stopped) return;
-    // A leadership that ended longer than the gap ago (the whole fleet was down) left no slots to
-    // this one: its missed slots are catch-up's.
-    const followsLeader = change.previous !== null && (change.previousEndedMsAgo ?? 0) < this.leader!.gapMs;
-    if (this.timersOn) this.fireGap(followsLeader);
-    else this.pendingGap = followsLeader || this.pendingGap === true;
-  }
-
-  /**
-   * A new leader fires the slots its timers passed while it was a standby, within the gap a
-   * leader change can leave (`gapMs`: an old leader frozen across a slot fires it late on waking,
-   * renews once more and may die before its row, so two leases and three renewals back): the
-   * claim keeps each once (the old leader's claimed slots answer 'taken' and are watched for
-   * their row), and a slot nobody claimed runs now, one after another per job. Older slots are
-   * catch-up's. A leader that follows another (it saw a leader before it, or the store remembers
-   * one whose lease ran out less than the gap ago) fires the whole gap, slots from before its own
-   * start too: it may have started just before, or just after, the old leader died. The first
-   * leader of a fleet fires only what its timers passed since it started.
-   */
-  private fireGap(followsLeader: boolean): void {
-    const { gapMs, jobs, clock, recorded } = this.leader!;
-    const now = clock();
-    const gap: Array<{ executor: JobExecutor; due: Array<{ slot: Date; id: string }> }> = [];
-    const upTo = performance.now() - this.startedAt;
-    for (const { executor, timer } of jobs()) {
-      // The slot the timer waits for: every one before it has passed (fired or not), even on a
-      // timer that started moments ago and fired none yet.
-      const next = timer.next;
-      // The timer, not `disabled`: a job declared disabled may have been started through SchedulerRegistry.
-      if (!timer.active || !next || !executor.job.fires) continue;
-      const from = new Date(now - (followsLeader ? gapMs : Math.min(gapMs, upTo + executor.job.startGraceMs)));
-      const due: Array<{ slot: Date; id: string }> = [];
-      for (let slot = executor.job.schedule.next(from); slot.getTime() < next.getTime(); slot = executor.job.schedule.next(slot)) {
-        due.push({ slot, id: recordedExecutionId(executor.job, slot) });
-      }
-      if (due.length > 0) gap.push({ executor, due });
-    }
-    // Slots with a row were recorded by the old leader: one query for all, so the new leader's
-    // first runs do not wait behind a claim per slot it already ran (no answer within a second:
-    // fire them all, the claims keep each once).
-    const ids = gap.flatMap(({ due }) => due.map(({ id }) => id));
-    const noAnswer = sleep(GAP_ROWS_WAIT_MS, new Set<string>(), { ref: false });
-    const rows = Promise.race([recorded(ids).catch(() => new Set<string>()), noAnswer]);
-    for (const { executor, due } of gap) {
-      // The rest of the gap, one after another: fired together, the first would make the others
-      // overlap it. After the line of an earlier leadership, if one is still going.
-      const before = this.replays.get(executor)?.tail;
-      const replay: Replay = { tail: before ? before.then(() => rows) : rows, rows, gapLeft: due.length };
-      this.replays.set(executor, replay);
-      for (const { slot, id } of due) this.inLine(executor, replay, slot, id);
-    }
-  }
-
-  /**
-   * Fires `slot` once the slots before it in the job's line have ended (a slot of the gap,
-   * `gapId` its execution ID, only if it has no row), and at the latest `lineWaitMs` after it was
-   * due: its claim must not wait on handlers of unknown length, as a slot this leader has not
-   * claimed when it dies can be older than the next leader's gap. The job's own slots are due at
-   * their instant, the gap's at once. The line is forgotten once its last slot has ended.
-   */
-  private inLine(executor: JobExecutor, replay: Replay, slot: Date, gapId?: string): void {
-    const { clock, lineWaitMs } = this.leader!;
-    let run: Promise<unknown> | undefined;
-    const fire = (rows: Set<string>): Promise<unknown> | undefined =>
-      (run ??= this.stopped || (gapId !== undefined && rows.has(gapId)) ? undefined : executor.fire(slot));
-    const dueAt = gapId === undefined ? slot.getTime() : clock();
-    const deadline = setTimeout(() => void replay.rows.then(fire), Math.max(0, dueAt + lineWaitMs - clock()));
-    deadline.unref();
-    const tail = replay.tail.then(async (rows) => {
-      clearTimeout(deadline);
-      await fire(rows);
-      if (gapId !== undefined) replay.gapLeft--;
-      return rows;
-    });
-    replay.tail = tail;
-    void tail.then(() => {
-      if (this.replays.get(executor) === replay && replay.tail === tail) this.replays.delete(executor);
-    });
+    this.leader?.timersStarted();
   }
 
   private async beat(): Promise<void> {
