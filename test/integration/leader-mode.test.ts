@@ -207,11 +207,20 @@ describe("mode: 'leader': the standby that takes over started after the gap bega
   let apps: RunningApp[] = [];
   afterAll(() => closeAll(apps));
 
-  it('fires the slots of the gap from before its own start', async () => {
-    const name = uniqueName('leader-young');
-    const module = { mode: 'leader' as const, leader: { lease: LEASE_MS, renewEvery: RENEW_MS }, keyPrefix: name };
-    const job = jobProvider('* * * * * *', { name, lease: '5s' }, () => undefined, `${name}-0`);
-    const leader = await startApp({ label: `${name}-0`, providers: [job], module });
+  /** One instance of a job every second, in leader mode with its own leader key. */
+  const instance = (name: string, i: number): Promise<RunningApp> =>
+    startApp({
+      label: `${name}-${i}`,
+      providers: [jobProvider('* * * * * *', { name, lease: '5s' }, () => undefined, `${name}-${i}`)],
+      module: { mode: 'leader', leader: { lease: LEASE_MS, renewEvery: RENEW_MS }, keyPrefix: name },
+    });
+
+  /**
+   * A first instance leads and completes a slot from `from` on, then stops firing (as a frozen
+   * one would) until a slot has passed unfired at `stoppedAt`.
+   */
+  async function leaderThatStopsFiring(name: string) {
+    const leader = await instance(name, 0);
     apps = [leader];
     await waitFor(() => leader.cron.isLeader, { timeoutMs: 10_000, message: 'the first instance leads' });
     const from = Math.ceil((Date.now() + 200) / 1000) * 1000;
@@ -219,15 +228,27 @@ describe("mode: 'leader': the standby that takes over started after the gap bega
       timeoutMs: 10_000,
       message: 'a completed slot',
     });
-    // The leader stops firing (as a frozen one would); a slot passes, then a new instance starts.
     void leader.registry.getCronJob(name).stop();
     const stoppedAt = Date.now();
     await waitFor(() => Date.now() > Math.ceil((stoppedAt + 100) / 1000) * 1000 + 150, { timeoutMs: 3_000, message: 'a slot unfired' });
-    const young = await startApp({
-      label: `${name}-1`,
-      providers: [jobProvider('* * * * * *', { name, lease: '5s' }, () => undefined, `${name}-1`)],
-      module,
-    });
+    return { leader, from, stoppedAt };
+  }
+
+  /** Every slot from `from` until the next whole second completed; those of the gap, on `young`. */
+  async function gapRanOn(young: RunningApp, name: string, from: number, stoppedAt: number, startedAt: number): Promise<void> {
+    const until = Math.ceil(Date.now() / 1000) * 1000 + 1_000;
+    const rows = await completedEverySlot(name, from, until);
+    // The slots between the stop and the new instance's start ran on it, as gap slots.
+    const before = rows.filter((row) => row.scheduledAt.getTime() > stoppedAt + 100 && row.scheduledAt.getTime() < startedAt);
+    expect(before.length).toBeGreaterThan(0);
+    for (const row of before) expect(row.instanceId).toBe(young.label);
+  }
+
+  it('fires the slots of the gap from before its own start', async () => {
+    const name = uniqueName('leader-young');
+    const { leader, from, stoppedAt } = await leaderThatStopsFiring(name);
+    // A new instance starts while the leader still holds the key.
+    const young = await instance(name, 1);
     const startedAt = Date.now();
     apps.push(young);
     // It has seen the leader (its first try found the key held) before the leader goes.
@@ -235,48 +256,20 @@ describe("mode: 'leader': the standby that takes over started after the gap bega
     await leader.close();
     apps = [young];
     await waitFor(() => young.cron.isLeader, { timeoutMs: 10_000, message: 'the new instance leads' });
-    const until = Math.ceil(Date.now() / 1000) * 1000 + 1_000;
-    const rows = await completedEverySlot(name, from, until);
-    // The slots between the stop and the new instance's start ran on it, as gap slots.
-    const before = rows.filter((row) => row.scheduledAt.getTime() > stoppedAt + 100 && row.scheduledAt.getTime() < startedAt);
-    expect(before.length).toBeGreaterThan(0);
-    for (const row of before) expect(row.instanceId).toBe(young.label);
+    await gapRanOn(young, name, from, stoppedAt, startedAt);
   });
 
   it('fires them too when it never saw the old leader: it starts after that one has gone', async () => {
     const name = uniqueName('leader-unseen');
-    const module = { mode: 'leader' as const, leader: { lease: LEASE_MS, renewEvery: RENEW_MS }, keyPrefix: name };
-    const old = await startApp({
-      label: `${name}-0`,
-      providers: [jobProvider('* * * * * *', { name, lease: '5s' }, () => undefined, `${name}-0`)],
-      module,
-    });
-    apps = [old];
-    await waitFor(() => old.cron.isLeader, { timeoutMs: 10_000, message: 'the first instance leads' });
-    const from = Math.ceil((Date.now() + 200) / 1000) * 1000;
-    await waitFor(async () => (await slotRows(name, from, from + 1_000)).some((r) => r.status === 'completed'), {
-      timeoutMs: 10_000,
-      message: 'a completed slot',
-    });
-    // The leader stops firing, a slot passes unfired, and it goes; only then does a new instance
-    // start (a restarted pod): it wins the leadership during its start-up, before its timers run.
-    void old.registry.getCronJob(name).stop();
-    const stoppedAt = Date.now();
-    await waitFor(() => Date.now() > Math.ceil((stoppedAt + 100) / 1000) * 1000 + 150, { timeoutMs: 3_000, message: 'a slot unfired' });
-    await old.close();
+    const { leader, from, stoppedAt } = await leaderThatStopsFiring(name);
+    // The leader goes; only then does a new instance start (a restarted pod): it wins the
+    // leadership during its start-up, before its timers run.
+    await leader.close();
     apps = [];
-    const young = await startApp({
-      label: `${name}-1`,
-      providers: [jobProvider('* * * * * *', { name, lease: '5s' }, () => undefined, `${name}-1`)],
-      module,
-    });
+    const young = await instance(name, 1);
     const startedAt = Date.now();
     apps = [young];
     await waitFor(() => young.cron.isLeader, { timeoutMs: 10_000, message: 'the new instance leads' });
-    const until = Math.ceil(Date.now() / 1000) * 1000 + 1_000;
-    const rows = await completedEverySlot(name, from, until);
-    const before = rows.filter((row) => row.scheduledAt.getTime() > stoppedAt + 100 && row.scheduledAt.getTime() < startedAt);
-    expect(before.length).toBeGreaterThan(0);
-    for (const row of before) expect(row.instanceId).toBe(young.label);
+    await gapRanOn(young, name, from, stoppedAt, startedAt);
   });
 });
