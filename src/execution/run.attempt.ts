@@ -207,7 +207,11 @@ export async function execute(
   // (a loaded database), the job is let go of then, so that slot does not wait for this write; the
   // execution keeps its slot key as its lease, renewed by the keeper, until the row says how it ended.
   let endedStreak = 0;
-  if (!leaseLost && keeper.lease.on === 'lease' && (await slowerThan(finishing, untilNextSlotNear(ctx)))) {
+  if (
+    !leaseLost &&
+    keeper.lease.on === 'lease' &&
+    (await slowerThan(finishing, untilNextSlotNear(ctx, trigger === 'schedule' ? slot.scheduledAt : undefined)))
+  ) {
     const sentAt = performance.now();
     const kept = await ctx.letGo(keeper.lease, succeeded);
     if (kept) {
@@ -245,10 +249,15 @@ export async function execute(
   }
 }
 
-/** Milliseconds until the job's next slot is claimed (ahead of it, with a margin); 0 when that is now. */
-function untilNextSlotNear(ctx: ExecutorContext): number {
+/**
+ * Milliseconds until the job's next slot is claimed (ahead of it, with a margin); 0 when that is
+ * now or past. For a scheduled run, the slot after its own: one that started late (a loaded fleet
+ * starting up) lets go at once, so that slot, waiting for the job, does not wait for its row too.
+ * Other runs (retries, recoveries) count from now.
+ */
+function untilNextSlotNear(ctx: ExecutorContext, scheduledAt: Date | undefined): number {
   const now = ctx.deps.clock();
-  const claimAt = ctx.job.schedule.next(new Date(now)).getTime() - claimAheadMs(ctx.job.overlap) - 50;
+  const claimAt = ctx.job.schedule.next(scheduledAt ?? new Date(now)).getTime() - claimAheadMs(ctx.job.overlap) - 50;
   return Math.min(Math.max(0, claimAt - now), MAX_TIMER_MS);
 }
 
