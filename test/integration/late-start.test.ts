@@ -39,24 +39,24 @@ function slowSlot(slotIso: string, startMs: number, resultMs: number): PrismaCli
   };
 }
 
-describe('a run that started late and ended after the next slot came (a job every 2 s)', () => {
+describe('a run that started late and ended after the next slot came (a job every 4 s)', () => {
   it('lets go of the job when its handler ends, so that slot runs instead of waiting for its result', async () => {
     const name = uniqueName('late-start');
-    const from = Math.ceil((Date.now() + 2_500) / 2000) * 2000;
+    const from = Math.ceil((Date.now() + 2_500) / 4000) * 4000;
     const slotIso = new Date(from).toISOString().slice(0, -5);
     const starts: string[] = [];
-    // Claimed 250 ms ahead, its start row written 2.3 s later: the handler ends just after the
-    // next slot; its result then takes 1.2 s, longer than that slot's settle time (500 ms).
+    // Claimed 250 ms ahead, its start row written 4.4 s later: the handler ends just after the
+    // next slot; its result then takes 2 s, longer than that slot's settle time (1 s).
     apps.push(
       await startApp({
         label: name,
-        providers: [jobProvider('*/2 * * * * *', { name, lease: '10s' }, (ctx) => void starts.push(ctx.executionId), name)],
-        module: { prisma: slowSlot(slotIso, 2_300, 1_200) },
+        providers: [jobProvider('*/4 * * * * *', { name, lease: '10s' }, (ctx) => void starts.push(ctx.executionId), name)],
+        module: { prisma: slowSlot(slotIso, 4_400, 2_000) },
       }),
     );
-    const window = { jobName: name, scheduledAt: { gte: new Date(from), lt: new Date(from + 6_000) } };
+    const window = { jobName: name, scheduledAt: { gte: new Date(from), lt: new Date(from + 12_000) } };
     await waitFor(async () => (await prisma.distributedCronRun.count({ where: { ...window, status: { not: 'running' } } })) === 3, {
-      timeoutMs: 30_000,
+      timeoutMs: 40_000,
       message: 'three slots in a row ended',
     });
     const rows = await prisma.distributedCronRun.findMany({ where: window, orderBy: { scheduledAt: 'asc' } });
