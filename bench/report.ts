@@ -622,9 +622,10 @@ function findingsSection(results: BenchResults): string[] {
     const largest = all.filter((s) => s.keepingUp).at(-1) ?? all.at(-1);
     if (largest) {
       out.push(
-        `- **Cost per slot at fleet scale** (${largest.jobs} jobs). Each slot costs ${fmt(largest.redisRoundTripsPerSlot)} Redis round trips (one claim per instance, plus the winner’s release), ` +
-          `${fmt(largest.serverCommandsExecutedPerSlot)} commands executed by Redis and ${fmt(largest.dbStatementsPerSlot)} SQL statements; every instance runs every job’s timer and claim, ` +
-          'so node CPU grows with jobs × instances, not with jobs.',
+        `- **Cost per slot at fleet scale** (${largest.jobs} jobs). Each slot costs ${fmt(largest.redisRoundTripsPerSlot)} Redis round trips (every script call an instance makes in one ` +
+          'event-loop turn, the claims of every job firing that second included, travels as one call of one batch script), ' +
+          `${fmt(largest.serverCommandsExecutedPerSlot)} commands executed by Redis and ${fmt(largest.dbStatementsPerSlot)} SQL statements (the rows of a turn go in one statement); ` +
+          'every instance still runs every job’s timer and ranks every slot, so Node CPU grows with jobs × instances in fleet mode (leader mode: only the leader fires).',
       );
     }
   }
@@ -648,7 +649,8 @@ function findingsSection(results: BenchResults): string[] {
           `\`@DistributedCron\` ${d.runs.toLocaleString('en-US')} / ${d.expectedSlots.toLocaleString('en-US')} (p99 ${sec(d.delayMs.p99)}); ` +
           `Redis round trips per slot ${fmt(d.redisRoundTripsPerSlot)} vs ${fmt(b.redisRoundTripsPerSlot)} (${x(d.redisRoundTripsPerSlot / b.redisRoundTripsPerSlot)}), ` +
           `commands executed by Redis per slot ${fmt(d.serverCommandsExecutedPerSlot)} vs ${fmt(b.serverCommandsExecutedPerSlot)}. ` +
-          'BullMQ hands each slot to one worker (no per-instance claim) and writes no history to a database; the library pays N claims and 2 SQL writes per slot for its run history and fencing.',
+          'BullMQ hands each slot to one worker and writes no history to a database; the library claims each slot once and writes two rows per run (its start and its result), ' +
+          'each batched with the others of its event-loop turn, for its run history and fencing.',
       );
     }
   }
@@ -656,17 +658,17 @@ function findingsSection(results: BenchResults): string[] {
   out.push('### Design changes that would move the limits');
   out.push('');
   out.push(
-    '- **Batch the claims of one tick.** Jobs due at the same instant are claimed one EVALSHA each, by every instance. One script call per instance per tick, ' +
-      'claiming every due slot of that instance at once (grouped by hash slot on Redis Cluster), turns N × instances round trips per tick into `instances`, ' +
-      'and with them the script call, its key strings and its reply per job, per instance, per tick. A loser then costs one round trip per tick, not per job.',
-  );
-  out.push(
     '- **Do not add writes when behind.** A slot skipped because the previous run still holds the lease writes its own `skipped_overlap` row (batched with the others of its turn); ' +
       'under overload that is extra load on the bottleneck. Counting skips on the running row would remove the feedback, at the price of the one-row-per-slot history.',
   );
   out.push(
-    '- **Leader mode.** One instance holds a renewed leader lease and claims for the fleet; the others keep their timers idle. Losers then cost nothing per slot ' +
-      '(only the leader lease renewal), at the price of one instance running every job, and a takeover bounded by the leader lease instead of the job lease.',
+    '- **One timer per instant, not per job.** In fleet mode every instance runs every job’s timer and ranks every slot, most of them only to leave them to another ' +
+      'instance: jobs × instances timer callbacks a second. Jobs of the same schedule could share one timer per instant and be ranked in one loop.',
+  );
+  out.push(
+    '- **A fleet that starts together on a small machine.** For its first seconds a process runs its hot paths unoptimized while V8 compiles them on other threads ' +
+      '(see “Cold start” in the Scale section: those threads used more CPU than the JavaScript itself); processes started a few seconds apart (a rolling start) ' +
+      'did not lose a slot there. An instance could also leave its share of the slots to warm instances for its first seconds, which a fleet started all at once cannot do.',
   );
   out.push('');
   return out;

@@ -6,7 +6,7 @@
  *   npm run bench -- --quick           smoke run, about 3 minutes; writes bench/results/quick-*.json
  *                                      and bench/results/quick-BENCHMARKS.md, never the full results
  *   npm run bench -- --only overhead,takeover     some scenarios only (overhead, fleet, bullmq, takeover, transport, observability, queue, footprint,
- *                                      and the scale parts modes, probe, spread, failover, cost; `scale` = all five, see bench/scale.ts)
+ *                                      and the scale parts modes, probe, spread, failover, cost, coldstart; `scale` = all six, see bench/scale.ts)
  *   npm run bench -- --fleet-jobs 200,500         other fleet sizes
  *   npm run bench -- --only footprint --footprint-minutes 3 --footprint-instances 5
  *                                      a shorter memory run (default 10 minutes, quick 1), on 5 instances
@@ -112,7 +112,7 @@ const resultsDir = `${repoRoot}bench/results`;
 function snapshotBuild(): string {
   const dir = `${repoRoot}.tmp/bench-build-${process.pid}`;
   rmSync(dir, { recursive: true, force: true });
-  for (const part of ['src', 'bench', 'test/generated', 'test/support'])
+  for (const part of ['src', 'bench', 'test/generated', 'test/support', 'test/fixtures'])
     cpSync(`${buildRoot}${part}`, `${dir}/${part}`, { recursive: true });
   writeFileSync(`${dir}/package.json`, '{"type":"module"}\n');
   return dir;
@@ -181,8 +181,10 @@ async function main(): Promise<void> {
   const buildDir = snapshotBuild();
   mkdirSync(resultsDir, { recursive: true });
   const results: BenchResults = { meta };
-  const save = (name: string, data: unknown): void => {
-    writeFileSync(`${resultsDir}/${prefix}${name}.json`, `${JSON.stringify({ meta, ...(data as object) }, null, 2)}\n`);
+  const save = (name: string, data: object): void => {
+    writeFileSync(`${resultsDir}/${prefix}${name}.json`, `${JSON.stringify({ meta, ...data }, null, 2)}\n`);
+    // The report of this run renders these objects: each says when it was measured, as when loaded from its file.
+    (data as { meta?: RunMeta }).meta = meta;
   };
 
   try {

@@ -3,6 +3,7 @@ import type { FleetStepResult } from './fleet.js';
 import type { RunMeta } from './report.js';
 import { cpuMsPerSlot, type ProbeResult, type ScaleResult } from './scale.js';
 import type { FailoverCase } from './failover.js';
+import { startedTogether, type ColdStartResult, type ColdStartRun } from './coldstart.js';
 
 const num = (v: number | null | undefined, digits = 2): string =>
   v === null || v === undefined || !Number.isFinite(v)
@@ -89,10 +90,10 @@ export function scaleSection(scale: ScaleResult | undefined, bullmq: FleetStepRe
       '“cmds executed” = every command Redis ran, those inside scripts included (INFO commandstats). SQL/slot excludes the periodic sweep. ' +
       `CPU in % of one core (the machine has ${cores} cores = ${cores * 100} %): Node = all instance processes, PG = the PostgreSQL backends serving them; ` +
       '“other” = machine busy minus the bench’s processes. “keeps up” = no duplicate, no missed slot, every slot a `completed` row, p99 under the 1 s period. ' +
-      'Parts: `npm run bench -- --only modes|probe|spread|failover|cost` (`--only scale` for all).',
+      'Parts: `npm run bench -- --only modes|probe|spread|failover|cost|coldstart` (`--only scale` for all).',
   );
   out.push('');
-  out.push(...targets(scale, bullmq));
+  out.push(...targets(scale, bullmq, cores));
   if (scale.modes) {
     out.push(
       `### ${int(scale.modes.jobs)} jobs on the same second, ${scale.modes.instances} processes`,
@@ -175,6 +176,86 @@ export function scaleSection(scale: ScaleResult | undefined, bullmq: FleetStepRe
       'What grows with the fleet rather than with the work: each instance’s timers (in fleet mode every instance fires every slot and claims what its head start left), ' +
         'its member-list or leader-lease renewal and its periodic sweep; in leader mode the standbys fire nothing.',
       '',
+    );
+  }
+  if (scale.coldstart) out.push(...coldStartSection(scale.coldstart));
+  return out;
+}
+
+const notCompletedOf = (run: ColdStartRun): number => Object.values(run.notCompleted).reduce((a, b) => a + b, 0);
+
+/** The seconds of a run up to its last slot that did not complete (at least the first three). */
+function troubled(run: ColdStartRun): ColdStartRun['seconds'] {
+  const last = Math.max(2, ...run.seconds.filter((sec) => sec.notCompleted > 0).map((sec) => sec.at));
+  return run.seconds.filter((sec) => sec.at >= 0 && sec.at <= last);
+}
+
+/** Why a cold start lost slots, from its worst run's CPU figures. */
+function coldStartWhy(c: ColdStartResult, cores: number): string {
+  const worst = c.runs.filter(startedTogether).sort((a, b) => notCompletedOf(b) - notCompletedOf(a))[0];
+  if (!worst || notCompletedOf(worst) === 0) return 'every instance’s first runs ended before the next slot of their job';
+  const secs = troubled(worst);
+  const avg = (pick: (sec: ColdStartRun['seconds'][number]) => number): number =>
+    secs.reduce((a, sec) => a + pick(sec), 0) / Math.max(1, secs.length);
+  const last = Math.max(...secs.map((sec) => sec.at));
+  return (
+    `the slots that did not complete (${statuses(worst.notCompleted)} in the worst run) all fall in the first ${last + 1} s; over those seconds the machine was ` +
+    `${num(
+      avg((sec) => sec.machinePct),
+      0,
+    )} % busy of ${cores * 100} %, the instances’ JavaScript main threads used ${num(
+      avg((sec) => sec.mainPct),
+      0,
+    )} % and their other threads ` +
+    `(V8’s optimizing compiler and garbage collector) ${num(
+      avg((sec) => sec.otherThreadsPct),
+      0,
+    )} %: the first runs are late by more than a period, and a run that still holds its job at the next slot skips it (\`overlap: 'skip'\`)`
+  );
+}
+
+function coldStartSection(c: NonNullable<ScaleResult['coldstart']>): string[] {
+  const out = [
+    `### Cold start (fleet mode): ${c.instances} processes with ${int(c.jobs)} jobs each start together`,
+    '',
+    measured(c.meta),
+    '',
+  ];
+  out.push(
+    `Each process (test/fixtures/many-jobs.ts, the fixture of \`npm run test:scale\`) schedules ${int(c.jobs)} jobs on \`* * * * * *\`; the processes are spawned at the same moment, or (a rolling start) one after another; ` +
+      `the window runs until ${c.seconds} s after the last one was ready. Counted: the slots after each job’s first completed run that did not complete (the test requires none). ` +
+      'CPU per second in % of one core, from /proc: the instances’ main threads, their other threads, and the whole machine.',
+    '',
+  );
+  out.push(
+    ...grid(
+      ['run', 'started', 'ready spread', 'slots after each job’s first run', 'not completed', 'by status'],
+      c.runs.map((run, i) => [
+        String(i + 1),
+        startedTogether(run) ? 'together' : `one every ${num(run.staggerMs / 1000, 1)} s`,
+        `${int(run.readySpreadMs)} ms`,
+        int(run.slotsAfterFirstRun),
+        int(notCompletedOf(run)),
+        statuses(run.notCompleted),
+      ]),
+      ['---:', '---', '---:', '---:', '---:', '---'],
+    ),
+  );
+  const worst = c.runs.filter(startedTogether).sort((a, b) => notCompletedOf(b) - notCompletedOf(a))[0];
+  if (worst) {
+    out.push(`Per second of run ${c.runs.indexOf(worst) + 1} (0 = the first slot after the first instance was ready):`, '');
+    out.push(
+      ...grid(
+        ['second', 'completed', 'not completed', 'main threads', 'other threads', 'machine'],
+        worst.seconds.map((sec) => [
+          String(sec.at),
+          int(sec.completed),
+          int(sec.notCompleted),
+          `${num(sec.mainPct, 0)} %`,
+          `${num(sec.otherThreadsPct, 0)} %`,
+          `${num(sec.machinePct, 0)} %`,
+        ]),
+      ),
     );
   }
   return out;
@@ -270,7 +351,7 @@ function failoverSection(cases: FailoverCase[], f: NonNullable<ScaleResult['fail
   return out;
 }
 
-function targets(scale: ScaleResult, bullmq: FleetStepResult[] | undefined): string[] {
+function targets(scale: ScaleResult, bullmq: FleetStepResult[] | undefined, cores: number): string[] {
   const rows: string[][] = [];
   const all = scale.modes?.steps ?? [];
   const modes = all.filter((s) => s.system === 'dcron');
@@ -338,6 +419,17 @@ function targets(scale: ScaleResult, bullmq: FleetStepResult[] | undefined): str
               'the older ones get no row (catch-up only runs at start-up)'
             : '')
         : 'the takeover took longer than the bound (see the table)',
+    ]);
+  }
+  if (scale.coldstart) {
+    const c = scale.coldstart;
+    const together = c.runs.filter(startedTogether);
+    const clean = together.filter((run) => notCompletedOf(run) === 0).length;
+    rows.push([
+      `no cold-start skips: ${c.instances} processes with ${int(c.jobs)} jobs each start together, every slot after a job’s first run completes (fleet mode)`,
+      `${clean} of ${together.length} runs clean; not completed: ${together.map((run) => int(notCompletedOf(run))).join(', ')}`,
+      verdict(together.length > 0 && clean === together.length),
+      coldStartWhy(c, cores),
     ]);
   }
   if (rows.length === 0) return [];

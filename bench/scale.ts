@@ -1,7 +1,7 @@
 /**
  * Scale: fleet mode (`mode: 'fleet'`, the default) against leader mode (`mode: 'leader'`), on
  * the measurement frame of the fleet scenario (bench/fleet.ts). Parts, each runnable alone
- * (`npm run bench -- --only modes,probe,spread,failover,cost`, or `--only scale` for all):
+ * (`npm run bench -- --only modes,probe,spread,failover,cost,coldstart`, or `--only scale` for all):
  *   modes     both modes at 1,000 jobs on the same second, 5 processes (BullMQ: scenario bullmq)
  *   probe     1,000 → 2,000 → 5,000 → 10,000 jobs per second per mode until it stops keeping up
  *             (a size the modes part measured in this run is taken from it); with `--profile`, the
@@ -9,16 +9,18 @@
  *   spread    runs per instance in fleet mode with handlers that burn CPU and then sleep
  *   failover  leader mode, SIGKILL of the leader (bench/failover.ts)
  *   cost      1 / 5 / 20 instances, both modes: cost per slot against fleet size
+ *   coldstart 5 processes with 2,000 jobs each start together (bench/coldstart.ts)
  * Results: bench/results/scale.json (parts run alone replace only their own entry).
  */
 import { mkdirSync } from 'node:fs';
 import { runFleetStep, type FleetStepOptions, type FleetStepResult } from './fleet.js';
 import { runFailover, type FailoverResult } from './failover.js';
+import { runColdStart, type ColdStartResult, type ColdStartSettings } from './coldstart.js';
 import { summarise } from './profile-summary.js';
 import type { RunMeta } from './report.js';
 import { log, round2 } from './lib/util.js';
 
-export const SCALE_PARTS = ['modes', 'probe', 'spread', 'failover', 'cost'] as const;
+export const SCALE_PARTS = ['modes', 'probe', 'spread', 'failover', 'cost', 'coldstart'] as const;
 export type ScalePart = (typeof SCALE_PARTS)[number];
 export type Cluster = 'fleet' | 'leader';
 const CLUSTERS: Cluster[] = ['fleet', 'leader'];
@@ -31,6 +33,7 @@ export interface ScaleSettings {
   failover: { jobs: number; repeats: number; lease: string; renewEvery: string; leaseMs: number; renewMs: number };
   /** `poolMax`: connections per instance (20 instances × the default 10 would pass PostgreSQL's max_connections of 100). */
   cost: { jobs: number; seconds: number; instances: number[]; poolMax: number };
+  coldstart: ColdStartSettings;
   warmup: number;
   grace: number;
 }
@@ -42,6 +45,7 @@ export const SCALE_QUICK: ScaleSettings = {
   spread: { jobs: 100, seconds: 3, busyMs: 1, workMs: 200 },
   failover: { jobs: 50, repeats: 1, lease: '2s', renewEvery: '400ms', leaseMs: 2_000, renewMs: 400 },
   cost: { jobs: 50, seconds: 2, instances: [2], poolMax: 2 },
+  coldstart: { instances: 2, jobs: 100, seconds: 3, starts: [{ staggerMs: 0, repeats: 1 }] },
   warmup: 1,
   grace: 1,
 };
@@ -52,6 +56,15 @@ export const SCALE_FULL: ScaleSettings = {
   spread: { jobs: 1_000, seconds: 30, busyMs: 1, workMs: 200 },
   failover: { jobs: 200, repeats: 3, lease: '5s', renewEvery: '1s', leaseMs: 5_000, renewMs: 1_000 },
   cost: { jobs: 200, seconds: 20, instances: [1, 5, 20], poolMax: 2 },
+  coldstart: {
+    instances: 5,
+    jobs: 2_000,
+    seconds: 6,
+    starts: [
+      { staggerMs: 0, repeats: 3 },
+      { staggerMs: 3_000, repeats: 2 },
+    ],
+  },
   warmup: 3,
   grace: 4,
 };
@@ -85,6 +98,7 @@ export interface ScaleResult {
   spread?: Part<SpreadResult>;
   failover?: Part<FailoverResult>;
   cost?: Part<{ jobs: number; seconds: number; poolMax?: number; rows: FleetStepResult[] }>;
+  coldstart?: Part<ColdStartResult>;
 }
 
 export interface ScaleRun {
@@ -168,6 +182,7 @@ export async function runScale(run: ScaleRun): Promise<void> {
     }
     run.done('cost', { jobs: s.cost.jobs, seconds: s.cost.seconds, poolMax: s.cost.poolMax, rows });
   }
+  if (run.parts.has('coldstart')) run.done('coldstart', await runColdStart(buildDir, runId, s.coldstart));
 }
 
 function probeResult(cluster: Cluster, steps: FleetStepResult[], profiled: FleetStepResult | undefined): ProbeResult {
