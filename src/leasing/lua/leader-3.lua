@@ -40,10 +40,10 @@ local token = fence .. ':' .. ARGV[1] .. ':' .. ARGV[4]
 redis.call('SET', KEYS[1], token, 'PX', ARGV[3])
 redis.call('SET', KEYS[3], token .. '|' .. (now + tonumber(ARGV[3])))
 if last then
-  local sep = string.find(last, '|', 1, true)
-  if sep then
-    local ended = tonumber(string.sub(last, sep + 1)) or now
-    return { 1, token, string.sub(last, 1, sep - 1), math.max(0, now - ended) }
+  -- The last '|': an instance ID may hold one.
+  local previous, ended = string.match(last, '^(.*)|(%d+)$')
+  if previous then
+    return { 1, token, previous, math.max(0, now - tonumber(ended)) }
   end
 end
 return { 1, token }
