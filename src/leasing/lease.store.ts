@@ -17,6 +17,11 @@ export interface QueuedSlot {
   businessDate: string;
 }
 
+/** How a queue or retry-line entry (a JSON `QueuedSlot`, `executionId` first) names its execution. */
+export function executionEntry(executionId: string): string {
+  return `"executionId":${JSON.stringify(executionId)},`;
+}
+
 /** A lease this instance holds for one execution. */
 export interface HeldLease {
   jobName: string;

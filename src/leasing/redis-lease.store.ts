@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { doubling, retryDelay } from '../config/backoff.js';
 import type { Cluster, Redis } from 'ioredis';
-import { ALERT_STATE_TTL_MS, KeyBuilder, queueEntryTtlMs } from './lease.store.js';
+import { ALERT_STATE_TTL_MS, executionEntry, KeyBuilder, queueEntryTtlMs } from './lease.store.js';
 import type {
   AcquireResult,
   ClaimRequest,
@@ -169,6 +169,7 @@ export class RedisLeaseStore implements LeaseStore {
       options.leaseMs,
       options.succeeded ? '1' : '0',
       options.keepSlot ? '1' : '0',
+      executionEntry(lease.executionId),
     ];
     const giveUpAt = performance.now() + options.leaseMs;
     for (let readyFailures = 0; ;) {
@@ -216,7 +217,7 @@ export class RedisLeaseStore implements LeaseStore {
         this.keys.queue(jobName),
         this.keys.retryLine(jobName),
       ],
-      [random, leaseMs, deadFence === undefined ? '' : String(deadFence), `"executionId":${JSON.stringify(executionId)},`],
+      [random, leaseMs, deadFence === undefined ? '' : String(deadFence), executionEntry(executionId)],
     )) as [number, number?];
     switch (reply[0]) {
       case 1: {

@@ -18,7 +18,7 @@ import {
   type RenewResult,
   type TakeResult,
 } from '../leasing/lease.store.js';
-import { ALERT_STATE_TTL_MS, parseLeaderToken, queueEntryTtlMs } from '../leasing/lease.store.js';
+import { ALERT_STATE_TTL_MS, executionEntry, parseLeaderToken, queueEntryTtlMs } from '../leasing/lease.store.js';
 
 interface Entry {
   value: string | Map<string, string>;
@@ -151,9 +151,15 @@ export class InMemoryLeaseStore implements LeaseStore {
     if (options.keepSlot) this.set(slotKey, lease.token, options.leaseMs + options.doneMs);
     if (this.get(k.abort(jobName)) === lease.token) this.del(k.abort(jobName));
     // The retry line first: new slots keep arriving, so a retry waiting behind them would never run.
-    const line = this.get(k.retryLine(jobName)) !== undefined ? k.retryLine(jobName) : k.queue(jobName);
-    const queued = this.get(line);
-    if (queued !== undefined) {
+    // An entry for the releasing execution itself is dropped (see release-8.lua, ARGV[8]).
+    let line: string | undefined;
+    let queued: string | undefined;
+    for (const key of [k.retryLine(jobName), k.queue(jobName)]) {
+      const entry = this.get(key);
+      if (entry?.includes(executionEntry(lease.executionId))) this.del(key);
+      else if (entry !== undefined && queued === undefined) [line, queued] = [key, entry];
+    }
+    if (line !== undefined && queued !== undefined) {
       this.del(line);
       const fence = this.incr(k.fence(jobName));
       this.set(leaseKey, `${fence}:${nextRandom}`, options.leaseMs);
@@ -195,7 +201,7 @@ export class InMemoryLeaseStore implements LeaseStore {
     }
     if (holder !== undefined && holder !== 'done') return { kind: 'busy' };
     for (const line of [k.queue(jobName), k.retryLine(jobName)]) {
-      if (this.get(line)?.includes(`"executionId":${JSON.stringify(executionId)},`)) this.del(line);
+      if (this.get(line)?.includes(executionEntry(executionId))) this.del(line);
     }
     const random = randomUUID();
     const fence = this.incr(k.fence(jobName));

@@ -496,6 +496,27 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         expect(await h.store.release(lease, RELEASE)).toMatchObject({ kind: 'handed_over', next: { executionId: `${j}:0` } });
       });
 
+      it('a release drops an entry for its own execution (a sweep found its retry due while this attempt ran) and hands the lease to the next one', async () => {
+        const h = await setup();
+        const j = job();
+        const own = { executionId: `${j}:1`, scheduledAt: 1_000, businessDate: '2026-01-01' };
+        // The attempt holds the lease; a sweep elsewhere saw the row due and found the job busy.
+        const first = await h.store.take(j, own.executionId, 'lease', LEASE_MS);
+        if (first.kind !== 'taken') throw new Error(first.kind);
+        expect(await h.store.enqueue(j, own, 60_000)).toBe(true);
+        expect(await h.store.release(first.lease, RELEASE)).toEqual({ kind: 'released', endedStreak: 0 });
+        // Nothing holds the job: a replay of the execution takes it at once, and the line is empty.
+        const replay = await h.store.take(j, own.executionId, 'lease', LEASE_MS);
+        if (replay.kind !== 'taken') throw new Error(replay.kind);
+        // Letting go early (keepSlot) drops it too; a queued slot of another execution still gets the lease.
+        expect(await h.store.enqueue(j, own, 60_000)).toBe(true);
+        expect((await h.store.claim(request(j, 2, 'queue'))).kind).toBe('queued');
+        const handed = await h.store.release(replay.lease, { ...RELEASE, keepSlot: true });
+        expect(handed).toMatchObject({ kind: 'handed_over', next: { executionId: `${j}:2` } });
+        if (handed.kind !== 'handed_over') return;
+        expect(await h.store.release(handed.lease, RELEASE)).toEqual({ kind: 'released', endedStreak: 0 });
+      });
+
       it('once is true for exactly one caller per name within its TTL', async () => {
         const h = await setup();
         const j = job();

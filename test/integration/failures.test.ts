@@ -7,6 +7,7 @@ import {
   type DistributedCronModuleOptions,
   type DistributedCronOptions,
 } from '../../src/index.js';
+import { KeyBuilder } from '../../src/leasing/lease.store.js';
 import { logs, startFleet, type Handler } from '../support/app.js';
 import { integrationSetup } from '../support/integration.setup.js';
 import { uniqueName, waitFor } from '../support/services.js';
@@ -80,6 +81,26 @@ describe('retries', () => {
     expect(await apps[2]!.cron.replay(slotId(name))).toBe('not_replayable');
     await sleep(300);
     expect(slack.of('dead', name)).toHaveLength(1);
+  });
+
+  it('a retry that a second sweep found due while it ran leaves nothing behind: the dead row counts no duplicate trigger and replays at once', async () => {
+    const name = uniqueName('raced-retry');
+    const keys = new KeyBuilder('dcron');
+    await fleet({ name, retry: { attempts: 2, backoff: '100ms' } }, async (ctx) => {
+      if (ctx.attempt === 2) {
+        // What a sweep on another instance does when it read the row as a due retry just before
+        // this attempt started, and then found the job's lease held (by this attempt).
+        const entry = { executionId: ctx.executionId, scheduledAt: ctx.scheduledAt.getTime(), businessDate: ctx.businessDate };
+        await apps[0]!.redis.set(keys.retryLine(name), JSON.stringify(entry), 'PX', 60_000);
+      }
+      if (ctx.attempt <= 2) throw new Error('still broken');
+    });
+    await apps[1]!.cron.trigger(name, SLOT);
+    await waitFor(async () => (await row(slotId(name)))?.status === 'dead', { timeoutMs: 10_000, message: 'dead after 2 attempts' });
+    await waitFor(() => slack.of('dead', name).length === 1, { message: 'a dead-letter alert' });
+    // The lease is not handed to the execution that just ended (it would hold the job for nothing).
+    expect(await apps[2]!.cron.replay(slotId(name))).toBe('ran');
+    expect(await row(slotId(name))).toMatchObject({ status: 'completed', attempt: 3, trigger: 'replay', skippedTriggers: 0 });
   });
 
   it('does not retry a NonRetryableError: the execution is dead at once', async () => {

@@ -31,6 +31,12 @@
           ARGV[2], as this execution's own lease until a release with ARGV[3] = 'slot' ends it. The
           next slot of the job can start at once; the run stays alive for every owner check, and
           its keeper renews the slot key while the result is retried. (Not with ARGV[3] = 'slot'.)
+  ARGV[8] '"executionId":<json string>' of the execution releasing: an entry for it in either line
+          is dropped, not handed the lease. It was put there by a sweep that found its retry due
+          while this very attempt held the lease; the attempt ending now is that retry, and its row
+          says what comes next (another attempt is found due by a sweep). Handed over, it would
+          hold the job's lease for nothing, and a replay() of the execution in that moment would
+          find the job busy.
 
   Output: { code, fence, payload, endedStreak }
     code 0  not the owner any more (nothing released)
@@ -90,11 +96,14 @@ end
 if redis.call('GET', KEYS[5]) == ARGV[1] then
   redis.call('DEL', KEYS[5])
 end
-local line = KEYS[8]
-local queued = redis.call('GET', line)
-if not queued then
-  line = KEYS[4]
-  queued = redis.call('GET', line)
+local line, queued
+for _, key in ipairs({ KEYS[8], KEYS[4] }) do
+  local entry = redis.call('GET', key)
+  if entry and string.find(entry, ARGV[8], 1, true) then
+    redis.call('DEL', key)
+  elseif entry and not queued then
+    line, queued = key, entry
+  end
 end
 if queued then
   redis.call('DEL', line)
