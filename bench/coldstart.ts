@@ -10,12 +10,11 @@
  * /proc/<pid>/task, and the machine's: a fleet that starts on a saturated machine is late with
  * every step of its first runs, and a run that still holds its job at the next slot skips it.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { spawnChild, type Child } from './lib/children.js';
 import { adminDb, databaseUrlFor, deleteRows, startBenchRedis } from './lib/services.js';
-import { log, machineBusyPct, machineCpu, round2, sleep, sleepUntil } from './lib/util.js';
+import { log, machineBusyPct, machineCpu, round2, sleep, sleepUntil, threadCpuMs } from './lib/util.js';
 
 export interface ColdStartSettings {
   instances: number;
@@ -58,41 +57,19 @@ export interface ColdStartResult {
 
 export const startedTogether = (run: ColdStartRun): boolean => (run.staggerMs ?? 0) === 0;
 
-/** CPU ticks (10 ms) of a process's main thread and of its other threads. */
-function threadTicks(pid: number): { main: number; other: number } {
-  let main = 0;
-  let other = 0;
-  try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        const ticks = Number(fields[11]) + Number(fields[12]);
-        if (tid === String(pid)) main += ticks;
-        else other += ticks;
-      } catch {
-        // the thread ended
-      }
-    }
-  } catch {
-    // the process ended
-  }
-  return { main, other };
-}
-
 async function oneRun(buildDir: string, s: ColdStartSettings, runId: string, staggerMs: number): Promise<ColdStartRun> {
   const redis = await startBenchRedis();
   const prefix = `bench-${runId}-cold-${randomBytes(3).toString('hex')}-`;
   const children: Child[] = [];
-  // CPU per whole second, sampled from the spawn on.
+  // CPU time (ms) per whole second, sampled from the spawn on.
   const samples: Array<{ at: number; main: number; other: number; machine: ReturnType<typeof machineCpu> }> = [];
   const sample = (at: number): void => {
     let main = 0;
     let other = 0;
     for (const child of children) {
-      const ticks = threadTicks(child.pid);
-      main += ticks.main;
-      other += ticks.other;
+      const ms = threadCpuMs(child.pid);
+      main += ms.main;
+      other += ms.other;
     }
     samples.push({ at, main, other, machine: machineCpu() });
   };
@@ -176,8 +153,9 @@ async function oneRun(buildDir: string, s: ColdStartSettings, runId: string, sta
       seconds.push({
         at,
         ...cell,
-        mainPct: b.main - a.main,
-        otherThreadsPct: b.other - a.other,
+        // ms of CPU in a 1 s interval / 10 = % of one core.
+        mainPct: (b.main - a.main) / 10,
+        otherThreadsPct: (b.other - a.other) / 10,
         machinePct: round2(machineBusyPct(a.machine, b.machine) * availableParallelism()),
       });
     }

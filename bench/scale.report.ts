@@ -190,9 +190,13 @@ function troubled(run: ColdStartRun): ColdStartRun['seconds'] {
   return run.seconds.filter((sec) => sec.at >= 0 && sec.at <= last);
 }
 
+/** The run started together that lost the most slots. */
+const worstTogether = (c: ColdStartResult): ColdStartRun | undefined =>
+  c.runs.filter(startedTogether).sort((a, b) => notCompletedOf(b) - notCompletedOf(a))[0];
+
 /** Why a cold start lost slots, from its worst run's CPU figures. */
 function coldStartWhy(c: ColdStartResult, cores: number): string {
-  const worst = c.runs.filter(startedTogether).sort((a, b) => notCompletedOf(b) - notCompletedOf(a))[0];
+  const worst = worstTogether(c);
   if (!worst || notCompletedOf(worst) === 0) return 'every instance’s first runs ended before the next slot of their job';
   const secs = troubled(worst);
   const avg = (pick: (sec: ColdStartRun['seconds'][number]) => number): number =>
@@ -241,7 +245,7 @@ function coldStartSection(c: NonNullable<ScaleResult['coldstart']>): string[] {
       ['---:', '---', '---:', '---:', '---:', '---'],
     ),
   );
-  const worst = c.runs.filter(startedTogether).sort((a, b) => notCompletedOf(b) - notCompletedOf(a))[0];
+  const worst = worstTogether(c);
   if (worst) {
     out.push(`Per second of run ${c.runs.indexOf(worst) + 1} (0 = the first slot after the first instance was ready):`, '');
     out.push(

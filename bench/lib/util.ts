@@ -1,5 +1,5 @@
 /** Small helpers shared by the benchmark scenarios: clocks, percentiles, CPU readings. */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export { sleep };
@@ -69,16 +69,39 @@ export function ratio(a: number, b: number): number | null {
 
 const TICK_MS = 10; // USER_HZ is 100 on Linux
 
-/** user + system CPU time of a process in ms, or undefined when it is gone. */
-export function processCpuMs(pid: number): number | undefined {
+/** user + system CPU time in ms from a /proc stat file (a process's or a thread's), or undefined when it is gone. */
+function statCpuMs(path: string): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(path, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // fields[0] is field 3 (state); utime is field 14, stime field 15.
     return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
   } catch {
     return undefined;
   }
+}
+
+/** user + system CPU time of a process in ms, or undefined when it is gone. */
+export function processCpuMs(pid: number): number | undefined {
+  return statCpuMs(`/proc/${pid}/stat`);
+}
+
+/** CPU time in ms of a process's main thread and of its other threads (0 and 0 when it is gone). */
+export function threadCpuMs(pid: number): { main: number; other: number } {
+  let main = 0;
+  let other = 0;
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    // the process ended
+  }
+  for (const tid of tids) {
+    const ms = statCpuMs(`/proc/${pid}/task/${tid}/stat`) ?? 0; // undefined: the thread ended
+    if (tid === String(pid)) main += ms;
+    else other += ms;
+  }
+  return { main, other };
 }
 
 /** Machine-wide CPU counters (ms summed over all cores). */

@@ -152,14 +152,14 @@ export class InMemoryLeaseStore implements LeaseStore {
     if (this.get(k.abort(jobName)) === lease.token) this.del(k.abort(jobName));
     // The retry line first: new slots keep arriving, so a retry waiting behind them would never run.
     // An entry for the releasing execution itself is dropped (see release-8.lua, ARGV[8]).
-    let line: string | undefined;
-    let queued: string | undefined;
-    for (const key of [k.retryLine(jobName), k.queue(jobName)]) {
-      const entry = this.get(key);
-      if (entry?.includes(executionEntry(lease.executionId))) this.del(key);
-      else if (entry !== undefined && queued === undefined) [line, queued] = [key, entry];
+    let next: { line: string; queued: string } | undefined;
+    for (const line of [k.retryLine(jobName), k.queue(jobName)]) {
+      const entry = this.get(line);
+      if (entry?.includes(executionEntry(lease.executionId))) this.del(line);
+      else if (entry !== undefined) next ??= { line, queued: entry };
     }
-    if (line !== undefined && queued !== undefined) {
+    if (next) {
+      const { line, queued } = next;
       this.del(line);
       const fence = this.incr(k.fence(jobName));
       this.set(leaseKey, `${fence}:${nextRandom}`, options.leaseMs);
