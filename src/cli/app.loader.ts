@@ -66,10 +66,13 @@ export async function bootApp(modulePath: string, verbose: boolean): Promise<Loa
   const levels: LogLevel[] = verbose ? ['fatal', 'error', 'warn', 'log'] : ['fatal', 'error', 'warn'];
   let app: INestApplicationContext;
   try {
-    app = await NestFactory.createApplicationContext(root, { logger: new StderrLogger({ logLevels: levels }), abortOnError: false });
+    app = await stoppingPlainSchedules(() =>
+      NestFactory.createApplicationContext(root, { logger: new StderrLogger({ logLevels: levels }), abortOnError: false }),
+    );
   } catch (error) {
     throw new UsageError(`the app failed to bootstrap: ${describeError(error)}`);
   }
+  // An app with its own copy of @nestjs/schedule registered its jobs past the patch: stopped here.
   stopPlainSchedules(app);
   try {
     return {
@@ -87,9 +90,36 @@ export async function bootApp(modulePath: string, verbose: boolean): Promise<Loa
 }
 
 /**
- * The app's plain `@Cron`, `@Interval` and `@Timeout` jobs (started by @nestjs/schedule at
- * bootstrap) would fire on every CLI process too: they are stopped at once.
+ * Boots with every job that @nestjs/schedule registers stopped as it is registered. Its bootstrap
+ * hook starts the app's plain `@Cron`, `@Interval` and `@Timeout` jobs while other modules'
+ * hooks may still run for seconds (a loaded machine); stopped only afterwards, an every-second
+ * job could tick once in a CLI process.
  */
+async function stoppingPlainSchedules<T>(boot: () => Promise<T>): Promise<T> {
+  const registry = SchedulerRegistry.prototype;
+  // The originals, called with the registry as `this` below and put back after the boot.
+  // eslint-disable-next-line @typescript-eslint/unbound-method
+  const { addCronJob, addInterval, addTimeout } = registry;
+  registry.addCronJob = function (this: SchedulerRegistry, ...args: Parameters<SchedulerRegistry['addCronJob']>) {
+    addCronJob.apply(this, args);
+    void args[1].stop();
+  };
+  registry.addInterval = function (this: SchedulerRegistry, ...args: Parameters<SchedulerRegistry['addInterval']>) {
+    clearInterval(args[1] as Parameters<typeof clearInterval>[0]);
+    addInterval.apply(this, args);
+  };
+  registry.addTimeout = function (this: SchedulerRegistry, ...args: Parameters<SchedulerRegistry['addTimeout']>) {
+    clearTimeout(args[1] as Parameters<typeof clearTimeout>[0]);
+    addTimeout.apply(this, args);
+  };
+  try {
+    return await boot();
+  } finally {
+    Object.assign(registry, { addCronJob, addInterval, addTimeout });
+  }
+}
+
+/** The app's plain `@Cron`, `@Interval` and `@Timeout` jobs would fire on every CLI process too: stopped. */
 function stopPlainSchedules(app: INestApplicationContext): void {
   let registry: SchedulerRegistry;
   try {

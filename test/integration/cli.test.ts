@@ -131,6 +131,13 @@ describe('run <job>: a Kubernetes CronJob pod', () => {
     expect(listed.map((row) => [row.executionId, row.status])).toEqual([[rows[0]!.executionId, 'completed']]);
   });
 
+  it("never ticks the app's plain @Cron jobs, even while the app's own bootstrap still runs after @nestjs/schedule started them", async () => {
+    const app = { ...fixture([]), bootstrapMs: 2_500 };
+    const listed = await cli(app, 'jobs');
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(starts(app, 'plain-cron')).toBe(0);
+  });
+
   it("exits 1 with the row failed when the handler throws, after the job's retries; a retried pod exits 1 without a second run; replay runs attempt 2", async () => {
     const name = uniqueName('cli-fail');
     const retried = `${name}-retry`;
