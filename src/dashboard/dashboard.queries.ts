@@ -5,7 +5,8 @@
  * pages use keyset pagination on (scheduled_at, id), newest first.
  */
 import type { PrismaClientLike, RunRecord, RunStatus, RunTrigger } from '../distributed-cron.interfaces.js';
-import { COLUMNS, TABLE, toRecord, type Row } from '../history/prisma-run.sql.js';
+import { COLUMNS, rowColumns, TABLE, toRecord } from '../history/prisma-run.sql.js';
+import { instantOut, queryRows, toBigIntText, toDate, toDateOrNull, toInt, toNumberOrNull, toText } from '../history/raw-sql.js';
 
 export interface HistoryCursor {
   scheduledAt: Date;
@@ -55,9 +56,8 @@ export interface JobTimings {
   delayP95: number | null;
 }
 
-type IdRow = Row & { id: bigint | number | string };
-
-const ORDER = 'ORDER BY scheduled_at DESC, id DESC';
+/** Newest first, by the columns of `alias` (never by a bare name: that would be the text output column). */
+const ORDER = (alias: string): string => `ORDER BY ${alias}.scheduled_at DESC, ${alias}.id DESC`;
 const SUCCESS: RunStatus[] = ['completed', 'completed_with_errors'];
 
 export function encodeCursor(cursor: HistoryCursor): string {
@@ -90,27 +90,31 @@ export class DashboardQueries {
     // with a filter (which could walk every newer row of other jobs).
     const job = query.jobName === undefined ? undefined : param([query.jobName]);
     const where: string[] = job === undefined ? [] : ['job_name = j.name'];
-    if (query.trigger !== undefined) where.push(`trigger = ${param(query.trigger)}`);
+    if (query.trigger !== undefined) where.push(`trigger = ${param(query.trigger)}::text`);
     if (query.from !== undefined) where.push(`scheduled_at >= ${param(query.from)}::timestamptz`);
     if (query.to !== undefined) where.push(`scheduled_at < ${param(query.to)}::timestamptz`);
-    if (query.executionId !== undefined) where.push(`execution_id = ${param(query.executionId)}`);
+    if (query.executionId !== undefined) where.push(`execution_id = ${param(query.executionId)}::text`);
     if (query.after !== undefined) {
       where.push(`(scheduled_at, id) < (${param(query.after.scheduledAt)}::timestamptz, ${param(query.after.id)}::bigint)`);
     }
-    const limit = param(query.limit + 1);
+    const limit = `${param(query.limit + 1)}::integer`;
     const range = (conditions: string[]): string => {
-      const scan = `SELECT id, ${COLUMNS} FROM ${TABLE}${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ${ORDER} LIMIT ${limit}`;
+      const scan = `SELECT id, ${COLUMNS} FROM ${TABLE} s${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ${ORDER('s')} LIMIT ${limit}`;
       return job === undefined ? scan : `SELECT r.* FROM unnest(${job}::text[]) AS j(name) CROSS JOIN LATERAL (${scan}) r`;
     };
     const statuses = query.statuses ?? [];
-    const ranges = statuses.length === 0 ? [range(where)] : statuses.map((status) => range([...where, `status = ${param(status)}`]));
-    const sql = `SELECT * FROM (${ranges.map((r) => `(${r})`).join(' UNION ALL ')}) page ${ORDER} LIMIT ${limit}`;
-    const rows = await this.prisma.$queryRawUnsafe<IdRow[]>(sql, ...params);
+    const ranges = statuses.length === 0 ? [range(where)] : statuses.map((status) => range([...where, `status = ${param(status)}::text`]));
+    const sql = `SELECT page.id::text AS id, ${rowColumns('page')} FROM (${ranges.map((r) => `(${r})`).join(' UNION ALL ')}) page
+      ${ORDER('page')} LIMIT ${limit}`;
+    const rows = await queryRows(this.prisma, sql, ...params);
     const page = rows.slice(0, query.limit);
     const last = page[page.length - 1];
     return {
       rows: page.map(toRecord),
-      next: rows.length > query.limit && last ? encodeCursor({ scheduledAt: last.scheduled_at, id: String(last.id) }) : undefined,
+      next:
+        rows.length > query.limit && last
+          ? encodeCursor({ scheduledAt: toDate(last.scheduled_at, 'scheduled_at'), id: toBigIntText(last.id, 'id') })
+          : undefined,
     };
   }
 
@@ -118,13 +122,14 @@ export class DashboardQueries {
   async counts(jobNames: string[], since: Date): Promise<Map<string, Partial<Record<RunStatus, number>>>> {
     const counts = new Map<string, Partial<Record<RunStatus, number>>>(jobNames.map((name) => [name, {}]));
     if (jobNames.length === 0) return counts;
-    const rows = await this.prisma.$queryRawUnsafe<Array<{ job_name: string; status: RunStatus; n: number }>>(
+    const rows = await queryRows(
+      this.prisma,
       `SELECT job_name, status, count(*)::int AS n FROM ${TABLE}
        WHERE job_name = ANY($1::text[]) AND scheduled_at >= $2::timestamptz GROUP BY job_name, status`,
       jobNames,
       since,
     );
-    for (const row of rows) counts.get(row.job_name)![row.status] = row.n;
+    for (const row of rows) counts.get(toText(row.job_name, 'job_name'))![toText(row.status, 'status') as RunStatus] = toInt(row.n, 'n');
     return counts;
   }
 
@@ -135,35 +140,42 @@ export class DashboardQueries {
     );
     if (jobNames.length === 0) return summaries;
     const [lasts, successes, births] = await Promise.all([
-      this.prisma.$queryRawUnsafe<Row[]>(
-        `SELECT r.* FROM unnest($1::text[]) AS j(name)
-         CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM ${TABLE} WHERE job_name = j.name ${ORDER} LIMIT 1) r`,
+      queryRows(
+        this.prisma,
+        `SELECT ${rowColumns('r')} FROM unnest($1::text[]) AS j(name)
+         CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM ${TABLE} s WHERE job_name = j.name ${ORDER('s')} LIMIT 1) r`,
         jobNames,
       ),
-      this.prisma.$queryRawUnsafe<Array<{ job_name: string; at: Date | null }>>(
-        `SELECT j.name AS job_name, (SELECT max(s.finished_at) FROM unnest($2::text[]) AS ok(status)
+      queryRows(
+        this.prisma,
+        `SELECT j.name::text AS job_name, ${instantOut(`(SELECT max(s.finished_at) FROM unnest($2::text[]) AS ok(status)
            CROSS JOIN LATERAL (SELECT finished_at FROM ${TABLE} WHERE job_name = j.name AND status = ok.status
-                               ORDER BY scheduled_at DESC LIMIT 1) s) AS at
+                               ORDER BY scheduled_at DESC LIMIT 1) s)`)} AS at
          FROM unnest($1::text[]) AS j(name)`,
         jobNames,
         SUCCESS,
       ),
-      this.prisma.$queryRawUnsafe<Array<{ job_name: string; first_seen_at: Date }>>(
-        `SELECT job_name, first_seen_at FROM distributed_cron_jobs WHERE job_name = ANY($1::text[])`,
+      queryRows(
+        this.prisma,
+        `SELECT job_name, ${instantOut('first_seen_at')} AS first_seen_at FROM distributed_cron_jobs WHERE job_name = ANY($1::text[])`,
         jobNames,
       ),
     ]);
-    for (const row of lasts) summaries.get(row.job_name)!.last = toRecord(row);
-    for (const row of successes) if (row.at) summaries.get(row.job_name)!.lastSuccess = row.at;
-    for (const row of births) summaries.get(row.job_name)!.firstSeen = row.first_seen_at;
+    for (const row of lasts) summaries.get(toText(row.job_name, 'job_name'))!.last = toRecord(row);
+    for (const row of successes) {
+      const at = toDateOrNull(row.at, 'at');
+      if (at) summaries.get(toText(row.job_name, 'job_name'))!.lastSuccess = at;
+    }
+    for (const row of births) summaries.get(toText(row.job_name, 'job_name'))!.firstSeen = toDate(row.first_seen_at, 'first_seen_at');
     return summaries;
   }
 
   /** `running` rows of these jobs. */
   async running(jobNames: string[]): Promise<RunRecord[]> {
     if (jobNames.length === 0) return [];
-    const rows = await this.prisma.$queryRawUnsafe<Row[]>(
-      `SELECT ${COLUMNS} FROM ${TABLE} WHERE status = 'running' AND job_name = ANY($1::text[]) ${ORDER} LIMIT 200`,
+    const rows = await queryRows(
+      this.prisma,
+      `SELECT ${rowColumns('r')} FROM ${TABLE} r WHERE status = 'running' AND job_name = ANY($1::text[]) ${ORDER('r')} LIMIT 200`,
       jobNames,
     );
     return rows.map(toRecord);
@@ -172,8 +184,10 @@ export class DashboardQueries {
   /** Rows of these jobs scheduled in `[since, now]`, newest first, at most `limit`. */
   async timeline(jobNames: string[], since: Date, limit: number): Promise<RunRecord[]> {
     if (jobNames.length === 0) return [];
-    const rows = await this.prisma.$queryRawUnsafe<Row[]>(
-      `SELECT ${COLUMNS} FROM ${TABLE} WHERE job_name = ANY($1::text[]) AND scheduled_at >= $2::timestamptz ${ORDER} LIMIT $3`,
+    const rows = await queryRows(
+      this.prisma,
+      `SELECT ${rowColumns('r')} FROM ${TABLE} r
+       WHERE job_name = ANY($1::text[]) AND scheduled_at >= $2::timestamptz ${ORDER('r')} LIMIT $3::integer`,
       jobNames,
       since,
       limit,
@@ -184,40 +198,47 @@ export class DashboardQueries {
   /** Rows per day (in `timeZone`) and status since `since`. */
   async perDay(jobNames: string[], since: Date, timeZone: string): Promise<DayCount[]> {
     if (jobNames.length === 0) return [];
-    const rows = await this.prisma.$queryRawUnsafe<Array<{ day: string; status: RunStatus; n: number }>>(
-      `SELECT to_char(scheduled_at AT TIME ZONE $3, 'YYYY-MM-DD') AS day, status, count(*)::int AS n FROM ${TABLE}
+    const rows = await queryRows(
+      this.prisma,
+      `SELECT to_char(scheduled_at AT TIME ZONE $3::text, 'YYYY-MM-DD')::text AS day, status, count(*)::int AS n FROM ${TABLE}
        WHERE job_name = ANY($1::text[]) AND scheduled_at >= $2::timestamptz GROUP BY 1, 2 ORDER BY 1`,
       jobNames,
       since,
       timeZone,
     );
-    return rows.map((row) => ({ day: row.day, status: row.status, count: row.n }));
+    return rows.map((row) => ({
+      day: toText(row.day, 'day'),
+      status: toText(row.status, 'status') as RunStatus,
+      count: toInt(row.n, 'n'),
+    }));
   }
 
   /** Duration and start delay (started_at - scheduled_at) percentiles per job since `since`, in ms. */
   async timings(jobNames: string[], since: Date): Promise<JobTimings[]> {
     if (jobNames.length === 0) return [];
-    const rows = await this.prisma.$queryRawUnsafe<
-      Array<{ job_name: string; n: number; d50: number | null; d95: number | null; s50: number | null; s95: number | null }>
-    >(
+    const rows = await queryRows(
+      this.prisma,
       `SELECT job_name, count(*)::int AS n,
-         percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS d50,
-         percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS d95,
-         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - scheduled_at) * 1000) AS s50,
-         percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - scheduled_at) * 1000) AS s95
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms)::text AS d50,
+         percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms)::text AS d95,
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - scheduled_at) * 1000)::text AS s50,
+         percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - scheduled_at) * 1000)::text AS s95
        FROM ${TABLE} WHERE job_name = ANY($1::text[]) AND scheduled_at >= $2::timestamptz AND started_at IS NOT NULL
        GROUP BY job_name ORDER BY job_name`,
       jobNames,
       since,
     );
-    const ms = (value: number | null): number | null => (value === null ? null : Math.round(Number(value)));
+    const ms = (value: unknown, column: string): number | null => {
+      const number = toNumberOrNull(value, column);
+      return number === null ? null : Math.round(number);
+    };
     return rows.map((row) => ({
-      jobName: row.job_name,
-      runs: row.n,
-      durationP50: ms(row.d50),
-      durationP95: ms(row.d95),
-      delayP50: ms(row.s50),
-      delayP95: ms(row.s95),
+      jobName: toText(row.job_name, 'job_name'),
+      runs: toInt(row.n, 'n'),
+      durationP50: ms(row.d50, 'd50'),
+      durationP95: ms(row.d95, 'd95'),
+      delayP50: ms(row.s50, 's50'),
+      delayP95: ms(row.s95, 's95'),
     }));
   }
 }

@@ -1,6 +1,8 @@
 import type { PrismaClientLike } from '../distributed-cron.interfaces.js';
 import type { JobBirths, JobIdentity } from './job-births.js';
 
+import { instantOut, queryRows, toDate, toText } from './raw-sql.js';
+
 /** Table of the `DistributedCronJob` model (see prisma/schema/distributed-cron.prisma). */
 const TABLE = 'distributed_cron_jobs';
 const RUNS = 'distributed_cron_runs';
@@ -19,7 +21,8 @@ export class PrismaJobBirths implements JobBirths {
 
   async record(jobs: readonly JobIdentity[], seenAt: Date): Promise<Map<string, Date>> {
     if (jobs.length === 0) return new Map();
-    const rows = await this.prisma.$queryRawUnsafe<Array<{ job_name: string; first_seen_at: Date }>>(
+    const rows = await queryRows(
+      this.prisma,
       `INSERT INTO ${TABLE} AS j (job_name, expression, time_zone, first_seen_at)
        SELECT v.job_name, v.expression, v.time_zone,
               LEAST($4::timestamptz, (SELECT min(r.scheduled_at) FROM ${RUNS} r WHERE r.job_name = v.job_name))
@@ -29,12 +32,12 @@ export class PrismaJobBirths implements JobBirths {
                               THEN LEAST(j.first_seen_at, $4::timestamptz) ELSE $4::timestamptz END,
          expression = EXCLUDED.expression,
          time_zone = EXCLUDED.time_zone
-       RETURNING job_name, first_seen_at`,
+       RETURNING j.job_name, ${instantOut('j.first_seen_at')} AS first_seen_at`,
       jobs.map((job) => job.jobName),
       jobs.map((job) => job.expression),
       jobs.map((job) => job.timeZone),
       seenAt,
     );
-    return new Map(rows.map((row) => [row.job_name, new Date(row.first_seen_at)]));
+    return new Map(rows.map((row) => [toText(row.job_name, 'job_name'), toDate(row.first_seen_at, 'first_seen_at')]));
   }
 }

@@ -5,17 +5,17 @@ import type { QueuedRow, RestartOutcome, RestartRequest, RunHistory, StaleFence 
 import { MicroBatcher } from './micro.batcher.js';
 import {
   ATTEMPTS_LEFT,
-  COLUMNS,
   finishMany,
   FLOOR,
   insertMany,
   notStartedMany,
   RETRYABLE,
   TABLE,
+  rowColumns,
   text,
   toRecord,
-  type Row,
 } from './prisma-run.sql.js';
+import { executeStatement, instantOut, queryRows, toBigIntText, toBool, toDateOrNull, toText } from './raw-sql.js';
 
 /**
  * Run history in the user's database through their PrismaClient, with raw SQL so that one
@@ -47,23 +47,26 @@ export class PrismaRunHistory implements RunHistory {
 
   /** Whether `token` is at or below the job's floor; with what runs. */
   private async staleFence(jobName: string, token: number): Promise<StaleFence | undefined> {
-    const rows = await this.prisma.$queryRawUnsafe<Array<{ floor: bigint | number; running: boolean }>>(
-      `SELECT ${FLOOR('$1')} AS floor,
-         EXISTS (SELECT 1 FROM ${TABLE} WHERE status = 'running' AND job_name = $1) AS running`,
+    const rows = await queryRows(
+      this.prisma,
+      `SELECT ${FLOOR('$1::text')}::text AS floor,
+         (EXISTS (SELECT 1 FROM ${TABLE} WHERE status = 'running' AND job_name = $1::text))::boolean AS running`,
       jobName,
     );
-    const floor = Number(rows[0]?.floor ?? 0);
-    return token > floor ? undefined : { kind: 'stale_fence', floor, running: rows[0]?.running === true };
+    const row = rows[0];
+    const floor = row ? Number(toBigIntText(row.floor, 'floor')) : 0;
+    return token > floor ? undefined : { kind: 'stale_fence', floor, running: row ? toBool(row.running, 'running') : false };
   }
 
   async restart(request: RestartRequest): Promise<RestartOutcome> {
-    const updated = await this.prisma.$executeRawUnsafe(
-      `UPDATE ${TABLE} SET status = 'running', trigger = $3, attempt = attempt + 1,
-         max_attempts = GREATEST(max_attempts, $4), fencing_token = $5, instance_id = $6, started_at = $7,
-         finished_at = NULL, duration_ms = NULL, processed_count = 0, failed_count = 0, error = NULL,
-         next_attempt_at = NULL, updated_at = $7
-       WHERE execution_id = $1 AND status = $2 AND attempt = $8 AND fencing_token IS NOT DISTINCT FROM $9::bigint
-         AND $5 > ${FLOOR('$10')}`,
+    const updated = await executeStatement(
+      this.prisma,
+      `UPDATE ${TABLE} SET status = 'running', trigger = $3::text, attempt = attempt + 1,
+         max_attempts = GREATEST(max_attempts, $4::integer), fencing_token = $5::bigint, instance_id = $6::text,
+         started_at = $7::timestamptz, finished_at = NULL, duration_ms = NULL, processed_count = 0, failed_count = 0,
+         error = NULL, next_attempt_at = NULL, updated_at = $7::timestamptz
+       WHERE execution_id = $1::text AND status = $2::text AND attempt = $8::integer
+         AND fencing_token IS NOT DISTINCT FROM $9::bigint AND $5::bigint > ${FLOOR('$10::text')}`,
       request.executionId,
       request.from.status,
       request.trigger,
@@ -80,8 +83,10 @@ export class PrismaRunHistory implements RunHistory {
   }
 
   async settleQueued(executionId: string, status: 'skipped_overlap', error: string, now: Date): Promise<boolean> {
-    const updated = await this.prisma.$executeRawUnsafe(
-      `UPDATE ${TABLE} SET status = $2, error = $3, finished_at = $4, updated_at = $4 WHERE execution_id = $1 AND status = 'queued'`,
+    const updated = await executeStatement(
+      this.prisma,
+      `UPDATE ${TABLE} SET status = $2::text, error = $3::text, finished_at = $4::timestamptz, updated_at = $4::timestamptz
+       WHERE execution_id = $1::text AND status = 'queued'`,
       executionId,
       status,
       text(error),
@@ -97,9 +102,11 @@ export class PrismaRunHistory implements RunHistory {
     error: string,
     nextAttemptAt: Date | null = null,
   ): Promise<boolean> {
-    const updated = await this.prisma.$executeRawUnsafe(
-      `UPDATE ${TABLE} SET status = 'lease_lost', finished_at = $3, updated_at = $3, error = COALESCE(error, $4), next_attempt_at = $5
-       WHERE execution_id = $1 AND status = 'running' AND fencing_token = $2`,
+    const updated = await executeStatement(
+      this.prisma,
+      `UPDATE ${TABLE} SET status = 'lease_lost', finished_at = $3::timestamptz, updated_at = $3::timestamptz,
+         error = COALESCE(error, $4::text), next_attempt_at = $5::timestamptz
+       WHERE execution_id = $1::text AND status = 'running' AND fencing_token = $2::bigint`,
       executionId,
       fencingToken,
       now,
@@ -110,10 +117,12 @@ export class PrismaRunHistory implements RunHistory {
   }
 
   async closeOrphan(row: RunRecord, status: 'lease_lost' | 'dead' | 'skipped_overlap', now: Date, error: string): Promise<boolean> {
-    const updated = await this.prisma.$executeRawUnsafe(
-      `UPDATE ${TABLE} SET status = $4, finished_at = COALESCE(finished_at, $5), updated_at = $5, next_attempt_at = NULL,
-         error = CASE WHEN error IS NULL THEN $6 ELSE error || ' | ' || $6 END
-       WHERE execution_id = $1 AND status = $2 AND attempt = $3 AND fencing_token IS NOT DISTINCT FROM $7::bigint`,
+    const updated = await executeStatement(
+      this.prisma,
+      `UPDATE ${TABLE} SET status = $4::text, finished_at = COALESCE(finished_at, $5::timestamptz), updated_at = $5::timestamptz,
+         next_attempt_at = NULL, error = CASE WHEN error IS NULL THEN $6::text ELSE error || ' | ' || $6::text END
+       WHERE execution_id = $1::text AND status = $2::text AND attempt = $3::integer
+         AND fencing_token IS NOT DISTINCT FROM $7::bigint`,
       row.executionId,
       row.status,
       row.attempt,
@@ -127,11 +136,12 @@ export class PrismaRunHistory implements RunHistory {
 
   async dueRetries(jobNames: string[], now: Date, limit: number, exclude: string[]): Promise<RunRecord[]> {
     if (jobNames.length === 0) return [];
-    const rows = await this.prisma.$queryRawUnsafe<Row[]>(
-      `SELECT ${COLUMNS} FROM ${TABLE}
-       WHERE status IN ${RETRYABLE} AND next_attempt_at <= $2 AND ${ATTEMPTS_LEFT}
+    const rows = await queryRows(
+      this.prisma,
+      `SELECT ${rowColumns('r')} FROM ${TABLE} r
+       WHERE status IN ${RETRYABLE} AND next_attempt_at <= $2::timestamptz AND ${ATTEMPTS_LEFT}
          AND job_name = ANY($1::text[]) AND NOT (execution_id = ANY($4::text[]))
-       ORDER BY next_attempt_at LIMIT $3`,
+       ORDER BY r.next_attempt_at LIMIT $3::integer`,
       jobNames,
       now,
       limit,
@@ -142,10 +152,11 @@ export class PrismaRunHistory implements RunHistory {
 
   async running(jobNames: string[], limit: number, exclude: string[]): Promise<RunRecord[]> {
     if (jobNames.length === 0) return [];
-    const rows = await this.prisma.$queryRawUnsafe<Row[]>(
-      `SELECT ${COLUMNS} FROM ${TABLE}
+    const rows = await queryRows(
+      this.prisma,
+      `SELECT ${rowColumns('r')} FROM ${TABLE} r
        WHERE status = 'running' AND job_name = ANY($1::text[]) AND NOT (execution_id = ANY($3::text[]))
-       ORDER BY updated_at LIMIT $2`,
+       ORDER BY r.updated_at LIMIT $2::integer`,
       jobNames,
       limit,
       exclude,
@@ -155,27 +166,29 @@ export class PrismaRunHistory implements RunHistory {
 
   async queued(jobNames: string[], before: Date, limit: number): Promise<QueuedRow[]> {
     if (jobNames.length === 0) return [];
-    const rows = await this.prisma.$queryRawUnsafe<Array<Row & { superseded: boolean }>>(
-      `SELECT ${COLUMNS.replace(/(\w+)/g, 'q.$1')},
-         EXISTS (SELECT 1 FROM ${TABLE} n WHERE n.job_name = q.job_name AND n.scheduled_at > q.scheduled_at
-                   AND n.attempt > 0) AS superseded
+    const rows = await queryRows(
+      this.prisma,
+      `SELECT ${rowColumns('q')},
+         (EXISTS (SELECT 1 FROM ${TABLE} n WHERE n.job_name = q.job_name AND n.scheduled_at > q.scheduled_at
+                   AND n.attempt > 0))::boolean AS superseded
        FROM ${TABLE} q
-       WHERE q.status = 'queued' AND q.job_name = ANY($1::text[]) AND q.created_at < $2
-       ORDER BY q.scheduled_at LIMIT $3`,
+       WHERE q.status = 'queued' AND q.job_name = ANY($1::text[]) AND q.created_at < $2::timestamptz
+       ORDER BY q.scheduled_at LIMIT $3::integer`,
       jobNames,
       before,
       limit,
     );
-    return rows.map((row) => ({ row: toRecord(row), superseded: row.superseded === true }));
+    return rows.map((row) => ({ row: toRecord(row), superseded: toBool(row.superseded, 'superseded') }));
   }
 
   async orphans(jobNames: string[], before: Date, limit: number): Promise<RunRecord[]> {
-    const rows = await this.prisma.$queryRawUnsafe<Row[]>(
-      `SELECT ${COLUMNS} FROM ${TABLE}
+    const rows = await queryRows(
+      this.prisma,
+      `SELECT ${rowColumns('r')} FROM ${TABLE} r
        WHERE NOT (job_name = ANY($1::text[])) AND (
-         (status IN ('running', 'queued') AND updated_at < $2)
-         OR (status IN ${RETRYABLE} AND next_attempt_at < $2 AND ${ATTEMPTS_LEFT}))
-       ORDER BY updated_at LIMIT $3`,
+         (status IN ('running', 'queued') AND updated_at < $2::timestamptz)
+         OR (status IN ${RETRYABLE} AND next_attempt_at < $2::timestamptz AND ${ATTEMPTS_LEFT}))
+       ORDER BY r.updated_at LIMIT $3::integer`,
       jobNames,
       before,
       limit,
@@ -184,11 +197,13 @@ export class PrismaRunHistory implements RunHistory {
   }
 
   async lastSuccess(jobName: string): Promise<Date | undefined> {
-    const rows = await this.prisma.$queryRawUnsafe<Array<{ at: Date | null }>>(
-      `SELECT max(finished_at) AS at FROM ${TABLE} WHERE job_name = $1 AND status IN ('completed', 'completed_with_errors')`,
+    const rows = await queryRows(
+      this.prisma,
+      `SELECT ${instantOut('max(finished_at)')} AS at FROM ${TABLE}
+       WHERE job_name = $1::text AND status IN ('completed', 'completed_with_errors')`,
       jobName,
     );
-    return rows[0]?.at ?? undefined;
+    return toDateOrNull(rows[0]?.at, 'at') ?? undefined;
   }
 
   finish(request: FinishRequest): Promise<boolean> {
@@ -200,21 +215,22 @@ export class PrismaRunHistory implements RunHistory {
   }
 
   async skippedTrigger(executionId: string): Promise<void> {
-    await this.prisma.$executeRawUnsafe(`UPDATE ${TABLE} SET skipped_triggers = skipped_triggers + 1 WHERE execution_id = $1`, executionId);
+    await executeStatement(
+      this.prisma,
+      `UPDATE ${TABLE} SET skipped_triggers = skipped_triggers + 1 WHERE execution_id = $1::text`,
+      executionId,
+    );
   }
 
   async get(executionId: string): Promise<RunRecord | undefined> {
-    const rows = await this.prisma.$queryRawUnsafe<Row[]>(`SELECT ${COLUMNS} FROM ${TABLE} WHERE execution_id = $1`, executionId);
+    const rows = await queryRows(this.prisma, `SELECT ${rowColumns('r')} FROM ${TABLE} r WHERE execution_id = $1::text`, executionId);
     return rows[0] ? toRecord(rows[0]) : undefined;
   }
 
   async existing(executionIds: string[]): Promise<Set<string>> {
     if (executionIds.length === 0) return new Set();
-    const rows = await this.prisma.$queryRawUnsafe<Array<{ execution_id: string }>>(
-      `SELECT execution_id FROM ${TABLE} WHERE execution_id = ANY($1::text[])`,
-      executionIds,
-    );
-    return new Set(rows.map((r) => r.execution_id));
+    const rows = await queryRows(this.prisma, `SELECT execution_id FROM ${TABLE} WHERE execution_id = ANY($1::text[])`, executionIds);
+    return new Set(rows.map((r) => toText(r.execution_id, 'execution_id')));
   }
 
   async list(filter: HistoryFilter = {}): Promise<RunRecord[]> {
@@ -224,18 +240,19 @@ export class PrismaRunHistory implements RunHistory {
       values.push(value);
       where.push(clause(`$${values.length}`));
     };
-    if (filter.jobName !== undefined) add((p) => `job_name = ${p}`, filter.jobName);
+    if (filter.jobName !== undefined) add((p) => `job_name = ${p}::text`, filter.jobName);
     if (filter.status !== undefined) {
       add((p) => `status = ANY(${p}::text[])`, Array.isArray(filter.status) ? filter.status : [filter.status]);
     }
-    if (filter.since !== undefined) add((p) => `scheduled_at >= ${p}`, filter.since);
-    if (filter.until !== undefined) add((p) => `scheduled_at < ${p}`, filter.until);
+    if (filter.since !== undefined) add((p) => `scheduled_at >= ${p}::timestamptz`, filter.since);
+    if (filter.until !== undefined) add((p) => `scheduled_at < ${p}::timestamptz`, filter.until);
     const limit = filter.limit ?? 100;
     if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`list(): \`limit\` must be a positive integer, got ${limit}`);
     values.push(limit);
-    const rows = await this.prisma.$queryRawUnsafe<Row[]>(
-      `SELECT ${COLUMNS} FROM ${TABLE} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-       ORDER BY scheduled_at DESC, id DESC LIMIT $${values.length}`,
+    const rows = await queryRows(
+      this.prisma,
+      `SELECT ${rowColumns('r')} FROM ${TABLE} r ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+       ORDER BY r.scheduled_at DESC, r.id DESC LIMIT $${values.length}::integer`,
       ...values,
     );
     return rows.map(toRecord);

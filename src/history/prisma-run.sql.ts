@@ -5,58 +5,86 @@
 import type { PrismaClientLike, RunRecord, RunStatus } from '../distributed-cron.interfaces.js';
 import type { BeginRequest, FinishRequest, NotStartedRequest } from './run-history.js';
 
+import {
+  instantOut,
+  queryRows,
+  toBigIntTextOrNull,
+  toDate,
+  toDateOrNull,
+  toInt,
+  toIntOrNull,
+  toText,
+  toTextOrNull,
+  type RawRow,
+} from './raw-sql.js';
+
 /** Table of the `DistributedCronRun` model (see prisma/schema/distributed-cron.prisma). */
 export const TABLE = 'distributed_cron_runs';
 
-export const COLUMNS = `job_name, execution_id, status, trigger, scheduled_at, business_date, started_at, finished_at,
-  duration_ms, instance_id, attempt, max_attempts, fencing_token, processed_count, failed_count, error,
-  skipped_triggers, next_attempt_at, created_at, updated_at`;
+const COLUMN_NAMES = [
+  'job_name',
+  'execution_id',
+  'status',
+  'trigger',
+  'scheduled_at',
+  'business_date',
+  'started_at',
+  'finished_at',
+  'duration_ms',
+  'instance_id',
+  'attempt',
+  'max_attempts',
+  'fencing_token',
+  'processed_count',
+  'failed_count',
+  'error',
+  'skipped_triggers',
+  'next_attempt_at',
+  'created_at',
+  'updated_at',
+] as const;
 
-export interface Row {
-  job_name: string;
-  execution_id: string;
-  status: string;
-  trigger: string;
-  scheduled_at: Date;
-  business_date: string;
-  started_at: Date | null;
-  finished_at: Date | null;
-  duration_ms: number | null;
-  instance_id: string;
-  attempt: number;
-  max_attempts: number;
-  fencing_token: bigint | number | null;
-  processed_count: number;
-  failed_count: number;
-  error: string | null;
-  skipped_triggers: number;
-  next_attempt_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
+/** The row's columns as stored, for subqueries whose rows `rowColumns` selects in the end. */
+export const COLUMNS = COLUMN_NAMES.join(', ');
+
+const INSTANTS = new Set<string>(['scheduled_at', 'started_at', 'finished_at', 'next_attempt_at', 'created_at', 'updated_at']);
+
+/**
+ * The row's columns as a statement returns them (text, int4 and bool only: instants and the
+ * fencing token as text), read from `alias`. A statement that selects these orders by `alias.<column>`,
+ * never by a bare name, which would be the text output column instead of the indexed one.
+ */
+export function rowColumns(alias: string): string {
+  return COLUMN_NAMES.map((name) => {
+    if (INSTANTS.has(name)) return `${instantOut(`${alias}.${name}`)} AS ${name}`;
+    if (name === 'fencing_token') return `${alias}.${name}::text AS ${name}`;
+    return `${alias}.${name}`;
+  }).join(', ');
 }
 
-export function toRecord(row: Row): RunRecord {
+export function toRecord(row: RawRow): RunRecord {
+  const fencingToken = toBigIntTextOrNull(row.fencing_token, 'fencing_token');
   return {
-    jobName: row.job_name,
-    executionId: row.execution_id,
-    status: row.status as RunStatus,
-    trigger: row.trigger as RunRecord['trigger'],
-    scheduledAt: row.scheduled_at,
-    businessDate: row.business_date,
-    startedAt: row.started_at,
-    finishedAt: row.finished_at,
-    durationMs: row.duration_ms,
-    instanceId: row.instance_id,
-    attempt: row.attempt,
-    maxAttempts: row.max_attempts,
-    fencingToken: row.fencing_token === null ? null : Number(row.fencing_token),
-    processedCount: row.processed_count,
-    failedCount: row.failed_count,
-    error: row.error,
-    skippedTriggers: row.skipped_triggers,
-    nextAttemptAt: row.next_attempt_at,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
+    jobName: toText(row.job_name, 'job_name'),
+    executionId: toText(row.execution_id, 'execution_id'),
+    status: toText(row.status, 'status') as RunStatus,
+    trigger: toText(row.trigger, 'trigger') as RunRecord['trigger'],
+    scheduledAt: toDate(row.scheduled_at, 'scheduled_at'),
+    businessDate: toText(row.business_date, 'business_date'),
+    startedAt: toDateOrNull(row.started_at, 'started_at'),
+    finishedAt: toDateOrNull(row.finished_at, 'finished_at'),
+    durationMs: toIntOrNull(row.duration_ms, 'duration_ms'),
+    instanceId: toText(row.instance_id, 'instance_id'),
+    attempt: toInt(row.attempt, 'attempt'),
+    maxAttempts: toInt(row.max_attempts, 'max_attempts'),
+    fencingToken: fencingToken === null ? null : Number(fencingToken),
+    processedCount: toInt(row.processed_count, 'processed_count'),
+    failedCount: toInt(row.failed_count, 'failed_count'),
+    error: toTextOrNull(row.error, 'error'),
+    skippedTriggers: toInt(row.skipped_triggers, 'skipped_triggers'),
+    nextAttemptAt: toDateOrNull(row.next_attempt_at, 'next_attempt_at'),
+    createdAt: toDate(row.created_at, 'created_at'),
+    updatedAt: toDate(row.updated_at, 'updated_at'),
   };
 }
 
@@ -102,19 +130,14 @@ function firstCreated(requests: Array<{ executionId: string }>, created: Set<str
   });
 }
 
-/** An instant as a statement parameter: ISO 8601 in UTC (an invalid Date stays invalid, for the database to reject). */
-function instant(value: Date | null | undefined): string | null {
-  if (value === null || value === undefined) return null;
-  return Number.isNaN(value.getTime()) ? String(value) : value.toISOString();
-}
-
 /** One column of a batch statement: its name in `v`, its SQL type, and its value for a request. */
 type Column<R> = readonly [name: string, type: string, value: (request: R) => unknown];
 
 /**
- * The rows of a batch as one array parameter per column, turned back into rows by `unnest` (as
- * `v`): the statement's text and its number of parameters stay the same whatever the batch size,
- * so a batch of 500 rows costs the driver a dozen parameters, not thousands.
+ * The rows of a batch as one array parameter per column (sent as an array literal in text, see
+ * raw-sql.ts), turned back into rows by `unnest` (as `v`): the statement's text and its number of
+ * parameters stay the same whatever the batch size, so a batch of 500 rows costs the driver a
+ * dozen parameters, not thousands.
  */
 function rowsOf<R>(requests: R[], columns: ReadonlyArray<Column<R>>): { values: unknown[]; from: string } {
   const values = columns.map(([, , value]) => requests.map(value));
@@ -126,9 +149,9 @@ const BEGIN_COLUMNS: ReadonlyArray<Column<BeginRequest>> = [
   ['job_name', 'text', (r) => r.jobName],
   ['execution_id', 'text', (r) => r.executionId],
   ['trigger', 'text', (r) => r.trigger],
-  ['scheduled_at', 'timestamptz', (r) => instant(r.scheduledAt)],
+  ['scheduled_at', 'timestamptz', (r) => r.scheduledAt],
   ['business_date', 'text', (r) => text(r.businessDate)],
-  ['now', 'timestamptz', (r) => instant(r.now)],
+  ['now', 'timestamptz', (r) => r.now],
   ['instance_id', 'text', (r) => text(r.instanceId)],
   ['max_attempts', 'integer', (r) => int(r.maxAttempts)],
   ['fencing_token', 'bigint', (r) => r.fencingToken],
@@ -155,14 +178,14 @@ const NOT_STARTED_COLUMNS: ReadonlyArray<Column<NotStartedRequest>> = [
   ['execution_id', 'text', (r) => r.executionId],
   ['status', 'text', (r) => r.status],
   ['trigger', 'text', (r) => r.trigger],
-  ['scheduled_at', 'timestamptz', (r) => instant(r.scheduledAt)],
+  ['scheduled_at', 'timestamptz', (r) => r.scheduledAt],
   ['business_date', 'text', (r) => text(r.businessDate)],
   ['instance_id', 'text', (r) => text(r.instanceId)],
   ['max_attempts', 'integer', (r) => int(r.maxAttempts ?? 1)],
   ['error', 'text', (r) => text(r.error)],
-  ['finished_at', 'timestamptz', (r) => (r.status === 'queued' ? null : instant(r.now))],
-  ['next_attempt_at', 'timestamptz', (r) => instant(r.nextAttemptAt)],
-  ['now', 'timestamptz', (r) => instant(r.now)],
+  ['finished_at', 'timestamptz', (r) => (r.status === 'queued' ? null : r.now)],
+  ['next_attempt_at', 'timestamptz', (r) => r.nextAttemptAt ?? null],
+  ['now', 'timestamptz', (r) => r.now],
 ];
 
 /** One INSERT for many slots that did not start; true for each row this call created. */
@@ -191,39 +214,43 @@ async function insertNew<R extends { executionId: string }>(
   where = 'TRUE',
 ): Promise<boolean[]> {
   const { values, from } = rowsOf(requests, input);
-  const rows = await prisma.$queryRawUnsafe<Array<{ execution_id: string }>>(
+  const rows = await queryRows(
+    prisma,
     `INSERT INTO ${TABLE} (${columns})
      SELECT ${select} FROM ${from} WHERE ${where}
      ON CONFLICT (execution_id) DO NOTHING RETURNING execution_id`,
     ...values,
   );
-  return firstCreated(requests, new Set(rows.map((row) => row.execution_id)));
+  return firstCreated(requests, new Set(rows.map((row) => toText(row.execution_id, 'execution_id'))));
 }
 
 const FINISH_COLUMNS: ReadonlyArray<Column<FinishRequest>> = [
   ['execution_id', 'text', (r) => r.executionId],
   ['fencing_token', 'bigint', (r) => r.fencingToken],
   ['status', 'text', (r) => r.status],
-  ['finished_at', 'timestamptz', (r) => instant(r.finishedAt)],
+  ['finished_at', 'timestamptz', (r) => r.finishedAt],
   ['duration_ms', 'integer', (r) => int(r.durationMs)],
   ['processed_count', 'integer', (r) => int(r.processedCount)],
   ['failed_count', 'integer', (r) => int(r.failedCount)],
   ['error', 'text', (r) => text(r.error)],
-  ['next_attempt_at', 'timestamptz', (r) => instant(r.nextAttemptAt)],
+  ['next_attempt_at', 'timestamptz', (r) => r.nextAttemptAt ?? null],
 ];
 
 /** One UPDATE for many results, each fenced by its token; true for each row it wrote. */
 export async function finishMany(prisma: PrismaClientLike, requests: FinishRequest[]): Promise<boolean[]> {
   const { values, from } = rowsOf(requests, FINISH_COLUMNS);
-  const rows = await prisma.$queryRawUnsafe<Array<{ execution_id: string; fencing_token: bigint | number }>>(
+  const rows = await queryRows(
+    prisma,
     `UPDATE ${TABLE} AS t SET status = v.status, finished_at = v.finished_at, duration_ms = v.duration_ms,
        processed_count = v.processed_count, failed_count = v.failed_count, error = v.error,
        next_attempt_at = v.next_attempt_at, updated_at = v.finished_at
      FROM ${from}
      WHERE t.execution_id = v.execution_id AND t.fencing_token = v.fencing_token AND t.status = 'running'
-     RETURNING t.execution_id, t.fencing_token`,
+     RETURNING t.execution_id, t.fencing_token::text AS fencing_token`,
     ...values,
   );
-  const written = new Set(rows.map((row) => `${row.execution_id}\n${Number(row.fencing_token)}`));
+  const written = new Set(
+    rows.map((row) => `${toText(row.execution_id, 'execution_id')}\n${toBigIntTextOrNull(row.fencing_token, 'fencing_token')}`),
+  );
   return requests.map((r) => written.has(`${r.executionId}\n${r.fencingToken}`));
 }

@@ -4,6 +4,7 @@
  */
 import type { PrismaClientLike } from '../distributed-cron.interfaces.js';
 import { TABLE } from './prisma-run.sql.js';
+import { instantOut, queryRows, toBigIntText, toBigIntTextOrNull, toDateOrNull, toInt, toText } from './raw-sql.js';
 
 /** Statuses `retention.completed` applies to. */
 export const COMPLETED_STATUSES = ['completed', 'completed_with_errors', 'skipped_overlap'] as const;
@@ -34,7 +35,8 @@ export interface AgeCuts {
  * probe per job instead of reading every row.
  */
 export async function jobsWithRows(prisma: PrismaClientLike): Promise<string[]> {
-  const rows = await prisma.$queryRawUnsafe<Array<{ job_name: string }>>(
+  const rows = await queryRows(
+    prisma,
     `WITH RECURSIVE jobs(job_name) AS (
        (SELECT job_name FROM ${TABLE} ORDER BY job_name LIMIT 1)
        UNION ALL
@@ -43,20 +45,20 @@ export async function jobsWithRows(prisma: PrismaClientLike): Promise<string[]> 
      )
      SELECT job_name FROM jobs WHERE job_name IS NOT NULL`,
   );
-  return rows.map((row) => row.job_name);
+  return rows.map((row) => toText(row.job_name, 'job_name'));
 }
 
 /** Reads what `jobName` must keep; `maxRowsPerJob` undefined means no count limit. */
 export async function jobCuts(prisma: PrismaClientLike, jobName: string, maxRowsPerJob: number | undefined): Promise<JobCuts | undefined> {
-  const rows = await prisma.$queryRawUnsafe<
-    Array<{ newest_id: bigint | null; max_token: bigint | null; last_success: Date | null; keep_at: Date | null; keep_id: bigint | null }>
-  >(
-    `SELECT n.id AS newest_id, k.scheduled_at AS keep_at, k.id AS keep_id,
-       (SELECT max(fencing_token) FROM ${TABLE} WHERE job_name = $1) AS max_token,
-       (SELECT max(finished_at) FROM ${TABLE} WHERE job_name = $1 AND status IN ('completed', 'completed_with_errors')) AS last_success
-     FROM (SELECT id FROM ${TABLE} WHERE job_name = $1 ORDER BY scheduled_at DESC, id DESC LIMIT 1) n
+  const rows = await queryRows(
+    prisma,
+    `SELECT n.id::text AS newest_id, ${instantOut('k.scheduled_at')} AS keep_at, k.id::text AS keep_id,
+       (SELECT max(fencing_token) FROM ${TABLE} WHERE job_name = $1::text)::text AS max_token,
+       ${instantOut(`(SELECT max(finished_at) FROM ${TABLE} WHERE job_name = $1::text AND status IN ('completed', 'completed_with_errors'))`)}
+         AS last_success
+     FROM (SELECT id FROM ${TABLE} WHERE job_name = $1::text ORDER BY scheduled_at DESC, id DESC LIMIT 1) n
      LEFT JOIN (
-       SELECT scheduled_at, id FROM ${TABLE} WHERE job_name = $1 AND $2::integer IS NOT NULL
+       SELECT scheduled_at, id FROM ${TABLE} WHERE job_name = $1::text AND $2::integer IS NOT NULL
        ORDER BY scheduled_at DESC, id DESC OFFSET GREATEST(COALESCE($2::integer, 1) - 1, 0) LIMIT 1
      ) k ON TRUE`,
     jobName,
@@ -64,12 +66,14 @@ export async function jobCuts(prisma: PrismaClientLike, jobName: string, maxRows
   );
   const row = rows[0];
   if (!row || row.newest_id === null) return undefined;
+  const keepAt = toDateOrNull(row.keep_at, 'keep_at');
+  const keepId = toBigIntTextOrNull(row.keep_id, 'keep_id');
   return {
     jobName,
-    newestId: String(row.newest_id),
-    maxToken: row.max_token === null ? null : String(row.max_token),
-    lastSuccessAt: row.last_success,
-    keepFrom: row.keep_at === null || row.keep_id === null ? null : { at: row.keep_at, id: String(row.keep_id) },
+    newestId: toBigIntText(row.newest_id, 'newest_id'),
+    maxToken: toBigIntTextOrNull(row.max_token, 'max_token'),
+    lastSuccessAt: toDateOrNull(row.last_success, 'last_success'),
+    keepFrom: keepAt === null || keepId === null ? null : { at: keepAt, id: keepId },
   };
 }
 
@@ -90,10 +94,11 @@ export async function deleteBatch(
   from: Date | null,
 ): Promise<{ deleted: number; last: Date | null }> {
   const beyondCount = `(scheduled_at, id) < ($7::timestamptz, $8::bigint)`;
-  const rows = await prisma.$queryRawUnsafe<Array<{ deleted: bigint | number; last: Date | null }>>(
+  const rows = await queryRows(
+    prisma,
     `WITH gone AS (DELETE FROM ${TABLE} WHERE id IN (
        SELECT id FROM ${TABLE}
-       WHERE job_name = $1
+       WHERE job_name = $1::text
          AND ($12::timestamptz IS NULL OR scheduled_at >= $12::timestamptz)
          AND id <> $2::bigint
          AND (fencing_token IS NULL OR fencing_token < $3::bigint)
@@ -107,7 +112,7 @@ export async function deleteBatch(
        LIMIT $9::integer
        FOR UPDATE SKIP LOCKED
      ) RETURNING scheduled_at)
-     SELECT count(*) AS deleted, max(scheduled_at) AS last FROM gone`,
+     SELECT count(*)::int AS deleted, ${instantOut('max(scheduled_at)')} AS last FROM gone`,
     cuts.jobName,
     cuts.newestId,
     cuts.maxToken,
@@ -121,7 +126,8 @@ export async function deleteBatch(
     [...FAILED_STATUSES],
     from,
   );
-  return { deleted: Number(rows[0]?.deleted ?? 0), last: rows[0]?.last ?? null };
+  const row = rows[0];
+  return { deleted: row ? toInt(row.deleted, 'deleted') : 0, last: row ? toDateOrNull(row.last, 'last') : null };
 }
 
 /**
@@ -140,8 +146,10 @@ export async function withStatementTimeout<T>(
   return run.call(
     prisma,
     async (tx) => {
-      await tx.$queryRawUnsafe(
-        `SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $1, true)`,
+      await queryRows(
+        tx,
+        `SELECT set_config('statement_timeout', $1::text, true)::text AS statement_timeout,
+           set_config('lock_timeout', $1::text, true)::text AS lock_timeout`,
         `${Math.round(timeoutMs)}ms`,
       );
       return work(tx);
