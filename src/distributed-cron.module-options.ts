@@ -190,6 +190,14 @@ export interface DistributedCronModuleOptions {
   retention?: RetentionOptions;
   /** Logs a warning for each plain `@Cron`/`@Interval`/`@Timeout` job, which runs on every instance. @default true */
   auditPlainSchedules?: boolean;
+  /**
+   * At bootstrap, checks through `prisma` that the library's tables, columns and indexes are
+   * there; if anything is missing, bootstrap fails with an error naming each thing and the
+   * commands that add it (`npx nestjs-distributed-cron prisma`, then `npx prisma migrate deploy`).
+   * A database that cannot be reached does not fail bootstrap (a warning; slots fail closed).
+   * Not run for a `stores.history` of your own. See docs/database.md. @default true
+   */
+  schemaCheck?: boolean;
   /** Wall clock in epoch milliseconds; replaceable in tests. @default Date.now */
   clock?: () => number;
   /** Listeners of run starts, ends, skips, dead letters and lost leases; never awaited. @default none */

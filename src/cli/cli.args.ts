@@ -39,6 +39,8 @@ interface CommandSpec {
   help: string;
   /** What the command does and its exit codes, after the options. */
   details?: string;
+  /** Works on files alone: no --module, no app booted, no --timeout. */
+  standalone?: boolean;
 }
 
 const JSON_OPTION = { json: { type: 'boolean' } } as const;
@@ -114,6 +116,24 @@ in this process (with the job's retries), writes the row and exits:
       --image <image>           the container image (default: a <image> placeholder)
       --namespace <ns>          metadata.namespace (default: a <namespace> placeholder)`,
   },
+  prisma: {
+    usage: 'prisma [--schema <file|dir>] [--migrations <dir>] [--check]',
+    summary: "add the library's models to the app's Prisma schema and write the migration its history lacks",
+    options: { schema: { type: 'string' }, migrations: { type: 'string' }, check: { type: 'boolean' } },
+    standalone: true,
+    help: `      --schema <file|dir>       the app's Prisma schema: one file, or a schema folder (default: \`schema\` in prisma.config.ts,
+                                else "prisma.schema" in package.json, else prisma/schema.prisma, else the folder prisma/schema/)
+      --migrations <dir>        the app's migrations folder (default: \`migrations.path\` in prisma.config.ts, else migrations
+                                next to the schema)
+      --check                   write nothing; exit 1 when something would be written (for CI)`,
+    details: `Run it in the app's folder; it needs no app, database or Redis. It writes the models DistributedCronRun
+and DistributedCronJob (distributed-cron.prisma in a schema folder, or a block between marker comments
+in one schema.prisma) and ONE new migration, prisma/migrations/<UTC now>_distributed_cron/migration.sql,
+with the library's steps the history does not have yet (idempotent SQL). Run again: writes nothing.
+After an upgrade of the library: writes only the new steps. Then: npx prisma migrate deploy (or
+npx prisma migrate dev) and npx prisma generate.
+  0 done, or up to date; 1 --check and something would be written; 2 bad arguments or no schema found`,
+  },
 };
 
 export const PROGRAM = 'nestjs-distributed-cron';
@@ -122,8 +142,10 @@ export function mainHelp(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
   const lines = Object.entries(COMMANDS).map(([name, spec]) => `  ${name.padEnd(width)}  ${spec.summary}`);
   return `Usage: ${PROGRAM} <command> --module <file>[#Export] [options]
+       ${PROGRAM} prisma [--schema <file|dir>] [--migrations <dir>] [--check]
 
-Boots the app's root module without its schedules (no timers, catch-up or sweeps) and does one thing.
+Boots the app's root module without its schedules (no timers, catch-up or sweeps) and does one thing;
+\`prisma\` works on the app's Prisma files alone.
 
 Commands:
 ${lines.join('\n')}
@@ -133,6 +155,15 @@ Run \`${PROGRAM} <command> --help\` for a command's options and exit codes.`;
 
 export function commandHelp(name: string): string {
   const spec = COMMANDS[name]!;
+  if (spec.standalone) {
+    return `Usage: ${PROGRAM} ${spec.usage}
+
+${spec.summary[0]!.toUpperCase()}${spec.summary.slice(1)}.
+
+Options:
+${spec.help}
+  -h, --help                    this help${spec.details ? `\n\n${spec.details}` : ''}`;
+  }
   return `Usage: ${PROGRAM} ${spec.usage}
 
 ${spec.summary[0]!.toUpperCase()}${spec.summary.slice(1)}.
@@ -161,27 +192,25 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
   }
   const spec = COMMANDS[command];
   if (!spec) throw new UsageError(`unknown command '${command}'; commands: ${Object.keys(COMMANDS).join(', ')}`);
+  const help = { help: { type: 'boolean', short: 'h' } } as const;
+  const app = { module: { type: 'string', short: 'm' }, timeout: { type: 'string' }, verbose: { type: 'boolean' } } as const;
   let parsed;
   try {
+    // A standalone command (`prisma`) boots no app: no --module, --timeout or --verbose.
     parsed = parseArgs({
       args: [...rest],
       allowPositionals: true,
       strict: true,
-      options: {
-        ...spec.options,
-        module: { type: 'string', short: 'm' },
-        timeout: { type: 'string' },
-        verbose: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
+      options: spec.standalone ? { ...spec.options, ...help } : { ...spec.options, ...app, ...help },
     });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  const { values, positionals } = parsed;
-  const help = values.help === true;
+  const { positionals } = parsed;
+  const values = parsed.values as Readonly<Record<string, string | boolean | string[] | undefined>>;
+  const wantsHelp = values.help === true;
   const wanted = spec.positional ? 1 : 0;
-  if (!help && positionals.length !== wanted) {
+  if (!wantsHelp && positionals.length !== wanted) {
     throw new UsageError(
       wanted === 1
         ? `${command} takes one <${spec.positional}>, got ${positionals.length}`
@@ -191,10 +220,10 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
   return {
     command,
     target: positionals[0],
-    modulePath: (values.module as string | undefined) ?? process.env.DISTRIBUTED_CRON_MODULE,
+    modulePath: spec.standalone ? undefined : ((values.module as string | undefined) ?? process.env.DISTRIBUTED_CRON_MODULE),
     timeoutMs: values.timeout === undefined ? undefined : parseTimeout(values.timeout as string),
     verbose: values.verbose === true,
-    help,
+    help: wantsHelp,
     values,
   };
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * `nestjs-distributed-cron`: runs one slot of a job from outside the app (a Kubernetes CronJob's
- * container command), and the operator's commands. See `nestjs-distributed-cron --help`.
+ * container command), the operator's commands, and `prisma` (the library's models and migration
+ * into the app's Prisma files). See `nestjs-distributed-cron --help`.
  */
 import 'reflect-metadata';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -60,6 +61,26 @@ async function perform(loaded: LoadedApp, line: CommandLine): Promise<ExitCode> 
   }
 }
 
+/** `prisma`: files only, no app. */
+async function prisma(line: CommandLine): Promise<number> {
+  const { prismaCommand, PrismaLayoutError } = await import('./prisma.command.js');
+  const { schema, migrations, check } = line.values as { schema?: string; migrations?: string; check?: boolean };
+  try {
+    const result = prismaCommand({ cwd: process.cwd(), schema, migrations, check: check === true, now: new Date() });
+    for (const warning of result.warnings) err(warning);
+    out(result.lines.join('\n'));
+    return result.exitCode;
+  } catch (error) {
+    if (error instanceof PrismaLayoutError) {
+      err(`prisma: ${error.message}`);
+      return EXIT.usage;
+    }
+    // Not 1: `--check` exits 1 for "something would be written", and CI must tell the two apart.
+    err(`prisma failed: ${describeError(error)}`);
+    return EXIT.usage;
+  }
+}
+
 /** Boots the app, performs the command, closes the app; never longer than the timeout (plus the close grace). */
 async function main(argv: readonly string[]): Promise<number> {
   let line: CommandLine;
@@ -73,6 +94,7 @@ async function main(argv: readonly string[]): Promise<number> {
     out(line.command === 'help' ? mainHelp() : commandHelp(line.command));
     return EXIT.ok;
   }
+  if (line.command === 'prisma') return prisma(line);
   if (!line.modulePath) {
     err(`--module is required (or set DISTRIBUTED_CRON_MODULE)\n\n${commandHelp(line.command)}`);
     return EXIT.usage;

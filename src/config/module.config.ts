@@ -75,6 +75,9 @@ export function resolveModuleConfig(options: DistributedCronModuleOptions): Modu
     fail('instanceId', 'must be a non-empty string');
   }
   if (options.clock !== undefined && typeof options.clock !== 'function') fail('clock', 'must be a function returning epoch milliseconds');
+  if (options.schemaCheck !== undefined && typeof options.schemaCheck !== 'boolean') {
+    fail('schemaCheck', `must be true or false, got ${JSON.stringify(options.schemaCheck)}`);
+  }
   const alerterIssue = alerterProblem(options.alerter);
   if (alerterIssue !== undefined) fail('alerter', alerterIssue);
   const duration = (option: string, value: unknown, fallback: number): number => {

@@ -10,6 +10,10 @@ import type { Topology } from '../topology/topology.js';
 import { jobSetGroup, SlotDispatcher } from '../execution/slot.dispatcher.js';
 import type { JobExecutor } from '../execution/job.executor.js';
 import { LeaderElector } from '../leasing/leader.elector.js';
+import { PrismaJobBirths } from '../history/prisma-job-births.js';
+import { PrismaRunHistory } from '../history/prisma-run-history.js';
+import { checkSchema, schemaProblem, schemaUnchecked } from '../history/schema.check.js';
+import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
 
 /** The jobs whose births were recorded, and when the fleet first saw each. */
 interface Births {
@@ -37,6 +41,8 @@ export class DistributedCronOrchestrator {
 
   async start(): Promise<void> {
     const { runtime, topology } = this;
+    // Before anything starts: a missing table fails bootstrap here, naming it, not each slot later.
+    await this.checkSchema();
     // Scripts loaded before the first slot; if Redis is not there yet, the first claims load them.
     if (runtime.jobs.size > 0) void runtime.leases.prepare().catch(() => undefined);
     // The CLI's process (Kubernetes CronJob mode) runs only what it is asked to: no timers, sweeps or queues.
@@ -97,6 +103,21 @@ export class DistributedCronOrchestrator {
     if (runtime.jobs.size > 0) {
       runtime.logger.log(`${runtime.jobs.size} distributed cron job(s) scheduled on instance ${runtime.instanceId}`);
     }
+  }
+
+  /**
+   * Checks the tables of the built-in Prisma stores (not a store of the user's own, nor the
+   * testing module's in-memory ones) unless the option `schemaCheck` is false. Something missing
+   * fails bootstrap; a database that cannot be reached does not (each slot fails closed then).
+   */
+  private async checkSchema(): Promise<void> {
+    const { runtime } = this;
+    const { prisma, schemaCheck } = runtime.options;
+    const tables = { runs: runtime.history instanceof PrismaRunHistory, jobs: runtime.births instanceof PrismaJobBirths };
+    if (schemaCheck === false || !prisma || (!tables.runs && !tables.jobs)) return;
+    const outcome = await checkSchema(prisma, tables);
+    if (outcome.kind === 'missing') throw new DistributedCronConfigError(undefined, 'prisma', schemaProblem(outcome.missing));
+    if (outcome.kind === 'unavailable') runtime.logger.warn(schemaUnchecked(describeError(outcome.reason)));
   }
 
   /**

@@ -1,5 +1,15 @@
+-- nestjs-distributed-cron: 20261129000000_distributed_cron_runs
+-- The run history: one row per execution ID.
+--
+-- Every step of nestjs-distributed-cron is idempotent (IF NOT EXISTS; DROP ... IF EXISTS before
+-- ADD), so it applies cleanly over tables that `prisma migrate dev` created from the model, over
+-- an earlier copy of these migrations, or over nothing. Names are Prisma's defaults for the model
+-- (`<table>_pkey`, `<table>_<column>_key`, `<table>_<columns>_idx`), so `prisma migrate dev`
+-- sees no drift. `npx nestjs-distributed-cron prisma` writes the steps an app does not have yet
+-- into one migration of the app's own history.
+
 -- CreateTable
-CREATE TABLE "distributed_cron_runs" (
+CREATE TABLE IF NOT EXISTS "distributed_cron_runs" (
     "id" BIGSERIAL NOT NULL,
     "job_name" TEXT NOT NULL,
     "execution_id" TEXT NOT NULL,
@@ -25,21 +35,24 @@ CREATE TABLE "distributed_cron_runs" (
     CONSTRAINT "distributed_cron_runs_pkey" PRIMARY KEY ("id")
 );
 
--- CreateIndex
-CREATE UNIQUE INDEX "distributed_cron_runs_execution_id_key" ON "distributed_cron_runs"("execution_id");
+-- CreateIndex: the ground truth of "one start per execution ID" (INSERT ... ON CONFLICT).
+CREATE UNIQUE INDEX IF NOT EXISTS "distributed_cron_runs_execution_id_key" ON "distributed_cron_runs"("execution_id");
 
--- CreateIndex
-CREATE INDEX "distributed_cron_runs_job_name_scheduled_at_idx" ON "distributed_cron_runs"("job_name", "scheduled_at");
+-- CreateIndex: the sweep's retries that are due.
+CREATE INDEX IF NOT EXISTS "distributed_cron_runs_status_next_attempt_at_idx" ON "distributed_cron_runs"("status", "next_attempt_at");
 
--- CreateIndex
-CREATE INDEX "distributed_cron_runs_status_next_attempt_at_idx" ON "distributed_cron_runs"("status", "next_attempt_at");
+-- (This step once created a (job_name, scheduled_at) index; 20261201020000 drops it, so it is no
+-- longer created here.)
 
 -- AddCheckConstraint (hand-written)
 -- `status` and `trigger` are plain String columns in the Prisma model, not Prisma enums, and
--- Prisma cannot express CHECK constraints in the schema, so it does not generate them. These
--- two constraints were added to the generated migration by hand so the database still enforces
--- the closed sets: a typo or an out-of-date writer fails loudly instead of storing a row that
--- no query will ever match. Keep them when regenerating or squashing migrations.
+-- Prisma cannot express CHECK constraints in the schema, so it neither generates them nor sees
+-- them in a diff. They are added here by hand so the database still enforces the closed sets: a
+-- typo or an out-of-date writer fails loudly instead of storing a row that no query will ever
+-- match. Later steps replace them with larger sets. NOT VALID: every row inserted or updated
+-- from now on is checked, rows already there are not, so a step applies over rows that a newer
+-- version wrote (the tables may predate the step). Keep them when regenerating or squashing.
+ALTER TABLE "distributed_cron_runs" DROP CONSTRAINT IF EXISTS "distributed_cron_runs_status_check";
 ALTER TABLE "distributed_cron_runs"
     ADD CONSTRAINT "distributed_cron_runs_status_check" CHECK ("status" IN (
         'running',
@@ -50,8 +63,9 @@ ALTER TABLE "distributed_cron_runs"
         'lease_lost',
         'skipped_overlap',
         'dead'
-    ));
+    )) NOT VALID;
 
+ALTER TABLE "distributed_cron_runs" DROP CONSTRAINT IF EXISTS "distributed_cron_runs_trigger_check";
 ALTER TABLE "distributed_cron_runs"
     ADD CONSTRAINT "distributed_cron_runs_trigger_check" CHECK ("trigger" IN (
         'schedule',
@@ -60,4 +74,4 @@ ALTER TABLE "distributed_cron_runs"
         'replay',
         'recover',
         'manual'
-    ));
+    )) NOT VALID;

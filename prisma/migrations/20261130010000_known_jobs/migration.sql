@@ -1,8 +1,9 @@
+-- nestjs-distributed-cron: 20261130010000_known_jobs
 -- CreateTable
 -- When the fleet first saw each job with its current expression and time zone (graphile-worker's
 -- `known_crontabs`). Catch-up never runs a slot before it: a job deployed at 14:00 does not run
 -- the 09:00 slot of a day it did not exist yet. A changed expression or zone is a new birth.
-CREATE TABLE "distributed_cron_jobs" (
+CREATE TABLE IF NOT EXISTS "distributed_cron_jobs" (
     "job_name" TEXT NOT NULL,
     "expression" TEXT NOT NULL,
     "time_zone" TEXT NOT NULL,
@@ -11,9 +12,9 @@ CREATE TABLE "distributed_cron_jobs" (
     CONSTRAINT "distributed_cron_jobs_pkey" PRIMARY KEY ("job_name")
 );
 
--- A new trigger, `backfill` (DistributedCronService.backfill). Hand-written, as in the first
--- migration: keep it when regenerating or squashing migrations.
-ALTER TABLE "distributed_cron_runs" DROP CONSTRAINT "distributed_cron_runs_trigger_check";
+-- A new trigger, `backfill` (DistributedCronService.backfill). Hand-written and NOT VALID, as in
+-- the first step: keep it when regenerating or squashing migrations.
+ALTER TABLE "distributed_cron_runs" DROP CONSTRAINT IF EXISTS "distributed_cron_runs_trigger_check";
 ALTER TABLE "distributed_cron_runs"
     ADD CONSTRAINT "distributed_cron_runs_trigger_check" CHECK ("trigger" IN (
         'schedule',
@@ -23,4 +24,4 @@ ALTER TABLE "distributed_cron_runs"
         'recover',
         'manual',
         'backfill'
-    ));
+    )) NOT VALID;

@@ -1,3 +1,4 @@
+-- nestjs-distributed-cron: 20261201000000_dashboard_indexes
 -- Indexes for the dashboard's history pages (keyset pagination, newest first, on
 -- (scheduled_at, id)): each filter the page offers reads one index range in order, so a page
 -- reads about as many rows as it shows, however large the table and however rare the match.
