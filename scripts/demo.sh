@@ -25,7 +25,6 @@ fi
 
 if [[ "${1:-}" == "--dashboard" ]]; then
   # Three instances with four jobs; the first serves the dashboard and prints its URL.
-  node src/dashboard/copy-assets.mjs build-check/src
   echo
   exec node build-check/test/dashboard/dashboard.demo.js
 fi

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describeError } from '../errors/error.redact.js';
-import { SCHEDULING_ENV } from '../nest/distributed-cron.constants.js';
+import { DISTRIBUTED_CRON_RUNTIME_ALIAS, DISTRIBUTED_CRON_SERVICE_ALIAS, SCHEDULING_ENV } from '../nest/distributed-cron.constants.js';
 import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { UsageError } from './cli.args.js';
@@ -26,6 +26,13 @@ class StderrLogger extends ConsoleLogger {
   }
 }
 
+/**
+ * A native `import()` in both builds: tsc turns `import()` into `require()` in the CommonJS build,
+ * which cannot load an ESM app by its file URL.
+ */
+// eslint-disable-next-line @typescript-eslint/no-implied-eval
+const importNative = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<unknown>;
+
 /** Imports `<file>[#Export]` and returns the module class: the named export, else `AppModule`, else the default export. */
 export async function importRootModule(spec: string): Promise<Type> {
   const hash = spec.lastIndexOf('#');
@@ -36,7 +43,7 @@ export async function importRootModule(spec: string): Promise<Type> {
     throw new UsageError(`--module: no such file: ${path} (point it at the compiled JavaScript, e.g. dist/app.module.js)`);
   let exported: Record<string, unknown>;
   try {
-    exported = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+    exported = (await importNative(pathToFileURL(path).href)) as Record<string, unknown>;
   } catch (error) {
     throw new UsageError(`--module: importing ${path} failed: ${describeError(error)}`);
   }
@@ -77,8 +84,8 @@ export async function bootApp(modulePath: string, verbose: boolean): Promise<Loa
   try {
     return {
       app,
-      service: app.get(DistributedCronService, { strict: false }),
-      runtime: app.get(DistributedCronRuntime, { strict: false }),
+      service: findService(app, DistributedCronService, DISTRIBUTED_CRON_SERVICE_ALIAS),
+      runtime: findService(app, DistributedCronRuntime, DISTRIBUTED_CRON_RUNTIME_ALIAS),
     };
   } catch {
     await app.close().catch(() => undefined);
@@ -86,6 +93,23 @@ export async function bootApp(modulePath: string, verbose: boolean): Promise<Loa
       `${modulePath} does not import DistributedCronModule, or imports another copy of nestjs-distributed-cron than this CLI's ` +
         "(run the CLI installed in the app's own node_modules)",
     );
+  }
+}
+
+/**
+ * The app's instance of one of the library's services. An app that loaded the other build of
+ * this package (a CommonJS app required the CommonJS build, this CLI runs the ESM one, or the
+ * reverse) has the other build's class as its token: it is found by the alias both builds share.
+ */
+function findService<T>(app: INestApplicationContext, type: Type<T>, alias: string): T {
+  try {
+    return app.get(type, { strict: false });
+  } catch (error) {
+    try {
+      return app.get<T>(alias, { strict: false });
+    } catch {
+      throw error;
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 import type { CanActivate, Type } from '@nestjs/common';
 import { parseDuration } from '../config/duration.parse.js';
 import type { Duration } from '../distributed-cron.interfaces.js';
+import { answerInstanceofAcrossCopies } from '../errors/error.brand.js';
 
 /** The parts of the platform's request (Express or Fastify) an access check usually needs. */
 export interface DashboardRequest {
@@ -63,6 +64,10 @@ const OPTION_KEYS = Object.keys({
 
 /** Thrown at bootstrap for a wrong dashboard option; the message names the option. */
 export class DistributedCronDashboardConfigError extends Error {
+  static {
+    answerInstanceofAcrossCopies(this, 'DistributedCronDashboardConfigError');
+  }
+
   constructor(
     readonly option: string,
     problem: string,

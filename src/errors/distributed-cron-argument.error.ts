@@ -1,3 +1,4 @@
+import { answerInstanceofAcrossCopies } from './error.brand.js';
 /**
  * Thrown (or, by methods that return a Promise, rejected) by DistributedCronService when an
  * argument is wrong. The message names the method, the job where it is known, and the parameter,
@@ -5,6 +6,10 @@
  * A TypeError, as Node's own argument checks throw.
  */
 export class DistributedCronArgumentError extends TypeError {
+  static {
+    answerInstanceofAcrossCopies(this, 'DistributedCronArgumentError');
+  }
+
   constructor(
     /** The DistributedCronService method called, e.g. `trigger`. */
     readonly method: string,

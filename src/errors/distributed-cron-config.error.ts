@@ -1,8 +1,13 @@
+import { answerInstanceofAcrossCopies } from './error.brand.js';
 /**
  * Thrown at bootstrap when a job or the module is configured wrongly. The message names the job
  * (where there is one) and the option, so the fix is obvious from the log line alone.
  */
 export class DistributedCronConfigError extends Error {
+  static {
+    answerInstanceofAcrossCopies(this, 'DistributedCronConfigError');
+  }
+
   constructor(
     /** The job the problem belongs to, or undefined for a module-level option. */
     readonly jobName: string | undefined,

@@ -4,8 +4,8 @@
  * timeout, parked while the client is not ready, and a `lazyConnect` client connected on demand.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
+import { LUA_SOURCES } from './lua/lua.sources.js';
 import { batchArguments, buildScriptBatch, MAX_CALLS_PER_BATCH, splitBatchReply, type ScriptBatch } from './script.batch.js';
 
 export interface LuaScript {
@@ -14,9 +14,13 @@ export interface LuaScript {
   readonly keys: number;
 }
 
-/** A script from ./lua; its file name ends in its key count (`claim-6.lua`: 6 keys). */
+/**
+ * A script of ./lua; its file name ends in its key count (`claim-6.lua`: 6 keys). The text comes
+ * from lua.sources.ts, generated from the .lua files, so both builds load it without a file path.
+ */
 export function loadScript(file: string): LuaScript {
-  const source = readFileSync(new URL(`./lua/${file}`, import.meta.url), 'utf8');
+  const source = LUA_SOURCES[file];
+  if (source === undefined) throw new Error(`no Lua script ${file} in lua.sources.ts (run: node scripts/build-sources.mjs)`);
   const keys = Number(/-(\d+)\.lua$/.exec(file)?.[1]);
   return { source, sha: createHash('sha1').update(source).digest('hex'), keys };
 }

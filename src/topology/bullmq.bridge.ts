@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConnectionOptions, Job, Queue, Worker } from 'bullmq';
-import { Redis, type RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import { describeError } from '../errors/error.redact.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
@@ -42,8 +42,9 @@ export class BullMQBridge {
         `queue mode needs the optional peer dependency bullmq, which could not be loaded (npm install bullmq@^6.7): ${describeError(error)}`,
       );
     }
-    const redis = options.redis as { isCluster?: boolean; options?: RedisOptions } | undefined;
-    if (!redis?.options || redis.isCluster) {
+    const redis = options.redis as
+      { isCluster?: boolean; options?: RedisOptions; duplicate?: (override: RedisOptions) => Redis } | undefined;
+    if (!redis?.options || redis.isCluster || typeof redis.duplicate !== 'function') {
       throw new DistributedCronConfigError(
         firstJob,
         'queue',
@@ -56,7 +57,8 @@ export class BullMQBridge {
     const connection: RedisOptions = { ...rest, maxRetriesPerRequest: null, lazyConnect: false };
     const prefix = `${options.keyPrefix ?? 'dcron'}:bull`;
     // The producer fails fast (one retry) so an outage never holds a slot's hand-off; the sweep adds it later.
-    const producer = new Redis({ ...connection, maxRetriesPerRequest: 1, connectionName: 'dcron-queue-producer' });
+    // `duplicate` builds it with the app's own client library (ioredis 5 or 6), which this file never imports.
+    const producer = redis.duplicate({ ...connection, keyPrefix: '', maxRetriesPerRequest: 1, connectionName: 'dcron-queue-producer' });
     producer.on('error', (error: unknown) => {
       logger.warn(`queue producer connection: ${describeError(error)}`);
     });

@@ -31,7 +31,6 @@ beforeAll(() => {
     encoding: 'utf8',
   });
   if (!existsSync(MAIN) || !existsSync(MODULE)) throw new Error(`compiling the CLI failed: ${tsc.stdout}${tsc.stderr}`);
-  spawnSync(process.execPath, ['scripts/copy-lua.mjs', join(BUILD, 'src').slice(ROOT.length)], { cwd: ROOT });
 });
 afterAll(() => rmSync(BUILD, { recursive: true, force: true }));
 
