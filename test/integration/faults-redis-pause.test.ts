@@ -43,8 +43,8 @@ describe('an instance paused between its claim and its handler', () => {
             frozenAt === undefined &&
             /INSERT INTO distributed_cron_runs/.test(query) &&
             query.includes("'running'") &&
-            // A batch sends one array per column: the execution IDs are one of them.
-            values.some((value) => Array.isArray(value) && value.includes(executionId))
+            // A batch sends one array per column (an array literal in text): the execution IDs are one of them.
+            values.some((value) => typeof value === 'string' && value.includes(executionId))
           ) {
             frozenAt = performance.now();
             freezeEventLoop(FREEZE_MS);

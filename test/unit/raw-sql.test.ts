@@ -252,7 +252,7 @@ const HISTORY: readonly Case[] = [
         maxAttempts: 3,
         fencingToken: 3_000_000_001,
         now: at(60_000),
-      } as Parameters<PrismaRunHistory['restart']>[0]),
+      }),
   ],
   ['settleQueued', [], (p) => new PrismaRunHistory(p).settleQueued('report:1', 'skipped_overlap', 'superseded', at(1))],
   ['markLeaseLost', [], (p) => new PrismaRunHistory(p).markLeaseLost('report:1', 3_000_000_000, at(1), 'lease lost', at(60_000))],
@@ -282,9 +282,14 @@ const HISTORY: readonly Case[] = [
     'recordNotStarted',
     [],
     (p) =>
-      new PrismaRunHistory(p).recordNotStarted({ ...begin, status: 'queued', trigger: 'schedule', error: null, now: at(0) } as Parameters<
-        PrismaRunHistory['recordNotStarted']
-      >[0]),
+      new PrismaRunHistory(p).recordNotStarted({
+        ...begin,
+        status: 'queued',
+        trigger: 'schedule',
+        error: 'queued behind report:0',
+        now: at(0),
+        nextAttemptAt: null,
+      }),
   ],
   ['skippedTrigger', [], (p) => new PrismaRunHistory(p).skippedTrigger('report:1')],
   ['get', [RUN_ROW], (p) => new PrismaRunHistory(p).get('report:1')],
