@@ -35,7 +35,10 @@
 // - Markers, HTML comments on the lines right above the fence:
 //     <!-- file: examples/nest11-jest/src/report.service.ts -->  the block IS that file of the
 //        repository: it is placed at the same path below the example's folder (src/…, test/…)
-//        and the check fails when the two differ;
+//        and the check fails when the two differ. The example's other .ts files (src/, test/)
+//        are compiled next to it, and its Prisma models join the apps' schemas. Such files are written as a CommonJS app writes them (relative imports without
+//        an extension); the ESM app checks them with `.js` added to relative imports, the one
+//        change the README asks of ESM readers;
 //     <!-- as: src/redis.service.ts -->  placed under that name (replaces the fixture);
 //     <!-- check: esm --> / <!-- check: cjs -->  checked in that app only (a block that shows
 //        one Prisma major, for example).
@@ -96,7 +99,11 @@ const APPS = {
       noEmit: true,
       types: ['node', 'jest'],
     },
-    generator: 'generator client {\n  provider = "prisma-client"\n  output   = "../generated/prisma"\n  moduleFormat = "esm"\n}\n',
+    // Both Prisma 7 generators: `prisma-client-js` (imported from @prisma/client, as the example
+    // app does) and `prisma-client` (imported from ./generated/prisma/client.js, Prisma 7's default).
+    generator:
+      'generator client {\n  provider = "prisma-client-js"\n}\n\n' +
+      'generator next {\n  provider     = "prisma-client"\n  output       = "../generated/prisma"\n  moduleFormat = "esm"\n}\n',
     datasource: 'datasource db {\n  provider = "postgresql"\n}\n',
     generatedDir: 'generated',
   },
@@ -113,6 +120,7 @@ const APPS = {
       '@nestjs/schedule': '6.1.3',
       '@nestjs/terminus': '11.1.1',
       '@nestjs/testing': '11.2.6',
+      '@prisma/adapter-pg': '6.19.3',
       '@prisma/client': '6.19.3',
       ioredis: '5.11.1',
     },
@@ -327,8 +335,23 @@ function pack() {
   return tarball;
 }
 
+/** The Prisma schemas of the examples whose files blocks are: their models join the apps' schemas. */
+function exampleSchemas(blocks) {
+  const apps = new Set(blocks.map((b) => /^(examples\/[^/]+)\//.exec(b.markers.file ?? '')?.[1]).filter(Boolean));
+  return [...apps].map((app) => join(root, app, 'prisma', 'schema.prisma')).filter((path) => existsSync(path));
+}
+
+/** The `model`, `enum` and `view` blocks of a Prisma schema, without its generator and datasource; the library's own models (which the apps have already) are dropped. */
+function appModels(schema) {
+  const kept = [];
+  for (const match of schema.matchAll(/^(model|enum|view|type)\s+(\w+)\s*\{[\s\S]*?^\}/gm)) {
+    if (!/^DistributedCron/.test(match[2])) kept.push(match[0]);
+  }
+  return kept.join('\n\n');
+}
+
 /** Creates (or refreshes) one app and installs the tarball and its peers with a plain `npm install`. */
-function install(kind, tarball) {
+function install(kind, tarball, exampleSchemas) {
   const app = APPS[kind];
   const dir = join(work, kind);
   mkdirSync(dir, { recursive: true });
@@ -349,7 +372,9 @@ function install(kind, tarball) {
 
   // The app's Prisma schema: its generator and the library's models, as shipped in the package.
   const shipped = join(dir, 'node_modules', 'nestjs-distributed-cron', 'prisma', 'schema', 'distributed-cron.prisma');
-  const models = readFileSync(existsSync(shipped) ? shipped : join(root, 'prisma', 'schema', 'distributed-cron.prisma'), 'utf8');
+  let models = readFileSync(existsSync(shipped) ? shipped : join(root, 'prisma', 'schema', 'distributed-cron.prisma'), 'utf8');
+  // Blocks that are files of an example app use that app's own models (its Order, Report, ...).
+  for (const schema of exampleSchemas) models += `\n${appModels(readFileSync(schema, 'utf8'))}`;
   mkdirSync(join(dir, 'prisma'), { recursive: true });
   writeFileSync(join(dir, 'prisma', 'schema.prisma'), `${app.generator}\n${app.datasource}\n${models}`);
   const fakeEngine = join(dir, 'prisma', 'no-engine.so.node');
@@ -378,6 +403,33 @@ function slug(doc) {
     .toLowerCase();
 }
 
+/** The TypeScript files of an example's src/ and test/ folders. */
+function sourceFiles(exampleDir) {
+  const found = [];
+  const walk = (dir) => {
+    if (!existsSync(dir)) return;
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name === 'node_modules' || entry.name === 'generated') continue;
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.ts')) found.push(path);
+    }
+  };
+  walk(join(exampleDir, 'src'));
+  walk(join(exampleDir, 'test'));
+  return found;
+}
+
+/**
+ * A CommonJS example's file as an ESM app writes it: relative imports end in `.js` (what the
+ * README tells ESM readers to do); nothing else changes.
+ */
+function withJsExtensions(code) {
+  return code.replace(/(\bfrom\s+|\bimport\s*\(\s*|\bimport\s+)(['"])(\.{1,2}\/[^'"]+?)\2/g, (whole, lead, quote, path) =>
+    /\.(js|mjs|cjs|json)$/.test(path) ? whole : `${lead}${quote}${path}.js${quote}`,
+  );
+}
+
 /** Writes every document's blocks and fixtures into the app; returns file → block. */
 function writeBlocks(kind, dir, blocks) {
   const out = join(dir, 'docs-check');
@@ -393,6 +445,16 @@ function writeBlocks(kind, dir, blocks) {
       writeFileSync(join(docDir, name), text);
     }
     if (APPS[kind].generatedDir) symlinkSync(join(dir, APPS[kind].generatedDir), join(docDir, 'src', 'generated'));
+    // A document that shows files of an example app compiles them among the example's other files.
+    const examples = new Set(docBlocks.map((b) => /^(examples\/[^/]+)\//.exec(b.markers.file ?? '')?.[1]).filter(Boolean));
+    for (const example of examples) {
+      for (const file of sourceFiles(join(root, example))) {
+        const target = join(docDir, relative(join(root, example), file));
+        mkdirSync(dirname(target), { recursive: true });
+        const text = readFileSync(file, 'utf8');
+        writeFileSync(target, kind === 'esm' ? withJsExtensions(text) : text);
+      }
+    }
     for (const block of docBlocks) {
       if (block.markers.check && block.markers.check !== kind) continue;
       const path = join(docDir, placement(block));
@@ -401,7 +463,7 @@ function writeBlocks(kind, dir, blocks) {
         throw new Error(`${block.doc}:${block.line}: placed at ${placement(block)}, as ${other.doc}:${other.line} already is`);
       }
       mkdirSync(dirname(path), { recursive: true });
-      writeFileSync(path, block.code);
+      writeFileSync(path, kind === 'esm' && block.markers.file ? withJsExtensions(block.code) : block.code);
       owners.set(path, block);
     }
   }
@@ -475,7 +537,7 @@ function main() {
     let dir;
     try {
       process.stderr.write(`check-docs: ${kind}: installing the tarball into an app (${APPS[kind].title})\n`);
-      dir = install(kind, tarball);
+      dir = install(kind, tarball, exampleSchemas(blocks));
     } catch (error) {
       unchecked.add(kind);
       problems.push({ block: undefined, kind, text: `the app could not be set up: ${error.message}` });
