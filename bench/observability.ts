@@ -11,8 +11,7 @@
  *
  * A scenario of `npm run bench` (`--only observability`), and runnable alone, without touching
  * build-check/ or BENCHMARKS.md:
- *   npx tsc -p tsconfig.json --outDir .tmp/obs-bench && node scripts/copy-lua.mjs .tmp/obs-bench/src \
- *     && node .tmp/obs-bench/bench/observability.js [--quick]
+ *   npx tsc -p tsconfig.json --outDir .tmp/obs-bench && node .tmp/obs-bench/bench/observability.js [--quick]
  * Alone it writes bench/results/observability.json (quick: quick-observability.json) and prints the
  * section. No timing is asserted.
  */

@@ -5,11 +5,10 @@
  * and filtered by job, by status and both, with the plan of each query (which index, how many rows
  * it reads).
  *
- *   bash scripts/build-test.sh && node src/dashboard/copy-assets.mjs build-check/src \
- *     && node build-check/bench/dashboard/history.js [--rows 1000000] [--pages 200]
+ *   bash scripts/build-test.sh && node build-check/bench/dashboard/history.js [--rows 1000000] [--pages 200]
  *
  * (scripts/build-test.sh compiles src/, test/ and bench/ into build-check/, as `npm run bench`
- * does; copy-assets puts the page's files next to the compiled dashboard.) The rows go into job names of their own (`bench-dash-<random>-<n>`), inserted by one
+ * does.) The rows go into job names of their own (`bench-dash-<random>-<n>`), inserted by one
  * INSERT ... SELECT generate_series and deleted at the end, also when the run fails. Results:
  * bench/results/dashboard.json and a Markdown table on stdout (run from the repository's root). No timing is asserted.
  */
