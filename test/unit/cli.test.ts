@@ -50,7 +50,13 @@ describe('parseCommandLine', () => {
 
   it('has --help for every command, naming its options', () => {
     expect(parseCommandLine(['pause', '--help']).help).toBe(true);
-    for (const name of Object.keys(COMMANDS)) expect(commandHelp(name)).toMatch(/--module <file>\[#Export\][\s\S]*--timeout/);
+    for (const [name, spec] of Object.entries(COMMANDS)) {
+      if (!spec.standalone) expect(commandHelp(name)).toMatch(/--module <file>\[#Export\][\s\S]*--timeout/);
+    }
+    // `prisma` boots no app: its own options, no --module.
+    expect(commandHelp('prisma')).toMatch(/--schema <file\|dir>[\s\S]*--migrations <dir>[\s\S]*--check/);
+    expect(commandHelp('prisma')).not.toContain('--module');
+    expect(() => parseCommandLine(['prisma', '--module', 'x.js'])).toThrow(/Unknown option '--module'/);
     expect(commandHelp('run')).toMatch(/75 another process/);
   });
 });
