@@ -14,7 +14,8 @@
 //   node scripts/check-docs.mjs [--only esm|cjs] [--keep]   (or bash scripts/check-docs.sh)
 //
 // Prints `docs: N blocks, N passed, N failed` and, for each failure, the block's file:line and
-// its first errors; exits 1 when a block fails (in either app) or cannot be checked.
+// its first errors; then `links: N checked, N broken` (see checkLinks). Exits 1 when a block
+// fails (in either app) or cannot be checked, or a link is broken.
 //
 // Conventions for blocks (write them so that a reader can copy them):
 // - Every ```ts block is a complete module: its imports included. Blocks of other languages
@@ -328,11 +329,11 @@ function pack() {
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
   must('npm run build', run('npm', ['run', 'build', '--silent'], dir));
   const packed = must('npm pack', run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], dir));
-  const name = JSON.parse(packed.slice(packed.indexOf('[')))[0].filename;
+  const [{ filename, files: packedFiles }] = JSON.parse(packed.slice(packed.indexOf('[')));
   const tarball = join(work, 'nestjs-distributed-cron.tgz');
-  cpSync(join(work, name), tarball);
-  rmSync(join(work, name));
-  return tarball;
+  cpSync(join(work, filename), tarball);
+  rmSync(join(work, filename));
+  return { tarball, shipped: new Set(packedFiles.map((f) => f.path)) };
 }
 
 /** The Prisma schemas of the examples whose files blocks are: their models join the apps' schemas. */
@@ -391,6 +392,73 @@ function install(kind, tarball, exampleSchemas) {
     }),
   );
   return dir;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Links. The npm page shows README.md with relative links resolved against the repository, but a
+// reader of the installed package (and of docs/ in it) has only what ships: a relative link must
+// point to a file in the tarball, and its #anchor to a heading there. Absolute links to this
+// repository's own files (github.com/…/blob/main/<path>, raw.githubusercontent.com/…/main/<path>)
+// must name a file of the working tree.
+
+const REPO_URL =
+  /^https:\/\/(?:github\.com\/nestjs-distributed-cron\/nestjs-distributed-cron\/(?:blob|tree)\/main|raw\.githubusercontent\.com\/nestjs-distributed-cron\/nestjs-distributed-cron\/main)\/([^#?]+)/;
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
+function anchorOf(heading) {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+}
+
+function anchorsIn(file) {
+  const anchors = new Set();
+  let fence = false;
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (/^\s*(```|~~~)/.test(line)) fence = !fence;
+    const heading = !fence && /^#{1,6}\s+(.*)$/.exec(line);
+    if (heading) anchors.add(anchorOf(heading[1]));
+  }
+  return anchors;
+}
+
+function checkLinks(docs, shipped) {
+  const broken = [];
+  let checked = 0;
+  for (const doc of docs) {
+    let fence = false;
+    readFileSync(doc, 'utf8')
+      .split('\n')
+      .forEach((line, index) => {
+        if (/^\s*(```|~~~)/.test(line)) fence = !fence;
+        if (fence) return;
+        for (const [, target] of line.matchAll(/\]\(([^)\s]+)\)/g)) {
+          checked++;
+          const where = `${relative(root, doc)}:${index + 1}`;
+          const own = REPO_URL.exec(target);
+          if (own) {
+            if (!existsSync(join(root, decodeURIComponent(own[1])))) broken.push(`${where} ${target}: no such file in the repository`);
+            continue;
+          }
+          if (/^[a-z]+:/i.test(target)) continue; // another site
+          const [path, anchor] = target.split('#');
+          const file = path === '' ? doc : join(dirname(doc), path);
+          const inPackage = relative(root, file);
+          if (path !== '' && !shipped.has(inPackage)) {
+            broken.push(
+              `${where} ${target}: ${existsSync(file) ? 'does not ship in the package' : 'no such file'} (link to it absolutely, or add it to "files")`,
+            );
+            continue;
+          }
+          if (anchor && file.endsWith('.md') && existsSync(file) && !anchorsIn(file).has(anchor)) {
+            broken.push(`${where} ${target}: no heading '#${anchor}' in ${inPackage}`);
+          }
+        }
+      });
+  }
+  return { checked, broken };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -523,15 +591,17 @@ function main() {
   }
 
   let tarball;
+  let shipped;
   const kinds = only ? [only] : ['esm', 'cjs'];
   try {
     process.stderr.write('check-docs: building and packing the library\n');
-    tarball = pack();
+    ({ tarball, shipped } = pack());
   } catch (error) {
     console.log(`docs: ${blocks.length} blocks, 0 passed, ${blocks.length} failed`);
     console.log(`  cannot pack the library: ${error.message}`);
     process.exit(1);
   }
+  const links = checkLinks(documents(), shipped);
   const unchecked = new Set(); // kinds whose app could not be set up
   for (const kind of kinds) {
     let dir;
@@ -563,6 +633,8 @@ function main() {
   const fixtureErrors = problems.filter((p) => !p.block && !unchecked.has(p.kind));
   const passed = blocks.length - failed.size;
   console.log(`docs: ${blocks.length} blocks, ${passed} passed, ${failed.size} failed${kinds.length < 2 ? ` (${kinds[0]} only)` : ''}`);
+  console.log(`links: ${links.checked} checked, ${links.broken.length} broken`);
+  for (const broken of links.broken.slice(0, MAX_ERRORS_SHOWN)) console.log(`  ${broken}`);
   let shown = 0;
   for (const problem of problems) {
     if (shown++ >= MAX_ERRORS_SHOWN) {
@@ -578,7 +650,7 @@ function main() {
   }
   if (forced) console.log('  (installed with --legacy-peer-deps, CHECK_DOCS_LEGACY_PEERS=1: not a plain install, so not a pass)');
   if (!args.includes('--keep')) rmSync(join(work, 'pack'), { recursive: true, force: true });
-  process.exit(forced || failed.size > 0 || fixtureErrors.length > 0 || unchecked.size > 0 ? 1 : 0);
+  process.exit(forced || links.broken.length > 0 || failed.size > 0 || fixtureErrors.length > 0 || unchecked.size > 0 ? 1 : 0);
 }
 
 main();

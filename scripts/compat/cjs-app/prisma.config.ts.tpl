@@ -1,6 +1,0 @@
-import { defineConfig } from 'prisma/config';
-
-export default defineConfig({
-  schema: 'prisma/schema',
-  datasource: { url: process.env.DATABASE_URL ?? 'postgresql://cron:cron@127.0.0.1:5432/distributed_cron' },
-});
