@@ -38,7 +38,7 @@ export interface PrismaCommandResult {
   readonly warnings: string[];
 }
 
-const MARKER = /^-- nestjs-distributed-cron: (\S+)[ \t]*$/gm;
+const MARKER = /^-- nestjs-distributed-cron: (\S+)[ \t]*\r?$/gm;
 const BLOCK_BEGIN = '// nestjs-distributed-cron: begin';
 const BLOCK_END = '// nestjs-distributed-cron: end';
 const MODEL_FILE = 'distributed-cron.prisma';
@@ -227,6 +227,7 @@ function removeLibraryModels(text: string): Removed {
       const mapped = /@@map\("([^"]+)"\)/.exec(body)?.[1];
       if (LIBRARY_MODELS.includes(head[1]!) || (mapped !== undefined && LIBRARY_TABLES.includes(mapped))) {
         while (out.length > 0 && /^\s*\/\/\//.test(out[out.length - 1]!)) out.pop();
+        dropLibraryComment(out);
         at ??= out.join('\n').length;
         models.push(head[1]!);
         i = end;
@@ -247,6 +248,18 @@ function sameSchema(a: string, b: string): boolean {
       .filter((line) => line !== '')
       .join('\n');
   return norm(a) === norm(b);
+}
+
+/**
+ * Takes off the end of `out` a `//` comment block about the library (the header of the model
+ * file of earlier versions, pasted with the models), with the blank lines after it.
+ */
+function dropLibraryComment(out: string[]): void {
+  let start = out.length;
+  while (start > 0 && out[start - 1]!.trim() === '') start--;
+  let top = start;
+  while (top > 0 && /^\s*\/\/(?!\/)/.test(out[top - 1]!)) top--;
+  if (top < start && out.slice(top, start).some((line) => line.includes('nestjs-distributed-cron'))) out.length = top;
 }
 
 /** Whether a schema text holds nothing but comments and blank lines. */

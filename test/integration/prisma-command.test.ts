@@ -160,6 +160,28 @@ describe('nestjs-distributed-cron prisma', () => {
     expect(runCli(main, dir, 'prisma', '--check').code).toBe(0);
   });
 
+  it('a schema folder whose main file holds pasted models: they move to distributed-cron.prisma; a CRLF history is read', () => {
+    const dir = app({ 'prisma/schema/schema.prisma': `${APP_SCHEMA}\n${BDDCBE5_MODEL}\nmodel Order {\n  id Int @id\n}\n` });
+    // The bddcbe5 steps, as one migration of the app's own, saved with Windows line endings.
+    const squashed = LIBRARY_STEPS.map((step) => step.sql)
+      .join('\n')
+      .replaceAll('\n', '\r\n');
+    writeFiles(dir, {
+      'prisma/migrations/20261120000000_cron/migration.sql': squashed,
+      'prisma/migrations/migration_lock.toml': 'provider = "postgresql"\n',
+    });
+    const run = runCli(main, dir, 'prisma');
+    expect(run.code).toBe(0);
+    expect(writtenMigrations(run.stdout)).toEqual([]);
+    expect(run.stdout).toContain('wrote prisma/schema/schema.prisma: took out the models DistributedCronRun, DistributedCronJob');
+    const main_ = readFileSync(path.join(dir, 'prisma/schema/schema.prisma'), 'utf8');
+    expect(main_).not.toContain('DistributedCron');
+    expect(main_).toContain('model Order {');
+    expect(main_).toContain('model User {');
+    validate(dir, 'prisma/schema');
+    expect(runCli(main, dir, 'prisma', '--check').code).toBe(0);
+  });
+
   it('an app whose newest migration is later than now: the new folder sorts after it', () => {
     const dir = app({
       'prisma/schema.prisma': APP_SCHEMA,
