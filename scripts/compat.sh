@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Compatibility matrix (`npm run test:compat [-- row...|--ci]`; rows and versions in
-# scripts/compat/rows.mjs). For each suite row it builds a scratch project in
-# .tmp/compat/<row>/ from src/, test/, prisma/, scripts/ and the configs, pins that row's
-# versions in a fresh package.json, runs `npm install --ignore-scripts`, generates the
-# Prisma client, applies the migrations, runs the tsc build check and a subset of the suite.
-# Row d packs the library and runs a CommonJS NestJS 11 app against it
-# (scripts/compat/cjs-consumer.sh). Prints one line per row:
-#   <row>: N passed, N failed          (or: <row>: ERROR <step>: <first error line>)
+# scripts/compat/rows.mjs, the matrix in scripts/compat/README.md).
+# Consumer rows (a, b, c) are apps as users build them: the library is packed once per run
+# (scripts/compat/pack.sh), each app installs the tarball with a plain `npm install`, follows the
+# quick start and runs its own tests (scripts/compat/consumer.mjs).
+# Suite rows (s-*) build a scratch project in .tmp/compat/<row>/ from src/, test/, prisma/,
+# scripts/ and the configs, pin that row's versions in a fresh package.json, run
+# `npm install --ignore-scripts`, generate the Prisma client, apply the migrations, run the tsc
+# build check and a subset of the suite. Prints one line per row:
+#   <row>: N passed, N failed  [seconds]      (or: <row>: ERROR <step>: <first error line>)
 # and exits non-zero when any row failed. Logs: .tmp/compat/<row>.log
 set -uo pipefail
 
@@ -15,7 +17,7 @@ cd "$root"
 rows_cli=(node scripts/compat/rows.mjs)
 
 if [[ "${1:-}" == --ci ]]; then
-  # CI: the oldest versions of every range and the CommonJS consumer, on a smaller subset.
+  # CI: the Nest 11 CommonJS consumer app and the oldest versions of every range (smaller subset).
   export COMPAT_CI=1
   read -r -a rows <<<"$("${rows_cli[@]}" ci-rows)"
 elif (( $# > 0 )); then rows=("$@"); else read -r -a rows <<<"$("${rows_cli[@]}" list)"; fi
@@ -94,15 +96,33 @@ run_suite_row() {
   result="$(summarise_report .tmp/vitest.json)"
 }
 
+tarball=""
 status=0
 for row in "${rows[@]}"; do
   log="$root/.tmp/compat/$row.log"; : >"$log"
   failed_step=""; result=""
   started=$SECONDS
   kind="$("${rows_cli[@]}" kind "$row")"
-  if [[ "$kind" == cjs-consumer ]]; then
-    out="$(bash scripts/compat/cjs-consumer.sh "$root/.tmp/compat/$row" 2>>"$log" | tee -a "$log" | tail -n 1)"
-    if [[ "$out" =~ ^[0-9]+\ passed ]]; then result="$out"; else failed_step="cjs-consumer"; result="${out:-no output}"; fi
+  if [[ "$kind" == unknown ]]; then
+    echo "$row: ERROR unknown row (rows: $("${rows_cli[@]}" list))"
+    status=1
+    continue
+  elif [[ "$kind" == consumer ]]; then
+    # One tarball for every consumer row of this run, packed from the working tree.
+    if [[ -z "$tarball" ]]; then
+      echo "### pack" >>"$log"
+      tarball="$(bash scripts/compat/pack.sh "$root/.tmp/compat/pack" 2>>"$log" | tail -n 1)"
+      [[ -f "$tarball" ]] || tarball=""
+    fi
+    if [[ -z "$tarball" ]]; then
+      out="ERROR pack: npm run build or npm pack failed"
+    else
+      # The app lives outside the checkout (consumer.mjs says why): $TMPDIR/nestjs-distributed-cron-compat/<row>.
+      out="$(node scripts/compat/consumer.mjs "$row" "" "$tarball" 2>&1 | tee -a "$log" | tail -n 1)"
+    fi
+    if [[ "$out" =~ ^[0-9]+\ passed ]]; then result="$out"
+    elif [[ "$out" =~ ^ERROR\ ([^:]+):\ ?(.*)$ ]]; then failed_step="${BASH_REMATCH[1]}"; result="${BASH_REMATCH[2]}"
+    else failed_step="consumer"; result="${out:-no output}"; fi
   else
     (run_suite_row "$row"; echo "rc=$? step=$failed_step result=$result" >"$root/.tmp/compat/$row.status")
     IFS= read -r line <"$root/.tmp/compat/$row.status"
@@ -111,7 +131,9 @@ for row in "${rows[@]}"; do
   fi
   took=$((SECONDS - started))
   if [[ -n "$failed_step" ]]; then
-    first_err="$(grep -v '^###' "$log" | grep -m1 -iE 'error|ERR!|failed' | cut -c1-300)"
+    # Consumer rows name their own first error; for suite rows, the log's first error line.
+    if [[ "$kind" == consumer ]]; then first_err="$result"
+    else first_err="$(grep -v '^###' "$log" | grep -m1 -iE 'error|ERR!|failed' | cut -c1-300)"; fi
     echo "$row: ERROR $failed_step: ${first_err:-$result}  [${took}s, log .tmp/compat/$row.log]"
     status=1
   else

@@ -1,9 +1,15 @@
 // The compatibility matrix run by `npm run test:compat` (scripts/compat.sh).
 //
-// Each row pins exact versions on top of the repository's own devDependencies; `overlay`
-// names a folder under scripts/compat/overlays/ whose files replace the copied ones in the
-// scratch project (e.g. a Prisma 6 schema header). Row `d` is not a test-suite row: it packs
-// the library and runs a CommonJS NestJS 11 app against it (scripts/compat/cjs-consumer.sh).
+// Consumer rows (a, b, c; kind 'consumer', scripts/compat/consumer.mjs) are apps as users build
+// them: the app in `app` installs the packed library with a plain `npm install`, follows the
+// quick start and runs its own `tests`. `node` is the oldest Node the row's dependencies accept
+// (an --engine-strict install passes from there on); `redisDb` is the Redis database it flushes
+// and uses; `absent` lists packages that must not be installed.
+//
+// Suite rows (s-*) run a subset of the repository's own suite against other peer versions: each
+// pins exact versions on top of the repository's devDependencies; `overlay` names a folder under
+// scripts/compat/overlays/ whose files replace the copied ones in the scratch project (e.g. a
+// Prisma 6 schema header).
 const nest12 = {
   '@nestjs/common': '12.5.1',
   '@nestjs/core': '12.5.1',
@@ -40,16 +46,59 @@ const prisma7 = { '@prisma/client': '7.10.0', '@prisma/adapter-pg': '7.10.0', pr
 const prisma6 = { '@prisma/client': '6.19.3', '@prisma/adapter-pg': '6.19.3', prisma: '6.19.3' };
 const prisma6Oldest = { '@prisma/client': '6.19.0', '@prisma/adapter-pg': '6.19.0', prisma: '6.19.0' };
 
+const jestJson = (name, config) => ({
+  name,
+  command: `npx --no-install jest --ci${config ? ` --config ${config}` : ''} --json --outputFile=.tmp/${name}.json`,
+  report: `.tmp/${name}.json`,
+});
+const vitestJson = (name) => ({
+  name,
+  command: `npx --no-install vitest run --reporter=default --reporter=json --outputFile=.tmp/${name}.json`,
+  report: `.tmp/${name}.json`,
+});
+
 export const rows = {
-  a: { title: 'NestJS 12 + Prisma 7.10 (current)', deps: { ...nest12, ...prisma7 } },
-  b: { title: 'NestJS 11 + Prisma 7.10', deps: { ...nest11, ...prisma7 } },
-  c: { title: 'NestJS 12 + Prisma 6.19', deps: { ...nest12, ...prisma6 }, overlay: 'prisma6' },
-  e: {
-    title: 'oldest in the recommended ranges: NestJS 11.0.0 + @nestjs/schedule 6.0.0 + Prisma 6.19.0',
-    deps: { ...nest11Oldest, ...prisma6Oldest },
+  a: {
+    kind: 'consumer',
+    title: 'NestJS 11 CommonJS app (examples/nest11-jest): TypeScript 5.9 module commonjs, Jest 30 + ts-jest, ioredis 5, Prisma 6.19',
+    app: 'examples/nest11-jest',
+    node: '20.19',
+    redisDb: 11,
+    tests: [jestJson('unit'), jestJson('e2e', './test/jest-e2e.json')],
+  },
+  b: {
+    kind: 'consumer',
+    title: 'NestJS 12 ESM app: TypeScript nodenext, Vitest 4.1 + vite 8.3, ioredis 6, Prisma 7.10 + @prisma/adapter-pg',
+    app: 'scripts/compat/apps/nest12-vitest',
+    node: '22.12',
+    redisDb: 12,
+    tests: [{ ...vitestJson('vitest'), before: ['npx --no-install tsc --noEmit -p tsconfig.json'] }],
+  },
+  c: {
+    kind: 'consumer',
+    title: 'only the required peers, on iovalkey (no ioredis, bullmq, OpenTelemetry, prom-client, Terminus, event-emitter)',
+    app: 'scripts/compat/apps/required-peers',
+    node: '20.19',
+    redisDb: 13,
+    tests: [
+      {
+        name: 'node:test',
+        before: ['npx --no-install tsc -p tsconfig.json'],
+        command: 'set -o pipefail; node --test --test-reporter=tap dist/fleet.test.js | tee .tmp/node-test.tap',
+        report: '.tmp/node-test.tap',
+        format: 'tap',
+      },
+    ],
+    absent: ['ioredis', 'bullmq', '@opentelemetry/api', 'prom-client', '@nestjs/terminus', '@nestjs/event-emitter'],
+  },
+  's-nest12': { title: 'suite: NestJS 12 + Prisma 7.10 (current)', deps: { ...nest12, ...prisma7 } },
+  's-nest11': { title: 'suite: NestJS 11 + Prisma 7.10', deps: { ...nest11, ...prisma7 } },
+  's-prisma6': { title: 'suite: NestJS 12 + Prisma 6.19', deps: { ...nest12, ...prisma6 }, overlay: 'prisma6' },
+  's-oldest': {
+    title: 'suite: oldest in the ranges: NestJS 11.0.0 + @nestjs/schedule 6.0.0 + Prisma 6.19.0 + ioredis 5.0.0',
+    deps: { ...nest11Oldest, ...prisma6Oldest, ioredis: '5.0.0' },
     overlay: 'prisma6',
   },
-  d: { title: 'CommonJS NestJS 11 app consuming the packed library', kind: 'cjs-consumer' },
 };
 
 // The subset of the suite each row runs (paths relative to the project root).
@@ -63,10 +112,10 @@ export const testSubset = [
   'test/integration/failures.test.ts',
 ];
 
-// What CI runs (`npm run test:compat -- --ci`): the row furthest from the main suite (the oldest
-// versions of every range) and the CommonJS consumer, on a smaller subset; the main suite itself
-// is row a. `npm run test:compat` runs every row on the full subset.
-export const ciRows = ['e', 'd'];
+// What CI runs (`npm run test:compat -- --ci`): the Nest 11 CommonJS consumer app (row a) and the
+// suite row furthest from the main suite (the oldest versions of every range) on a smaller
+// subset; the main suite itself is s-nest12. `npm run test:compat` runs every row.
+export const ciRows = ['a', 's-oldest'];
 export const ciTestSubset = [
   'test/unit',
   'test/integration/exactly-once.test.ts',
@@ -81,7 +130,7 @@ export const dropDevDependencies = ['@changesets/cli', '@eslint/js', 'eslint', '
 if (import.meta.url === `file://${process.argv[1]}`) {
   const [cmd, ...args] = process.argv.slice(2);
   if (cmd === 'list') console.log(Object.keys(rows).join(' '));
-  else if (cmd === 'kind') console.log(rows[args[0]]?.kind ?? 'suite');
+  else if (cmd === 'kind') console.log(rows[args[0]] ? (rows[args[0]].kind ?? 'suite') : 'unknown');
   else if (cmd === 'overlay') console.log(rows[args[0]]?.overlay ?? '');
   else if (cmd === 'title') console.log(rows[args[0]]?.title ?? '');
   else if (cmd === 'tests') console.log((process.env.COMPAT_CI ? ciTestSubset : testSubset).join('\n'));
