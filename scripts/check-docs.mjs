@@ -12,6 +12,7 @@
 // --legacy-peer-deps), as a user would.
 //
 //   node scripts/check-docs.mjs [--only esm|cjs] [--keep]   (or bash scripts/check-docs.sh)
+//   node scripts/check-docs.mjs --sync   rewrites the blocks marked `file:` from those files
 //
 // Prints `docs: N blocks, N passed, N failed` and, for each failure, the block's file:line and
 // its first errors; then `links: N checked, N broken` (see checkLinks). Exits 1 when a block
@@ -565,7 +566,28 @@ function typecheck(dir, owners) {
 
 // ---------------------------------------------------------------------------------------------
 
+/** `--sync`: rewrites every block marked `file:` with that file's current text (nothing else). */
+function sync() {
+  let changed = 0;
+  for (const doc of documents()) {
+    const lines = readFileSync(doc, 'utf8').split('\n');
+    // Bottom-up, so that the line numbers of the blocks still to do stay right.
+    for (const block of extractBlocks(doc).reverse()) {
+      const { file } = block.markers;
+      if (!file || !existsSync(join(root, file))) continue;
+      const text = readFileSync(join(root, file), 'utf8').trimEnd();
+      const count = block.code.trimEnd().split('\n').length;
+      if (block.code.trimEnd() === text) continue;
+      lines.splice(block.line - 1, count, ...text.split('\n'));
+      changed++;
+    }
+    writeFileSync(doc, lines.join('\n'));
+  }
+  console.log(`docs: ${changed} block(s) rewritten from their files`);
+}
+
 function main() {
+  if (args.includes('--sync')) return sync();
   mkdirSync(work, { recursive: true });
   const blocks = documents().flatMap((doc) => extractBlocks(doc));
   const problems = []; // { block?, where, text }
