@@ -95,8 +95,12 @@ export const rows = {
   's-nest11': { title: 'suite: NestJS 11 + Prisma 7.10', deps: { ...nest11, ...prisma7 } },
   's-prisma6': { title: 'suite: NestJS 12 + Prisma 6.19', deps: { ...nest12, ...prisma6 }, overlay: 'prisma6' },
   's-oldest': {
-    title: 'suite: oldest in the ranges: NestJS 11.0.0 + @nestjs/schedule 6.0.0 + Prisma 6.19.0 + ioredis 5.0.0',
-    deps: { ...nest11Oldest, ...prisma6Oldest, ioredis: '5.0.0' },
+    title: 'suite: oldest in the ranges: NestJS 11.0.0 + @nestjs/schedule 6.0.0 + Prisma 6.19.0 + ioredis 5.2.5',
+    // ioredis 5.2.5 is the first 5.x whose named export `Redis` is a value (`import { Redis } from
+    // 'ioredis'`, as the suite and the quick start's RedisService write it). 5.0.0-5.0.2 have no
+    // named export (the library's `import type { Redis }` fails: TS2614); 5.0.3-5.2.4 export it as a
+    // type only (the suite's `new Redis()` fails: TS1362).
+    deps: { ...nest11Oldest, ...prisma6Oldest, ioredis: '5.2.5' },
     overlay: 'prisma6',
   },
 };
