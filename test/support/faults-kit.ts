@@ -29,7 +29,9 @@ export function faultyPrisma(base: PrismaClientLike, fault: (sql: string, values
   let unhung = false;
   const call = <T>(sql: string, values: unknown[], forward: () => PromiseLike<T>): Promise<T> => {
     seen.push(sql);
-    const warmUp = Array.isArray(values[0]) && values[0].length === 0;
+    // The warm-up sends each batch statement with no rows: its first parameter is an empty list
+    // (a PostgreSQL array literal, as src/history/raw-sql.ts encodes lists).
+    const warmUp = values[0] === '{}';
     const decision = warmUp ? undefined : fault(sql.trimStart(), values);
     if (decision instanceof Error) return Promise.reject(decision);
     if (decision === 'hang') {
