@@ -14,7 +14,16 @@ import globals from 'globals';
 import tseslint from 'nestjs-distributed-cron-lint';
 
 export default defineConfig(
-  globalIgnores(['dist/', 'build-check/', 'coverage/', '.tmp/', 'test/generated/', 'bench/results/', '**/node_modules/', 'examples/nest11-jest/']),
+  globalIgnores([
+    'dist/',
+    'build-check/',
+    'coverage/',
+    '.tmp/',
+    'test/generated/',
+    'bench/results/',
+    '**/node_modules/',
+    'examples/nest11-jest/',
+  ]),
   js.configs.recommended,
   tseslint.configs.recommendedTypeChecked,
   {

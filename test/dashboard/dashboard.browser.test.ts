@@ -7,7 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DistributedCron, NonRetryableError, type CronContext } from '../../src/index.js';
 import { createPrisma, uniqueName, waitFor } from '../support/services.js';
-import { launchBrowser, operatorsOnly, startHttpApp, TOKEN, type HttpApp } from './dashboard.harness.js';
+import { launchBrowser, operatorsOnly, screenshotPath, startHttpApp, TOKEN, type HttpApp } from './dashboard.harness.js';
 
 const prefix = uniqueName('dash');
 const TICKER = `${prefix}-ticker`;
@@ -150,7 +150,7 @@ describe('the operators dashboard (three Express instances, Chromium)', () => {
     expect(text).toContain('<script>window.__xss = "script"</script>');
     expect(await page.locator('.detail script, .detail img').count()).toBe(0);
     expect(await page.evaluate(() => (globalThis as { __xss?: string }).__xss)).toBeUndefined();
-    await page.screenshot({ path: 'docs/dashboard-history.png' });
+    await page.screenshot({ path: screenshotPath('dashboard-history.png') });
   });
 
   it('replays a dead execution once, from its detail', async () => {
@@ -188,7 +188,7 @@ describe('the operators dashboard (three Express instances, Chromium)', () => {
     await expect.poll(() => row(TICKER).locator('td[data-col="paused"]').innerText()).toBe('no');
     await page.mouse.move(0, 0);
     await page.locator('.table-wrap').evaluate((wrap: { scrollLeft: number }) => (wrap.scrollLeft = 0));
-    await page.screenshot({ path: 'docs/dashboard-jobs.png', fullPage: true });
+    await page.screenshot({ path: screenshotPath('dashboard-jobs.png'), fullPage: true });
   });
 
   it('answers 403 to requests without access, and refuses an action without its CSRF token', async () => {

@@ -82,3 +82,12 @@ export async function startHttpApp({
 export function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
 }
+
+/**
+ * Where a test saves a screenshot of the page: `.tmp/` by default, so that running the suite
+ * leaves the tree as it was; `DASHBOARD_SCREENSHOTS=docs npm run test:only -- test/dashboard`
+ * refreshes the images the docs show (docs/dashboard-*.png).
+ */
+export function screenshotPath(name: string): string {
+  return process.env.DASHBOARD_SCREENSHOTS === 'docs' ? `docs/${name}` : `.tmp/${name}`;
+}

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { jobProvider } from '../support/app.js';
 import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
 import { uniqueName, waitFor } from '../support/services.js';
-import { launchBrowser, operatorsOnly, startHttpApp, TOKEN, type HttpApp } from './dashboard.harness.js';
+import { launchBrowser, operatorsOnly, screenshotPath, startHttpApp, TOKEN, type HttpApp } from './dashboard.harness.js';
 
 const LEASE_MS = 3_000;
 const RENEW_MS = 1_000;
@@ -68,6 +68,6 @@ describe('the timeline after an instance is SIGKILLed', () => {
     await dead.focus();
     await expect.poll(() => page.locator('.hovered').getAttribute('data-execution')).toBe(first.executionId);
     expect(await page.locator('.hovered').innerText()).toContain(`stopped renewing its lease`);
-    await page.screenshot({ path: 'docs/dashboard-timeline.png' });
+    await page.screenshot({ path: screenshotPath('dashboard-timeline.png') });
   });
 });
