@@ -97,6 +97,7 @@ const APPS = {
       strict: true,
       experimentalDecorators: true,
       emitDecoratorMetadata: true,
+      isolatedModules: true,
       skipLibCheck: true,
       noEmit: true,
       types: ['node', 'jest'],
@@ -145,6 +146,9 @@ const APPS = {
       noImplicitAny: false,
       strictBindCallApply: false,
       noFallthroughCasesInSwitch: false,
+      // The starter's tsconfig since 2025 (module nodenext) sets it: a type used in a decorated
+      // signature must then be imported with `type` (TS1272), which blocks must do.
+      isolatedModules: true,
       noEmit: true,
       types: ['node', 'jest'],
     },

@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { CronContext, DistributedCron } from 'nestjs-distributed-cron';
+import { DistributedCron, type CronContext } from 'nestjs-distributed-cron';
 import { PrismaService } from '../infra/prisma.service';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
