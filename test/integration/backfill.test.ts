@@ -9,7 +9,7 @@ import { jobProvider, startApp, type Handler, type RunningApp } from '../support
 import { integrationSetup } from '../support/integration.setup.js';
 import { uniqueName, waitFor } from '../support/services.js';
 
-const { prisma, apps } = integrationSetup();
+const { prisma, apps } = integrationSetup({ ownDatabase: true });
 
 const iso = (date: Date): string => date.toISOString().replace(/\.000Z$/, 'Z');
 const at = (time: string): Date => new Date(`2031-06-01T${time}Z`);

@@ -8,7 +8,7 @@ import { jobProvider, logs, startApp, type Handler, type RunningApp } from '../s
 import { integrationSetup } from '../support/integration.setup.js';
 import { uniqueName, waitFor } from '../support/services.js';
 
-const { prisma, apps, closeApps } = integrationSetup();
+const { prisma, apps, closeApps } = integrationSetup({ ownDatabase: true });
 
 const iso = (date: Date): string => date.toISOString().replace(/\.000Z$/, 'Z');
 const HOUR_MS = 3_600_000;

@@ -5,8 +5,10 @@
  *   const { prisma, apps, closeApps } = integrationSetup();
  *   apps.push(...(await startFleet(3, name, '* * * * * *', { name }, handler)));
  */
+import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { closeAll, type RunningApp } from './app.js';
+import { createScratchDatabase, type ScratchDatabase } from './scratch-database.js';
 import { createPrisma } from './services.js';
 import { startFakeSlack, type FakeSlack } from './slack.js';
 
@@ -15,6 +17,13 @@ export interface IntegrationSetupOptions {
   closeApps?: 'each' | 'all';
   /** Start a fake Slack webhook before the file's tests (see `slack`). @default false */
   slack?: boolean;
+  /**
+   * Run the file's apps and queries on a database of its own (migrated, dropped after the file)
+   * instead of the shared one. For files whose apps run on clocks far from the real one: their
+   * sweeps would close the waiting rows of other files' jobs as orphans ("not scheduled here for
+   * 10 minutes"), and other files' sweeps would close theirs. @default false
+   */
+  ownDatabase?: boolean;
 }
 
 export interface IntegrationSetup {
@@ -29,8 +38,31 @@ export interface IntegrationSetup {
   atEnd: (stop: () => unknown) => void;
 }
 
-export function integrationSetup({ closeApps: when = 'each', slack: withSlack = false }: IntegrationSetupOptions = {}): IntegrationSetup {
-  const prisma = createPrisma();
+export function integrationSetup({
+  closeApps: when = 'each',
+  slack: withSlack = false,
+  ownDatabase = false,
+}: IntegrationSetupOptions = {}): IntegrationSetup {
+  let client = ownDatabase ? undefined : createPrisma();
+  // With its own database, the client exists from beforeAll on; a handle taken at import time forwards to it.
+  const prisma = new Proxy({} as ReturnType<typeof createPrisma>, {
+    get(_, key) {
+      if (client === undefined) throw new Error('integrationSetup: the database of this file is ready from beforeAll on');
+      const value: unknown = Reflect.get(client, key);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(client) : value;
+    },
+  });
+  let scratch: ScratchDatabase | undefined;
+  const sharedUrl = process.env.DATABASE_URL;
+  if (ownDatabase) {
+    beforeAll(async () => {
+      scratch = await createScratchDatabase('dcron_file');
+      await scratch.deploy(fileURLToPath(new URL('../../prisma/migrations', import.meta.url)));
+      // startApp() and the file's own clients connect to databaseUrl(), read from here.
+      process.env.DATABASE_URL = scratch.url;
+      client = createPrisma(scratch.url);
+    });
+  }
   const apps: RunningApp[] = [];
   const stops: Array<() => unknown> = [];
   let fakeSlack: FakeSlack | undefined;
@@ -57,7 +89,12 @@ export function integrationSetup({ closeApps: when = 'each', slack: withSlack = 
     await closeApps();
     for (const stop of stops) await stop();
     await fakeSlack?.close();
-    await prisma.$disconnect();
+    await client?.$disconnect();
+    if (scratch) {
+      if (sharedUrl === undefined) delete process.env.DATABASE_URL;
+      else process.env.DATABASE_URL = sharedUrl;
+      await scratch.drop();
+    }
   });
 
   return { prisma, apps, closeApps, slack, atEnd: (stop) => void stops.push(stop) };
