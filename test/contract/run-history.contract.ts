@@ -9,7 +9,7 @@ import type { BeginRequest, FinishRequest, NotStartedRequest, RunHistory } from 
 import { uniqueName } from '../support/services.js';
 
 /** Job names of this suite start with this, so a real database can be cleaned after it. */
-export const RUN_HISTORY_CONTRACT_PREFIX = 'contract-rh';
+const RUN_HISTORY_CONTRACT_PREFIX = 'contract-rh';
 
 const T0 = Date.parse('2026-03-01T10:00:00.000Z');
 const at = (minutes: number): Date => new Date(T0 + minutes * 60_000);

@@ -5,10 +5,9 @@
  *   const { prisma, apps, closeApps } = integrationSetup();
  *   apps.push(...(await startFleet(3, name, '* * * * * *', { name }, handler)));
  */
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { closeAll, type RunningApp } from './app.js';
-import { createScratchDatabase, type ScratchDatabase } from './scratch-database.js';
+import { createMigratedDatabase, type ScratchDatabase } from './scratch-database.js';
 import { createPrisma } from './services.js';
 import { startFakeSlack, type FakeSlack } from './slack.js';
 
@@ -56,8 +55,7 @@ export function integrationSetup({
   const sharedUrl = process.env.DATABASE_URL;
   if (ownDatabase) {
     beforeAll(async () => {
-      scratch = await createScratchDatabase('dcron_file');
-      await scratch.deploy(fileURLToPath(new URL('../../prisma/migrations', import.meta.url)));
+      scratch = await createMigratedDatabase('dcron_file');
       // startApp() and the file's own clients connect to databaseUrl(), read from here.
       process.env.DATABASE_URL = scratch.url;
       client = createPrisma(scratch.url);

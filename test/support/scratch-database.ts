@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { databaseUrl } from './services.js';
 
@@ -73,6 +74,25 @@ export async function createScratchDatabase(prefix = 'dcron_schema'): Promise<Sc
       await admin((adminClient) => adminClient.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
     },
   };
+}
+
+/** The repository's own migrations (prisma/migrations). */
+export const REPOSITORY_MIGRATIONS = fileURLToPath(new URL('../../prisma/migrations', import.meta.url));
+
+/**
+ * A scratch database with the library's tables, for a test file whose rows must not meet other
+ * files' apps: their sweeps close rows that look abandoned (a `running` row without a lease, a
+ * `queued` row waiting 10 minutes by their clock), and rows written at fixed past instants do.
+ */
+export async function createMigratedDatabase(prefix: string): Promise<ScratchDatabase> {
+  const db = await createScratchDatabase(prefix);
+  try {
+    await db.deploy(REPOSITORY_MIGRATIONS);
+  } catch (error) {
+    await db.drop();
+    throw error;
+  }
+  return db;
 }
 
 /**

@@ -21,13 +21,17 @@ import { DashboardQueries } from '../../src/dashboard/dashboard.queries.js';
 import { PrismaJobBirths } from '../../src/history/prisma-job-births.js';
 import { PrismaRunHistory } from '../../src/history/prisma-run-history.js';
 import { deleteBatch, jobCuts, jobsWithRows, withStatementTimeout } from '../../src/history/retention.sql.js';
-import { RUN_HISTORY_CONTRACT_PREFIX, runHistoryContract } from '../contract/run-history.contract.js';
+import { runHistoryContract } from '../contract/run-history.contract.js';
 import { PrismaClient } from '../generated/prisma/client.js';
-import { databaseUrl, uniqueName } from '../support/services.js';
+import { createMigratedDatabase } from '../support/scratch-database.js';
+import { uniqueName } from '../support/services.js';
 
 /** +05:30: a local time read as UTC (or the reverse) is off by hours and half an hour. */
 const SESSION_TIME_ZONE = 'Asia/Kolkata';
-const SESSION = { connectionString: databaseUrl(), options: `-c TimeZone=${SESSION_TIME_ZONE}` };
+// A database of its own: the contract writes rows at fixed instants months ago, without leases,
+// which the sweeps of other files' apps on the shared database would close as abandoned.
+const db = await createMigratedDatabase('dcron_engines');
+const SESSION = { connectionString: db.url, options: `-c TimeZone=${SESSION_TIME_ZONE}` };
 
 /** Result column types both engines map the same way: bool, int4, text. */
 const SAME_IN_BOTH = new Map([
@@ -75,11 +79,9 @@ const nativeLike = textTypedClient(pool);
 const adapter = new PrismaClient({ adapter: new PrismaPg(SESSION) });
 
 afterAll(async () => {
-  await pool.query(`DELETE FROM distributed_cron_runs WHERE job_name LIKE $1`, [`${RUN_HISTORY_CONTRACT_PREFIX}-%`]);
-  await pool.query(`DELETE FROM distributed_cron_runs WHERE job_name LIKE 'raw-sql-%'`);
-  await pool.query(`DELETE FROM distributed_cron_jobs WHERE job_name LIKE 'raw-sql-%'`);
   await pool.end();
   await adapter.$disconnect();
+  await db.drop();
 });
 
 runHistoryContract('PrismaRunHistory, parameters typed as the native engine types them', () => new PrismaRunHistory(nativeLike));
