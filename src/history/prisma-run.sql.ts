@@ -21,7 +21,8 @@ import {
 /** Table of the `DistributedCronRun` model (see prisma/schema/distributed-cron.prisma). */
 export const TABLE = 'distributed_cron_runs';
 
-const COLUMN_NAMES = [
+/** The columns of a run's row, `id` apart (the schema check expects each). */
+export const COLUMN_NAMES = [
   'job_name',
   'execution_id',
   'status',

@@ -9,6 +9,7 @@
  * it reads the same whichever engine the client runs.
  */
 import type { PrismaClientLike, RunStatus, RunTrigger } from '../distributed-cron.interfaces.js';
+import { COLUMN_NAMES } from './prisma-run.sql.js';
 
 /** The commands that add what is missing. */
 export const SCHEMA_FIX =
@@ -67,29 +68,7 @@ const index = (table: string, columns: string[], unique = false): ExpectedIndex 
 /** What the current migrations create (prisma/schema/distributed-cron.prisma), CHECKs apart. */
 const RUNS_TABLE: ExpectedTable = {
   table: RUNS,
-  columns: [
-    'id',
-    'job_name',
-    'execution_id',
-    'status',
-    'trigger',
-    'scheduled_at',
-    'business_date',
-    'started_at',
-    'finished_at',
-    'duration_ms',
-    'instance_id',
-    'attempt',
-    'max_attempts',
-    'fencing_token',
-    'processed_count',
-    'failed_count',
-    'error',
-    'skipped_triggers',
-    'next_attempt_at',
-    'created_at',
-    'updated_at',
-  ],
+  columns: ['id', ...COLUMN_NAMES],
   indexes: [
     { columns: ['id'], unique: true, name: `${RUNS}_pkey` },
     index(RUNS, ['execution_id'], true),

@@ -6,34 +6,25 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LIBRARY_STEPS } from '../../src/cli/prisma.embedded.js';
 import {
   APP_SCHEMA,
   BDDCBE5,
-  compileCli,
+  cliSuite,
   copyMigrations,
   ROOT,
-  runCli,
   scratchApp,
   snapshot,
   writeFiles,
   writtenMigrations,
 } from '../support/prisma-cli.js';
 
-let main = '';
-let removeCli = (): void => undefined;
-const apps: Array<() => void> = [];
-
-beforeAll(() => {
-  ({ main, remove: removeCli } = compileCli());
-});
-afterAll(() => removeCli());
-afterEach(() => apps.splice(0).forEach((remove) => remove()));
+const cli = cliSuite();
 
 function app(files: Record<string, string>): string {
   const { dir, remove } = scratchApp(files);
-  apps.push(remove);
+  cli.atEnd(remove);
   return dir;
 }
 
@@ -57,7 +48,7 @@ const markers = (sql: string): string[] => [...sql.matchAll(/^-- nestjs-distribu
 describe('nestjs-distributed-cron prisma', () => {
   it('fresh app with one schema.prisma: the models in a marked block, one migration with every step, the lock file', () => {
     const dir = app({ 'package.json': '{"name":"app"}', 'prisma/schema.prisma': APP_SCHEMA });
-    const run = runCli(main, dir, 'prisma');
+    const run = cli.run(dir, 'prisma');
     expect(run.code).toBe(0);
     expect(run.stderr).toBe('');
     const [folder, ...more] = writtenMigrations(run.stdout);
@@ -80,11 +71,11 @@ describe('nestjs-distributed-cron prisma', () => {
 
     // Again: nothing written, and --check agrees.
     const before = snapshot(dir);
-    const again = runCli(main, dir, 'prisma');
+    const again = cli.run(dir, 'prisma');
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('Up to date');
     expect(snapshot(dir)).toEqual(before);
-    expect(runCli(main, dir, 'prisma', '--check').code).toBe(0);
+    expect(cli.run(dir, 'prisma', '--check').code).toBe(0);
   });
 
   it('fresh app with a schema folder (prisma.config.ts): distributed-cron.prisma in the folder, migrations where the config says', () => {
@@ -94,7 +85,7 @@ describe('nestjs-distributed-cron prisma', () => {
       'prisma.config.ts': `export default {\n  schema: 'prisma/schema',\n  migrations: { path: 'prisma/migrations' },\n};\n`,
       'prisma/schema/schema.prisma': APP_SCHEMA,
     });
-    const run = runCli(main, dir, 'prisma');
+    const run = cli.run(dir, 'prisma');
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('Prisma schema: prisma/schema (a schema folder, `schema` in prisma.config.ts)');
     expect(run.stdout).toContain('wrote prisma/schema/distributed-cron.prisma');
@@ -106,14 +97,14 @@ describe('nestjs-distributed-cron prisma', () => {
     expect(folder).toMatch(/^prisma\/migrations\/\d{14}_distributed_cron$/);
     validate(dir, 'prisma/schema');
     const before = snapshot(dir);
-    expect(runCli(main, dir, 'prisma').stdout).toContain('Up to date');
+    expect(cli.run(dir, 'prisma').stdout).toContain('Up to date');
     expect(snapshot(dir)).toEqual(before);
   });
 
   it('--check on an app without the library: exit 1, names what it would write, writes nothing', () => {
     const dir = app({ 'prisma/schema.prisma': APP_SCHEMA });
     const before = snapshot(dir);
-    const run = runCli(main, dir, 'prisma', '--check');
+    const run = cli.run(dir, 'prisma', '--check');
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/would write prisma\/schema\.prisma: added the models DistributedCronRun and DistributedCronJob/);
     expect(run.stdout).toMatch(/would write prisma\/migrations\/\d{14}_distributed_cron\/migration\.sql: 5 steps/);
@@ -123,7 +114,7 @@ describe('nestjs-distributed-cron prisma', () => {
 
   it('upgrade: a history that has every step but the last gets only the last one', () => {
     const dir = app({ 'prisma/schema.prisma': APP_SCHEMA });
-    expect(runCli(main, dir, 'prisma').code).toBe(0);
+    expect(cli.run(dir, 'prisma').code).toBe(0);
     // What an earlier version of the library wrote: the same migration without its last step.
     const [folder] = readdirSync(path.join(dir, 'prisma/migrations')).filter((name) => name.endsWith('_distributed_cron'));
     const file = path.join(dir, 'prisma/migrations', folder!, 'migration.sql');
@@ -131,8 +122,8 @@ describe('nestjs-distributed-cron prisma', () => {
     writeFileSync(file, readFileSync(file, 'utf8').replace(last.sql.trimEnd() + '\n', ''));
     expect(markers(readFileSync(file, 'utf8'))).toEqual(STEP_NAMES.slice(0, -1));
 
-    expect(runCli(main, dir, 'prisma', '--check').code).toBe(1);
-    const run = runCli(main, dir, 'prisma');
+    expect(cli.run(dir, 'prisma', '--check').code).toBe(1);
+    const run = cli.run(dir, 'prisma');
     expect(run.code).toBe(0);
     const written = writtenMigrations(run.stdout);
     expect(written).toHaveLength(1);
@@ -146,7 +137,7 @@ describe('nestjs-distributed-cron prisma', () => {
     copyMigrations(BDDCBE5, path.join(dir, 'prisma/migrations'));
     writeFiles(dir, { 'prisma/migrations/20261001090000_init/migration.sql': 'CREATE TABLE "User" ("id" SERIAL PRIMARY KEY);\n' });
     const migrationsBefore = snapshot(path.join(dir, 'prisma/migrations'));
-    const run = runCli(main, dir, 'prisma');
+    const run = cli.run(dir, 'prisma');
     expect(run.code).toBe(0);
     expect(writtenMigrations(run.stdout)).toEqual([]);
     expect(run.stdout).toContain(
@@ -157,7 +148,7 @@ describe('nestjs-distributed-cron prisma', () => {
     expect(schema.match(/^model DistributedCronRun \{/gm)).toHaveLength(1);
     expect(schema.match(/^model DistributedCronJob \{/gm)).toHaveLength(1);
     validate(dir, 'prisma/schema.prisma');
-    expect(runCli(main, dir, 'prisma', '--check').code).toBe(0);
+    expect(cli.run(dir, 'prisma', '--check').code).toBe(0);
   });
 
   it('a schema folder whose main file holds pasted models: they move to distributed-cron.prisma; a CRLF history is read', () => {
@@ -170,7 +161,7 @@ describe('nestjs-distributed-cron prisma', () => {
       'prisma/migrations/20261120000000_cron/migration.sql': squashed,
       'prisma/migrations/migration_lock.toml': 'provider = "postgresql"\n',
     });
-    const run = runCli(main, dir, 'prisma');
+    const run = cli.run(dir, 'prisma');
     expect(run.code).toBe(0);
     expect(writtenMigrations(run.stdout)).toEqual([]);
     expect(run.stdout).toContain('wrote prisma/schema/schema.prisma: took out the models DistributedCronRun, DistributedCronJob');
@@ -179,7 +170,7 @@ describe('nestjs-distributed-cron prisma', () => {
     expect(main_).toContain('model Order {');
     expect(main_).toContain('model User {');
     validate(dir, 'prisma/schema');
-    expect(runCli(main, dir, 'prisma', '--check').code).toBe(0);
+    expect(cli.run(dir, 'prisma', '--check').code).toBe(0);
   });
 
   it('an app whose newest migration is later than now: the new folder sorts after it', () => {
@@ -188,14 +179,14 @@ describe('nestjs-distributed-cron prisma', () => {
       'prisma/migrations/20991231235959_from_the_future/migration.sql': 'SELECT 1;\n',
       'prisma/migrations/migration_lock.toml': 'provider = "postgresql"\n',
     });
-    const run = runCli(main, dir, 'prisma');
+    const run = cli.run(dir, 'prisma');
     expect(run.code).toBe(0);
     expect(writtenMigrations(run.stdout)).toEqual(['prisma/migrations/21000101000000_distributed_cron']);
   });
 
   it('--schema and --migrations elsewhere; a lock file of another provider is left alone, with a warning', () => {
     const dir = app({ 'db/main.prisma': APP_SCHEMA, 'db/history/migration_lock.toml': 'provider = "mysql"\n' });
-    const run = runCli(main, dir, 'prisma', '--schema', 'db/main.prisma', '--migrations', 'db/history');
+    const run = cli.run(dir, 'prisma', '--schema', 'db/main.prisma', '--migrations', 'db/history');
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('Prisma schema: db/main.prisma (one file, --schema)');
     expect(writtenMigrations(run.stdout)[0]).toMatch(/^db\/history\/\d{14}_distributed_cron$/);
@@ -205,21 +196,21 @@ describe('nestjs-distributed-cron prisma', () => {
 
   it('no schema found: exit 2, says where it looked and the flag; nothing written', () => {
     const dir = app({ 'package.json': '{"name":"app"}' });
-    const run = runCli(main, dir, 'prisma');
+    const run = cli.run(dir, 'prisma');
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('no Prisma schema found');
     expect(run.stderr).toContain('prisma/schema.prisma and the folder prisma/schema/');
     expect(run.stderr).toContain('Pass --schema <file|dir>');
     expect(existsSync(path.join(dir, 'prisma'))).toBe(false);
-    const missing = runCli(main, dir, 'prisma', '--schema', 'nowhere.prisma');
+    const missing = cli.run(dir, 'prisma', '--schema', 'nowhere.prisma');
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('--schema names nowhere.prisma, which does not exist');
-    expect(runCli(main, dir, 'prisma', '--module', 'x.js').code).toBe(2);
+    expect(cli.run(dir, 'prisma', '--module', 'x.js').code).toBe(2);
   });
 
   it('package.json "prisma.schema" points at the schema', () => {
     const dir = app({ 'package.json': JSON.stringify({ prisma: { schema: 'db/schema.prisma' } }), 'db/schema.prisma': APP_SCHEMA });
-    const run = runCli(main, dir, 'prisma');
+    const run = cli.run(dir, 'prisma');
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('Prisma schema: db/schema.prisma (one file, "prisma.schema" in package.json)');
     expect(writtenMigrations(run.stdout)[0]).toMatch(/^db\/migrations\//);

@@ -7,53 +7,33 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { checkSchema } from '../../src/history/schema.check.js';
 import { LIBRARY_MODEL } from '../../src/cli/prisma.embedded.js';
 import { bootAndRunSlot } from '../support/schema-app.js';
 import { createScratchDatabase, libraryCatalog, libraryChecks, type ScratchDatabase } from '../support/scratch-database.js';
-import {
-  APP_SCHEMA,
-  BDDCBE5,
-  compileCli,
-  copyMigrations,
-  MIGRATE_DEV,
-  ROOT,
-  runCli,
-  scratchApp,
-  writtenMigrations,
-} from '../support/prisma-cli.js';
+import { APP_SCHEMA, BDDCBE5, cliSuite, copyMigrations, MIGRATE_DEV, ROOT, scratchApp, writtenMigrations } from '../support/prisma-cli.js';
 import { createPrisma } from '../support/services.js';
 
-let main = '';
-let removeCli = (): void => undefined;
-const cleanups: Array<() => unknown> = [];
-
-beforeAll(() => {
-  ({ main, remove: removeCli } = compileCli());
-});
-afterAll(() => removeCli());
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cli = cliSuite();
 
 async function database(): Promise<ScratchDatabase> {
   const db = await createScratchDatabase();
-  cleanups.push(() => db.drop());
+  cli.atEnd(() => db.drop());
   return db;
 }
 
 /** An app folder with `migrations` as its history and its own schema.prisma. */
 function appWith(migrations: string | undefined): string {
   const { dir, remove } = scratchApp({ 'prisma/schema.prisma': APP_SCHEMA });
-  cleanups.push(remove);
+  cli.atEnd(remove);
   if (migrations) copyMigrations(migrations, path.join(dir, 'prisma/migrations'));
   return dir;
 }
 
 /** Runs the command in the app, returns the folders it wrote. */
 function command(dir: string): string[] {
-  const run = runCli(main, dir, 'prisma');
+  const run = cli.run(dir, 'prisma');
   expect(run.code, run.stderr).toBe(0);
   return writtenMigrations(run.stdout);
 }

@@ -7,41 +7,30 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LIBRARY_STEPS } from '../../src/cli/prisma.embedded.js';
 import { bootAndRunSlot } from '../support/schema-app.js';
 import { createScratchDatabase, libraryChecks, type ScratchDatabase } from '../support/scratch-database.js';
 import {
   APP_SCHEMA,
   BDDCBE5,
-  compileCli,
+  cliSuite,
   copyMigrations,
   MIGRATE_DEV,
-  runCli,
   scratchApp,
   snapshot,
   writeFiles,
   writtenMigrations,
 } from '../support/prisma-cli.js';
 
-let main = '';
-let removeCli = (): void => undefined;
-const cleanups: Array<() => unknown> = [];
-
-beforeAll(() => {
-  ({ main, remove: removeCli } = compileCli());
-});
-afterAll(() => removeCli());
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const cli = cliSuite();
 
 const BDDCBE5_MODEL = readFileSync(path.join(BDDCBE5, 'distributed-cron.prisma'), 'utf8');
 
 /** An app on bddcbe5: its schema with the model pasted, `history` as its migrations, deployed, with rows the old version wrote. */
 async function appOnBddcbe5(history: string): Promise<{ dir: string; db: ScratchDatabase }> {
   const { dir, remove } = scratchApp({ 'prisma/schema.prisma': `${APP_SCHEMA}\n${BDDCBE5_MODEL}` });
-  cleanups.push(remove);
+  cli.atEnd(remove);
   copyMigrations(history, path.join(dir, 'prisma/migrations'));
   writeFiles(dir, {
     'prisma/migrations/20261001090000_init/migration.sql': readFileSync(
@@ -50,7 +39,7 @@ async function appOnBddcbe5(history: string): Promise<{ dir: string; db: Scratch
     ),
   });
   const db = await createScratchDatabase();
-  cleanups.push(() => db.drop());
+  cli.atEnd(() => db.drop());
   await db.deploy(path.join(dir, 'prisma/migrations'));
   await db.query(`
     INSERT INTO distributed_cron_runs (job_name, execution_id, status, trigger, scheduled_at, business_date, instance_id, fencing_token)
@@ -61,16 +50,16 @@ async function appOnBddcbe5(history: string): Promise<{ dir: string; db: Scratch
 
 /** The documented upgrade: the command (with --check first, as CI would run it), then deploy. */
 async function upgrade(dir: string, db: ScratchDatabase): Promise<string[]> {
-  expect(runCli(main, dir, 'prisma', '--check').code).toBe(1);
-  const run = runCli(main, dir, 'prisma');
+  expect(cli.run(dir, 'prisma', '--check').code).toBe(1);
+  const run = cli.run(dir, 'prisma');
   expect(run.code, run.stderr).toBe(0);
   const deployed = await db.deploy(path.join(dir, 'prisma/migrations'));
   expect(deployed).toEqual(writtenMigrations(run.stdout).map((folder) => path.basename(folder)));
   // Done: a second run writes nothing, and CI's --check passes.
   const before = snapshot(dir);
-  expect(runCli(main, dir, 'prisma').stdout).toContain('Up to date');
+  expect(cli.run(dir, 'prisma').stdout).toContain('Up to date');
   expect(snapshot(dir)).toEqual(before);
-  expect(runCli(main, dir, 'prisma', '--check').code).toBe(0);
+  expect(cli.run(dir, 'prisma', '--check').code).toBe(0);
   return deployed;
 }
 

@@ -7,6 +7,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const FIXTURES = path.join(ROOT, 'test/fixtures');
@@ -38,6 +39,29 @@ export function compileCli(): { main: string; remove: () => void } {
   const main = path.join(out, 'src/cli/main.js');
   if (!existsSync(main)) throw new Error(`compiling the CLI failed: ${tsc.stdout}${tsc.stderr}`);
   return { main, remove: () => rmSync(out, { recursive: true, force: true }) };
+}
+
+/**
+ * The set-up of a test file that runs the CLI: compiles it before the file's tests, removes it
+ * after them, and runs what `atEnd` collected after each test, last first.
+ */
+export function cliSuite(): { run: (cwd: string, ...args: string[]) => CliRun; atEnd: (cleanup: () => unknown) => void } {
+  let compiled: { main: string; remove: () => void } | undefined;
+  const cleanups: Array<() => unknown> = [];
+  beforeAll(() => {
+    compiled = compileCli();
+  });
+  afterAll(() => compiled?.remove());
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  return {
+    run: (cwd, ...args) => {
+      if (compiled === undefined) throw new Error('cliSuite: the CLI is compiled from beforeAll on');
+      return runCli(compiled.main, cwd, ...args);
+    },
+    atEnd: (cleanup) => void cleanups.push(cleanup),
+  };
 }
 
 /** Runs `nestjs-distributed-cron <args>` in `cwd` to its exit. */
