@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { alerterProblem } from '../alerting/alert.dispatcher.js';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import * as messages from '../distributed-cron.messages.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
 import { isValidTimeZone } from '../scheduling/cron.schedule.js';
 import { MAX_TIMER_MS, parseDuration } from './duration.parse.js';
-import { leaderTimingProblem } from '../leasing/leader.elector.js';
+import { leaderTimingProblem } from './lease.timing.js';
 
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9:_\-.]{1,64}$/;
 const POOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,100}$/;
@@ -161,4 +160,13 @@ export function resolvePools(pools: unknown): ReadonlyMap<string, number> {
     sizes.set(name, size);
   }
   return sizes;
+}
+
+/** Why the module option `alerter` is unusable, or undefined when it is fine (absent, one alerter or a list). */
+export function alerterProblem(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  const list: unknown[] = Array.isArray(value) ? value : [value];
+  const bad = list.findIndex((alerter) => typeof (alerter as { send?: unknown } | null)?.send !== 'function');
+  if (bad === -1) return undefined;
+  return Array.isArray(value) ? `entry ${bad} must have a send(event) method` : 'must have a send(event) method (or be a list of alerters)';
 }

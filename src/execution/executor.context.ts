@@ -8,7 +8,7 @@ import { LeaseKeeper } from '../leasing/lease.keeper.js';
 import type { HeldLease, LeaseStore, ReleaseResult } from '../leasing/lease.store.js';
 import type { NotStartedRequest, RunHistory } from '../history/run-history.js';
 import { RunEventSink } from '../observability/run-event.sink.js';
-import type { QueueLink } from '../topology/queue.steps.js';
+import type { QueueLink } from '../topology/queue.step.js';
 import type { ResourcePool, ResourcePools } from './resource.pool.js';
 
 export interface ExecutorDeps {

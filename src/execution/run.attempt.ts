@@ -13,6 +13,7 @@ import { decideOutcome, type RunEnd } from './run.outcome.js';
 import type { RunScope } from '../observability/run-event.sink.js';
 import { unitToRun } from './pool.gate.js';
 import type { PoolUnit } from './resource.pool.js';
+import { INT_MAX } from '../distributed-cron.limits.js';
 
 /*
  * One attempt of an execution: the handler with its context, signal and counts, then its
@@ -28,7 +29,6 @@ export function abortReason(name: AbortKind, message: string): Error {
 }
 
 /** The largest count a run-history column holds. */
-const INT_MAX = 2_147_483_647;
 
 /**
  * How long the result of a finished run is retried while the database cannot be written. The

@@ -3,10 +3,10 @@ import { SCHEDULING_ENV } from './distributed-cron.constants.js';
 import * as messages from '../distributed-cron.messages.js';
 import type { DistributedCronRuntime } from './distributed-cron.runtime.js';
 import { describeError } from '../errors/error.redact.js';
-import { catchUpMissedSlots } from '../scheduling/catch-up.js';
+import { catchUpMissedSlots } from '../execution/catch-up.js';
 import { RunSweeper } from '../execution/run.sweeper.js';
 import { HistoryRetention } from '../history/retention.runner.js';
-import type { Topology } from '../topology/topology.js';
+import type { Topology } from './instance.topology.js';
 import { jobSetGroup, SlotDispatcher } from '../execution/slot.dispatcher.js';
 import type { JobExecutor } from '../execution/job.executor.js';
 import { LeaderElector } from '../leasing/leader.elector.js';
@@ -93,7 +93,8 @@ export class DistributedCronOrchestrator {
     }
     this.dispatcher.timersStarted();
     void births.then((born) => this.catchUp(born, timersAt));
-    this.sweeper = new RunSweeper(runtime, runtime.sweepEveryMs);
+    const { history, leases, logger, clock, instanceId } = runtime;
+    this.sweeper = new RunSweeper({ jobs: runtime.jobs, history, leases, logger, clock, instanceId }, runtime.sweepEveryMs);
     this.sweeper.start();
     if (runtime.retention && runtime.options.prisma) {
       const { prisma } = runtime.options;

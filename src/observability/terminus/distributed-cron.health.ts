@@ -3,7 +3,7 @@ import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { describeError } from '../../errors/error.redact.js';
 import { DistributedCronRuntime } from '../../nest/distributed-cron.runtime.js';
-import { DistributedCronObservability } from '../observability.provider.js';
+import { DistributedCronObservability } from '../../nest/observability.provider.js';
 
 /** Options of `DistributedCronHealthIndicator.isHealthy`. */
 export interface DistributedCronHealthOptions {

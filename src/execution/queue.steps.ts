@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FireOutcome, RunRecord, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
 import { describeError } from '../errors/error.redact.js';
-import type { ExecutorContext } from '../execution/executor.context.js';
-import { SweepChecks, type StartAgain } from '../execution/sweep.checks.js';
+import type { ExecutorContext } from './executor.context.js';
+import { SweepChecks, type StartAgain } from './sweep.checks.js';
 import type { LeaseKeeper } from '../leasing/lease.keeper.js';
+import type { QueueStep, StepResult } from '../topology/queue.step.js';
 
 /*
  * Queue mode: a slot is claimed as ever, gets a `queued` row, and becomes a queue job; a worker
@@ -11,40 +12,6 @@ import type { LeaseKeeper } from '../leasing/lease.keeper.js';
  * through the same path. Every queue job is one *step* of an execution, judged against its row
  * when a worker picks it up, so a duplicate, late or re-delivered job runs nothing twice.
  */
-
-/** What a queue job asks a worker to do with one execution. */
-export interface QueueStep {
-  jobName: string;
-  executionId: string;
-  /**
-   * `run`: its first start (the row is `queued`), or whatever its row says is due; `retry`: the due
-   * attempt `ref`; `recover`: the run holding fencing token `ref` lost its owner; `replay`: a
-   * replay of attempt `ref`.
-   */
-  kind: 'run' | 'retry' | 'recover' | 'replay';
-  ref?: number;
-}
-
-/** Puts a step on a queue; a step already waiting or running there is not added twice. */
-export interface QueueLink {
-  enqueue(step: QueueStep): Promise<void>;
-}
-
-/** What a worker's step led to; `later`: put the queue job back for `renewEvery` and look again. */
-export type StepResult = FireOutcome | 'later';
-
-const ID_SUFFIX: Record<QueueStep['kind'], string> = { run: '', retry: '#a', recover: '#r', replay: '#p' };
-
-/**
- * The queue job ID of a step: the execution ID for its first run, so a duplicate enqueue is a
- * no-op. BullMQ refuses ':' and integers in custom IDs, so the ID is URI-encoded (':' → '%3A')
- * and a numeric one gets a '#'.
- */
-export function queueJobId(step: QueueStep): string {
-  const encoded = encodeURIComponent(step.executionId);
-  const id = step.kind === 'run' ? encoded : `${encoded}${ID_SUFFIX[step.kind]}${step.ref ?? ''}`;
-  return /^\d+$/.test(id) ? `#${id}` : id;
-}
 
 /** `work`, or a rejection once `ms` passed (the work may still complete: adding a step twice is a no-op). */
 function withDeadline(work: Promise<void>, ms: number): Promise<void> {
