@@ -23,6 +23,8 @@ export interface ModuleConfig {
   readonly sweepEveryMs: number;
   readonly shutdownTimeoutMs: number;
   readonly auditPlainSchedules: boolean;
+  /** The module option `scheduling`: false mounts the jobs without starting timers, catch-up, sweeps or queues. */
+  readonly scheduling: boolean;
   /** The module option `pools`, checked: units per instance by pool name. */
   readonly pools: ReadonlyMap<string, number>;
   /** `mode: 'leader'`: the leadership's lease and renewal interval; undefined in the default mode. */
@@ -99,6 +101,8 @@ export function resolveModuleConfig(options: DistributedCronModuleOptions): Modu
   }
   const sweepEveryMs = timerDuration('sweepEvery', options.sweepEvery, 2_000, 'the run history would be swept every millisecond');
   if (sweepEveryMs < 100) fail('sweepEvery', `must be at least 100ms, got ${sweepEveryMs} ms`);
+  const scheduling = options.scheduling ?? true;
+  if (typeof scheduling !== 'boolean') fail('scheduling', `must be true or false, got ${JSON.stringify(scheduling)}`);
   const mode = options.mode ?? 'fleet';
   if (mode !== 'fleet' && mode !== 'leader') fail('mode', `must be 'fleet' or 'leader', got ${JSON.stringify(mode)}`);
   if (options.leader !== undefined && (typeof options.leader !== 'object' || options.leader === null)) {
@@ -141,6 +145,7 @@ export function resolveModuleConfig(options: DistributedCronModuleOptions): Modu
       'running executions would be aborted at once on shutdown',
     ),
     auditPlainSchedules: options.auditPlainSchedules ?? true,
+    scheduling,
     pools: resolvePools(options.pools),
   };
 }
