@@ -5,6 +5,7 @@ import type { ExecutorContext } from './executor.context.js';
 import { SweepChecks, type StartAgain } from './sweep.checks.js';
 import type { LeaseKeeper } from '../leasing/lease.keeper.js';
 import type { QueueStep, StepResult } from '../topology/queue.step.js';
+import { withDeadline } from '../promise.deadline.js';
 
 /*
  * Queue mode: a slot is claimed as ever, gets a `queued` row, and becomes a queue job; a worker
@@ -13,18 +14,17 @@ import type { QueueStep, StepResult } from '../topology/queue.step.js';
  * when a worker picks it up, so a duplicate, late or re-delivered job runs nothing twice.
  */
 
-/** `work`, or a rejection once `ms` passed (the work may still complete: adding a step twice is a no-op). */
-function withDeadline(work: Promise<void>, ms: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
-    work.then(resolve, reject).finally(() => clearTimeout(timer));
-  });
-}
-
 async function enqueue(ctx: ExecutorContext, step: Omit<QueueStep, 'jobName'>): Promise<boolean> {
   try {
     if (!ctx.deps.queue) throw new Error('the queue is not connected');
-    await withDeadline(ctx.deps.queue.enqueue({ ...step, jobName: ctx.job.name }), ctx.historyTimeoutMs);
+    const { queue } = ctx.deps;
+    const ms = ctx.historyTimeoutMs;
+    // Past the deadline the step may still be added: adding a step twice is a no-op.
+    await withDeadline(
+      () => queue.enqueue({ ...step, jobName: ctx.job.name }),
+      ms,
+      () => new Error(`Redis did not answer within ${ms} ms`),
+    );
     return true;
   } catch (error) {
     ctx.deps.logger.warn(
