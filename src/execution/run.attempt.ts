@@ -9,7 +9,7 @@ import type { HeldLease } from '../leasing/lease.store.js';
 import type { FinalStatus } from '../history/run-history.js';
 import { doubling, retryDelay } from '../config/backoff.js';
 import type { ExecutorContext } from './executor.context.js';
-import { decideOutcome, type RunEnd } from './run.outcome.js';
+import { decideOutcome, type HandlerEnd } from './run.outcome.js';
 import type { RunScope } from '../observability/run-event.sink.js';
 import { unitToRun } from './pool.gate.js';
 import type { PoolUnit } from './resource.pool.js';
@@ -20,7 +20,7 @@ import { INT_MAX } from '../distributed-cron.limits.js';
  * outcome written (fenced), the lease released, and the alert.
  */
 
-export type AbortKind = NonNullable<RunEnd['abortedBy']>;
+export type AbortKind = NonNullable<HandlerEnd['abortedBy']>;
 
 export function abortReason(name: AbortKind, message: string): Error {
   const error = new Error(message);
