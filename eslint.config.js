@@ -13,6 +13,53 @@ import { defineConfig, globalIgnores } from 'eslint/config';
 import globals from 'globals';
 import tseslint from 'nestjs-distributed-cron-lint';
 
+// One direction of imports (docs/architecture.md, "How it is built"). Folders of src/, top to
+// bottom; a file may import from its own folder and from the tiers below its own, never from a
+// tier above nor from another folder of its own tier. src/index.ts (the public entry) may import
+// anything. The root files (interfaces, messages, limits, module options) are one tier above errors/.
+const TIERS = [
+  ['cli', 'dashboard', 'testing', 'observability/terminus'],
+  ['nest'],
+  ['execution'],
+  ['leasing', 'history', 'alerting', 'topology', 'observability'],
+  ['config'],
+  ['scheduling'],
+  ['<root>'],
+  ['errors'],
+];
+const ROOT_FILES = 'src/*.ts';
+const folderImport = (folder) => (folder === '<root>' ? String.raw`^\.\.(/\.\.)*/[^/]+$` : `^\\.{1,2}/(\\.\\./)*${folder}/`);
+/** The imports a file of `folder` may not make, as no-restricted-imports patterns. */
+function forbidden(folder, except = {}) {
+  const tier = TIERS.findIndex((names) => names.includes(folder));
+  const patterns = [];
+  TIERS.forEach((names, i) => {
+    if (i > tier) return;
+    for (const other of names) {
+      // A folder's own subfolder is its own business (observability/terminus is a tier of its own).
+      if (other === folder || (folder === '<root>' && other === '<root>')) continue;
+      if (other.startsWith(`${folder}/`)) continue;
+      const regex = except[other] ?? folderImport(other);
+      const where = i === tier ? 'beside it in the same tier' : 'above it';
+      patterns.push({
+        regex,
+        message: `${folder}/ must not import ${other}/, which sits ${where}: see "How it is built" in docs/architecture.md.`,
+      });
+    }
+  });
+  return patterns;
+}
+const layerRule = (folder, except) => ({
+  '@typescript-eslint/no-restricted-imports': ['error', { patterns: forbidden(folder, except) }],
+});
+const layerBlocks = TIERS.flat()
+  .filter((folder) => folder !== '<root>')
+  .map((folder) => ({
+    files: [`src/${folder}/**/*.ts`],
+    ...(folder === 'observability' ? { ignores: ['src/observability/terminus/**'] } : {}),
+    rules: layerRule(folder),
+  }));
+
 export default defineConfig(
   globalIgnores([
     'dist/',
@@ -63,6 +110,38 @@ export default defineConfig(
       // Off: error messages print values of unknown type with String(value) on purpose.
       '@typescript-eslint/no-base-to-string': 'off',
     },
+  },
+  ...layerBlocks,
+  {
+    files: [ROOT_FILES],
+    ignores: ['src/index.ts', 'src/distributed-cron.module-options.ts'],
+    rules: layerRule('<root>'),
+  },
+  {
+    // The module's options name the ports a user may replace (stores, alerter, hooks): their types
+    // only, never code.
+    files: ['src/distributed-cron.module-options.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: forbidden('<root>').map((pattern) =>
+            /(leasing|history|alerting|observability)\/$/.test(pattern.regex) ? { ...pattern, allowTypeImports: true } : pattern,
+          ),
+        },
+      ],
+    },
+  },
+  {
+    // Until the store slices land: the dispatcher's failure streaks and retention's once-keys are
+    // on LeaseStore today.
+    files: ['src/alerting/alert.dispatcher.ts'],
+    rules: layerRule('alerting', { leasing: String.raw`^\.\./leasing/(?!lease\.store\.js$)` }),
+  },
+  {
+    // Until the store slices land (see above).
+    files: ['src/history/retention.runner.ts'],
+    rules: layerRule('history', { leasing: String.raw`^\.\./leasing/(?!lease\.store\.js$)` }),
   },
   {
     // Plain JavaScript (this file, scripts/*.mjs, tools/lint) is not part of a tsconfig project.

@@ -1,7 +1,3 @@
-import type { DstPolicy } from './scheduling/cron.schedule.js';
-import type { HeartbeatOptions } from './observability/observability.interfaces.js';
-
-export type { DstPolicy } from './scheduling/cron.schedule.js';
 export type {
   DistributedCronRole,
   QueueOptions,
@@ -257,3 +253,47 @@ export type FireOutcome =
   | 'shutting_down'
   /** replay(): the execution is not in a state that can be replayed. */
   | 'not_replayable';
+
+/**
+ * How a fixed-time job (see `CronSchedule.fixedTime`) behaves on daylight-saving change days.
+ * Jobs whose minute or hour field starts with `*` ignore this: they run at every real instant
+ * whose wall time matches.
+ */
+export interface DstPolicy {
+  /**
+   * What a fixed-time job does when its wall time does not exist (spring gap).
+   * 'shift' = run once, at the first real instant after the gap, i.e. the moment of the change
+   * (the cron-daemon rule: Berlin 02:30 on 2026-03-29 runs at 03:00 CEST = 01:00Z; New York 02:30
+   * on 2026-03-08 runs at 03:00 EDT = 07:00Z). Several slots inside one gap (02:00 and 02:30) make
+   * one run at that moment, and a slot that also matches the moment itself (03:00) is not doubled;
+   * 'skip' = do not run the slots that fall in the gap.
+   * @default 'shift'
+   */
+  gap?: 'shift' | 'skip';
+  /**
+   * What a fixed-time job does when its wall time happens twice (autumn).
+   * 'once' = only the first (earlier) pass; 'both' = both passes, each a distinct instant.
+   * @default 'once'
+   */
+  repeated?: 'once' | 'both';
+}
+
+/**
+ * Outside heartbeats in the healthchecks.io / Cronitor convention: `<url>/start` when a run
+ * starts, `<url>` when it succeeds, `<url>/fail` when it fails. Pings never delay or fail a run.
+ */
+export interface HeartbeatOptions {
+  /** The check's ping URL, e.g. `https://hc-ping.com/<uuid>`. At module level, `{job}` is replaced by the job's name. */
+  url: string;
+}
+
+/** Module-wide heartbeat settings. */
+export interface ModuleHeartbeatOptions {
+  /**
+   * A ping URL template for every job that sets no `heartbeat` of its own, e.g.
+   * `https://hc-ping.com/<ping-key>/{job}`. @default none
+   */
+  url?: string;
+  /** How long a ping may take before it is abandoned. @default '5s' */
+  timeout?: Duration;
+}

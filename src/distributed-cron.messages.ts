@@ -1,6 +1,6 @@
 /** Log and error texts, composed from their arguments in one place. */
 
-import { MAX_TIMER_MS } from './config/duration.parse.js';
+import { MAX_TIMER_MS } from './distributed-cron.limits.js';
 
 export const MISSING_TIME_ZONE = () => 'no time zone: set `timeZone` on the job or a module default; the server zone is never assumed';
 

@@ -148,6 +148,14 @@ export interface DistributedCronModuleOptions {
   /** What this instance does: fire slots, run handlers, consume queues. @default 'all' */
   role?: DistributedCronRole;
   /**
+   * `false` mounts and validates the jobs but starts no timer, catch-up, sweep or queue
+   * consumer, whatever the `role`: the process runs only what it is asked to (`trigger()`,
+   * `replay()`, the service's reads). The CLI boots the app with `false`; set it yourself for a
+   * one-off script or a REPL that loads the app's module.
+   * @default true
+   */
+  scheduling?: boolean;
+  /**
    * Who claims the slots. `'fleet'`: every instance that fires slots takes part; for each slot one
    * of them (a hash of job, slot and instance) claims first and the others only step in if it did
    * not, so runs spread evenly. `'leader'`: the instances elect one leader through a renewed

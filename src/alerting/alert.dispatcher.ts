@@ -79,12 +79,3 @@ export class AlertDispatcher {
     await this.send({ ...event, kind: 'recovered', consecutiveFailures: failures });
   }
 }
-
-/** Why the module option `alerter` is unusable, or undefined when it is fine (absent, one alerter or a list). */
-export function alerterProblem(value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  const list: unknown[] = Array.isArray(value) ? value : [value];
-  const bad = list.findIndex((alerter) => typeof (alerter as Partial<Alerter> | null)?.send !== 'function');
-  if (bad === -1) return undefined;
-  return Array.isArray(value) ? `entry ${bad} must have a send(event) method` : 'must have a send(event) method (or be a list of alerters)';
-}

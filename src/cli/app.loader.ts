@@ -1,11 +1,16 @@
-import { ConsoleLogger, type INestApplicationContext, type LogLevel, type Type } from '@nestjs/common';
+import { ConsoleLogger, type DynamicModule, type INestApplicationContext, type LogLevel, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describeError } from '../errors/error.redact.js';
-import { DISTRIBUTED_CRON_RUNTIME_ALIAS, DISTRIBUTED_CRON_SERVICE_ALIAS, SCHEDULING_ENV } from '../nest/distributed-cron.constants.js';
+import {
+  DISTRIBUTED_CRON_OPTION_OVERRIDES,
+  DISTRIBUTED_CRON_RUNTIME_ALIAS,
+  DISTRIBUTED_CRON_SERVICE_ALIAS,
+} from '../nest/distributed-cron.constants.js';
+import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { UsageError } from './cli.args.js';
@@ -62,19 +67,41 @@ export async function importRootModule(spec: string): Promise<Type> {
   return found as Type;
 }
 
+/** The CLI's own option over the app's: its jobs are mounted and validated, but nothing is scheduled. */
+const CLI_OVERRIDES: Partial<DistributedCronModuleOptions> = { scheduling: false };
+
+class DistributedCronCliOverrides {}
+class DistributedCronCliRoot {}
+
 /**
- * Boots the module as an application context with DISTRIBUTED_CRON_SCHEDULING=off: its jobs are
- * mounted and validated, but no timer, catch-up or sweep starts, so the process runs only what the
- * command asks. The app's own providers (its Redis and Prisma clients) are closed by `app.close()`.
+ * The app's root module under a root of the CLI's that also provides the option overrides, to
+ * every module (global): the app's `DistributedCronModule` merges them over its own options.
+ */
+export function withCliOverrides(root: Type): DynamicModule {
+  const overrides: DynamicModule = {
+    module: DistributedCronCliOverrides,
+    global: true,
+    providers: [{ provide: DISTRIBUTED_CRON_OPTION_OVERRIDES, useValue: CLI_OVERRIDES }],
+    exports: [DISTRIBUTED_CRON_OPTION_OVERRIDES],
+  };
+  return { module: DistributedCronCliRoot, imports: [root, overrides] };
+}
+
+/**
+ * Boots the module as an application context with the module option `scheduling: false`: its jobs
+ * are mounted and validated, but no timer, catch-up or sweep starts, so the process runs only what
+ * the command asks. The app's own providers (its Redis and Prisma clients) are closed by `app.close()`.
  */
 export async function bootApp(modulePath: string, verbose: boolean): Promise<LoadedApp> {
-  process.env[SCHEDULING_ENV] = 'off';
   const root = await importRootModule(modulePath);
   const levels: LogLevel[] = verbose ? ['fatal', 'error', 'warn', 'log'] : ['fatal', 'error', 'warn'];
   let app: INestApplicationContext;
   try {
     app = await stoppingPlainSchedules(() =>
-      NestFactory.createApplicationContext(root, { logger: new StderrLogger({ logLevels: levels }), abortOnError: false }),
+      NestFactory.createApplicationContext(withCliOverrides(root), {
+        logger: new StderrLogger({ logLevels: levels }),
+        abortOnError: false,
+      }),
     );
   } catch (error) {
     throw new UsageError(`the app failed to bootstrap: ${describeError(error)}`);

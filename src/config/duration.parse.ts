@@ -1,9 +1,6 @@
-/**
- * The longest delay Node.js can give setTimeout/setInterval (2^31-1 ms, about 24.8 days). A longer
- * one is not refused by Node: it fires after 1 ms with only a TimeoutOverflowWarning, so every
- * duration that becomes a timer is checked against this at bootstrap.
- */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+import { MAX_TIMER_MS } from '../distributed-cron.limits.js';
+
+export { MAX_TIMER_MS };
 
 const UNIT_MS: Readonly<Record<string, number>> = {
   d: 86_400_000,

@@ -1,5 +1,4 @@
 import { businessDate, isValidTimeZone, parseCronSchedule, type CronSchedule } from '../scheduling/cron.schedule.js';
-import type { DistributedCronMetadata } from '../nest/distributed-cron.decorator.js';
 import type {
   CatchUpPolicy,
   DistributedCronModuleOptions,
@@ -12,7 +11,13 @@ import * as messages from '../distributed-cron.messages.js';
 import { MAX_TIMER_MS, parseDuration } from './duration.parse.js';
 import type { Backoff } from './backoff.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
-import { resolveHeartbeatUrl } from '../observability/heartbeat.pinger.js';
+import { resolveHeartbeatUrl } from './heartbeat.url.js';
+
+/** What the decorator records; read by the explorer. */
+export interface DistributedCronMetadata {
+  readonly expression: string;
+  readonly options: DistributedCronOptions;
+}
 
 const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['skip', 'queue', 'allow', 'replace'];
 const CATCH_UP_POLICIES: readonly CatchUpPolicy[] = ['none', 'latest', 'all'];

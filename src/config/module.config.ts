@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { alerterProblem } from '../alerting/alert.dispatcher.js';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import * as messages from '../distributed-cron.messages.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
 import { isValidTimeZone } from '../scheduling/cron.schedule.js';
 import { MAX_TIMER_MS, parseDuration } from './duration.parse.js';
-import { leaderTimingProblem } from '../leasing/leader.elector.js';
+import { leaderTimingProblem } from './lease.timing.js';
 
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9:_\-.]{1,64}$/;
 const POOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,100}$/;
@@ -24,6 +23,8 @@ export interface ModuleConfig {
   readonly sweepEveryMs: number;
   readonly shutdownTimeoutMs: number;
   readonly auditPlainSchedules: boolean;
+  /** The module option `scheduling`: false mounts the jobs without starting timers, catch-up, sweeps or queues. */
+  readonly scheduling: boolean;
   /** The module option `pools`, checked: units per instance by pool name. */
   readonly pools: ReadonlyMap<string, number>;
   /** `mode: 'leader'`: the leadership's lease and renewal interval; undefined in the default mode. */
@@ -100,6 +101,8 @@ export function resolveModuleConfig(options: DistributedCronModuleOptions): Modu
   }
   const sweepEveryMs = timerDuration('sweepEvery', options.sweepEvery, 2_000, 'the run history would be swept every millisecond');
   if (sweepEveryMs < 100) fail('sweepEvery', `must be at least 100ms, got ${sweepEveryMs} ms`);
+  const scheduling = options.scheduling ?? true;
+  if (typeof scheduling !== 'boolean') fail('scheduling', `must be true or false, got ${JSON.stringify(scheduling)}`);
   const mode = options.mode ?? 'fleet';
   if (mode !== 'fleet' && mode !== 'leader') fail('mode', `must be 'fleet' or 'leader', got ${JSON.stringify(mode)}`);
   if (options.leader !== undefined && (typeof options.leader !== 'object' || options.leader === null)) {
@@ -142,6 +145,7 @@ export function resolveModuleConfig(options: DistributedCronModuleOptions): Modu
       'running executions would be aborted at once on shutdown',
     ),
     auditPlainSchedules: options.auditPlainSchedules ?? true,
+    scheduling,
     pools: resolvePools(options.pools),
   };
 }
@@ -161,4 +165,13 @@ export function resolvePools(pools: unknown): ReadonlyMap<string, number> {
     sizes.set(name, size);
   }
   return sizes;
+}
+
+/** Why the module option `alerter` is unusable, or undefined when it is fine (absent, one alerter or a list). */
+export function alerterProblem(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  const list: unknown[] = Array.isArray(value) ? value : [value];
+  const bad = list.findIndex((alerter) => typeof (alerter as { send?: unknown } | null)?.send !== 'function');
+  if (bad === -1) return undefined;
+  return Array.isArray(value) ? `entry ${bad} must have a send(event) method` : 'must have a send(event) method (or be a list of alerters)';
 }

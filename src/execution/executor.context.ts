@@ -8,8 +8,9 @@ import { LeaseKeeper } from '../leasing/lease.keeper.js';
 import type { HeldLease, LeaseStore, ReleaseResult } from '../leasing/lease.store.js';
 import type { NotStartedRequest, RunHistory } from '../history/run-history.js';
 import { RunEventSink } from '../observability/run-event.sink.js';
-import type { QueueLink } from '../topology/queue.steps.js';
+import type { QueueLink } from '../topology/queue.step.js';
 import type { ResourcePool, ResourcePools } from './resource.pool.js';
+import { withDeadline } from '../promise.deadline.js';
 
 export interface ExecutorDeps {
   readonly leases: LeaseStore;
@@ -117,19 +118,7 @@ export class ExecutorContext {
   /** A run-history call with the executor's deadline. */
   db<T>(operation: string, call: () => Promise<T>): Promise<T> {
     const ms = this.historyTimeoutMs;
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new HistoryTimeoutError(operation, ms)), ms);
-      call().then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      );
-    });
+    return withDeadline(call, ms, () => new HistoryTimeoutError(operation, ms));
   }
 
   /** How long a finished slot key keeps late (clock-skewed) instances from claiming it again. */

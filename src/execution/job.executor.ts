@@ -11,7 +11,8 @@ import { beginRun, refence, restartRow } from './run.starter.js';
 import { holding, roomToClaim } from './pool.gate.js';
 import { giveUpQueued, recordSuperseded, skippedOverlap } from './slot.outcomes.js';
 import { SweepChecks, VANISHED_CLAIM, type StartAgain } from './sweep.checks.js';
-import { enqueueAgain, handOff, replayOnQueue, runStep, type QueueStep, type StepResult } from '../topology/queue.steps.js';
+import { enqueueAgain, handOff, replayOnQueue, runStep } from './queue.steps.js';
+import type { QueueStep, StepResult } from '../topology/queue.step.js';
 
 export type { ExecutorDeps, JobStats } from './executor.context.js';
 export { HistoryTimeoutError } from './executor.context.js';

@@ -9,17 +9,18 @@ import type { HeldLease } from '../leasing/lease.store.js';
 import type { FinalStatus } from '../history/run-history.js';
 import { doubling, retryDelay } from '../config/backoff.js';
 import type { ExecutorContext } from './executor.context.js';
-import { decideOutcome, type RunEnd } from './run.outcome.js';
+import { decideOutcome, type HandlerEnd } from './run.outcome.js';
 import type { RunScope } from '../observability/run-event.sink.js';
 import { unitToRun } from './pool.gate.js';
 import type { PoolUnit } from './resource.pool.js';
+import { INT_MAX } from '../distributed-cron.limits.js';
 
 /*
  * One attempt of an execution: the handler with its context, signal and counts, then its
  * outcome written (fenced), the lease released, and the alert.
  */
 
-export type AbortKind = NonNullable<RunEnd['abortedBy']>;
+export type AbortKind = NonNullable<HandlerEnd['abortedBy']>;
 
 export function abortReason(name: AbortKind, message: string): Error {
   const error = new Error(message);
@@ -28,7 +29,6 @@ export function abortReason(name: AbortKind, message: string): Error {
 }
 
 /** The largest count a run-history column holds. */
-const INT_MAX = 2_147_483_647;
 
 /**
  * How long the result of a finished run is retried while the database cannot be written. The

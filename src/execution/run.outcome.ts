@@ -3,7 +3,7 @@ import { isNonRetryable } from '../errors/non-retryable.error.js';
 import type { FinalStatus } from '../history/run-history.js';
 
 /** How a handler's run ended, as the executor observed it. */
-export interface RunEnd {
+export interface HandlerEnd {
   /** The handler threw (or its promise rejected) with `failure`. */
   threw: boolean;
   failure?: unknown;
@@ -34,7 +34,7 @@ export interface RunOutcome {
  * - A failure or timeout is retried while attempts are left, and is `dead` after the last one
  *   when retries were configured (or the error is non-retryable).
  */
-export function decideOutcome(end: RunEnd, job: { maxAttempts: number; recover: boolean }): RunOutcome {
+export function decideOutcome(end: HandlerEnd, job: { maxAttempts: number; recover: boolean }): RunOutcome {
   const recoverable = job.recover && end.attempt < Math.max(job.maxAttempts, 2);
   if (end.leaseLost) return { status: 'lease_lost', next: recoverable ? 'now' : null, alert: 'lease_lost' };
   if (end.abortedBy === 'ShutdownError') return { status: 'aborted', next: recoverable ? 'now' : null, alert: null };

@@ -1,7 +1,21 @@
+import type { LoggerService } from '@nestjs/common';
 import { describeError } from '../errors/error.redact.js';
-import type { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
+import type { RunHistory } from '../history/run-history.js';
+import type { LeaseStore } from '../leasing/lease.store.js';
 import type { JobExecutor } from './job.executor.js';
 import type { RunRecord } from '../distributed-cron.interfaces.js';
+
+/** What a sweep reads and writes: the mounted jobs, the run history, one lease read, the log and the clock. */
+export interface SweeperDeps {
+  /** Every job mounted on this instance, by name; a job whose timer is not active is not swept here. */
+  readonly jobs: ReadonlyMap<string, { readonly executor: JobExecutor; readonly timer: { readonly active: boolean } }>;
+  readonly history: RunHistory;
+  /** Whether an orphaned `running` row's run still holds its lease. */
+  readonly leases: Pick<LeaseStore, 'owner'>;
+  readonly logger: LoggerService;
+  readonly clock: () => number;
+  readonly instanceId: string;
+}
 
 /** Rows looked at per kind per sweep; more wait for the next sweep. */
 const BATCH = 200;
@@ -42,15 +56,15 @@ export class RunSweeper {
   private sweeps = 0;
 
   constructor(
-    private readonly runtime: DistributedCronRuntime,
+    private readonly deps: SweeperDeps,
     private readonly everyMs: number,
   ) {
-    this.startedAt = runtime.clock();
+    this.startedAt = deps.clock();
   }
 
   /** Sweeps now (which also opens the run history's connection before the first slot) and every `everyMs`. */
   start(): void {
-    if (this.timer || this.runtime.jobs.size === 0) return;
+    if (this.timer || this.deps.jobs.size === 0) return;
     const pass = (): void => {
       if (this.sweeping) return;
       this.sweeping = this.sweep().finally(() => {
@@ -69,12 +83,12 @@ export class RunSweeper {
 
   /** One pass; never rejects. */
   async sweep(): Promise<void> {
-    const { runtime } = this;
+    const { deps } = this;
     // Jobs whose timer runs on this instance (not `disabled`, not stopped in SchedulerRegistry).
-    const active = [...runtime.jobs.values()].filter(({ timer }) => timer.active).map(({ executor }) => executor);
+    const active = [...deps.jobs.values()].filter(({ timer }) => timer.active).map(({ executor }) => executor);
     const byName = new Map(active.map((executor) => [executor.job.name, executor]));
     const names = [...byName.keys()];
-    const now = runtime.clock();
+    const now = deps.clock();
     const mono = performance.now();
     for (const [id, until] of this.deferred) if (until <= mono) this.deferred.delete(id);
     const exclude = [...this.deferred.keys(), ...this.inFlight];
@@ -82,14 +96,14 @@ export class RunSweeper {
       try {
         await work();
       } catch (error) {
-        runtime.logger.warn(`run history sweep (${what}) failed, retried in ${this.everyMs} ms: ${describeError(error)}`);
+        deps.logger.warn(`run history sweep (${what}) failed, retried in ${this.everyMs} ms: ${describeError(error)}`);
       }
     };
 
     if (active.length > 0) {
       const shortestLease = Math.min(...active.map((e) => e.job.leaseMs));
       await step('due retries', async () => {
-        for (const row of await runtime.history.dueRetries(names, new Date(now), BATCH, exclude)) {
+        for (const row of await deps.history.dueRetries(names, new Date(now), BATCH, exclude)) {
           const executor = byName.get(row.jobName);
           if (executor) this.launch(row, executor.checks.startDue(row), (r) => r === 'busy' || r === 'paused' || r === 'alive');
         }
@@ -99,7 +113,7 @@ export class RunSweeper {
         // started holds a live lease, and looking at thousands of those (a fleet starting up, a
         // burst of jobs) would only race their own result writes.
         const seen = new Set<string>();
-        for (const row of await runtime.history.running(names, RUNNING_BATCH, [...this.inFlight])) {
+        for (const row of await deps.history.running(names, RUNNING_BATCH, [...this.inFlight])) {
           const key = `${row.executionId}\n${row.fencingToken}`;
           seen.add(key);
           const executor = byName.get(row.jobName);
@@ -111,7 +125,7 @@ export class RunSweeper {
       });
       await step('queued slots', async () => {
         // A queued slot is normally handed the lease by the run it waits for; look at it once it has waited a lease.
-        for (const { row, superseded } of await runtime.history.queued(names, new Date(now - shortestLease), BATCH)) {
+        for (const { row, superseded } of await deps.history.queued(names, new Date(now - shortestLease), BATCH)) {
           const executor = byName.get(row.jobName);
           if (executor && !this.inFlight.has(row.executionId) && !this.deferred.has(row.executionId)) {
             this.launch(row, executor.checks.checkQueued(row, superseded), (r) => r === 'busy' || r === 'paused');
@@ -141,7 +155,9 @@ export class RunSweeper {
       .then((result) => {
         if (defer(result)) this.deferred.set(id, performance.now() + DEFER_SWEEPS * this.everyMs);
       })
-      .catch((error: unknown) => this.runtime.logger.warn(`run history sweep: ${id}: ${describeError(error)}`))
+      .catch((error: unknown) => {
+        this.deps.logger.warn(`run history sweep: ${id}: ${describeError(error)}`);
+      })
       .finally(() => this.inFlight.delete(id));
   }
 
@@ -151,7 +167,7 @@ export class RunSweeper {
     if (due.length === 0) return;
     let existing: Set<string>;
     try {
-      existing = await this.runtime.history.existing(due.map(({ claim }) => claim.executionId));
+      existing = await this.deps.history.existing(due.map(({ claim }) => claim.executionId));
     } catch (error) {
       for (const { executor, claim } of due) executor.checks.returnLostClaim(claim);
       throw error;
@@ -161,10 +177,10 @@ export class RunSweeper {
 
   /** Rows of jobs this instance does not schedule, waiting for longer than ORPHAN_GRACE_MS. */
   private async closeOrphans(names: string[], now: number): Promise<void> {
-    const { history, leases, logger } = this.runtime;
+    const { history, leases, logger } = this.deps;
     const at = new Date(now);
     for (const row of await history.orphans(names, new Date(now - ORPHAN_GRACE_MS), BATCH)) {
-      const nobody = `job '${row.jobName}' is not scheduled on instance ${this.runtime.instanceId} (removed, renamed, disabled or stopped)`;
+      const nobody = `job '${row.jobName}' is not scheduled on instance ${this.deps.instanceId} (removed, renamed, disabled or stopped)`;
       let closed = false;
       if (row.status === 'running') {
         // Closing starts nothing, and a live owner renews within any lease far shorter than the grace.

@@ -17,6 +17,7 @@ import {
   toTextOrNull,
   type RawRow,
 } from './raw-sql.js';
+import { INT_MAX } from '../distributed-cron.limits.js';
 
 /** Table of the `DistributedCronRun` model (see prisma/schema/distributed-cron.prisma). */
 export const TABLE = 'distributed_cron_runs';
@@ -88,8 +89,6 @@ export function toRecord(row: RawRow): RunRecord {
     updatedAt: toDate(row.updated_at, 'updated_at'),
   };
 }
-
-const INT_MAX = 2_147_483_647;
 
 /**
  * Text as PostgreSQL accepts it: a NUL byte (which TEXT cannot hold) becomes U+FFFD. One bad

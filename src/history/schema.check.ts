@@ -9,6 +9,7 @@
  * it reads the same whichever engine the client runs.
  */
 import type { PrismaClientLike, RunStatus, RunTrigger } from '../distributed-cron.interfaces.js';
+import { withDeadline } from '../promise.deadline.js';
 import { COLUMN_NAMES } from './prisma-run.sql.js';
 
 /** The commands that add what is missing. */
@@ -167,22 +168,17 @@ export async function checkSchema(
   tables: { runs: boolean; jobs: boolean },
   timeoutMs = SCHEMA_CHECK_TIMEOUT_MS,
 ): Promise<SchemaCheckOutcome> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-  });
   try {
-    const query = Promise.resolve(prisma.$queryRawUnsafe<unknown>(SCHEMA_QUERY));
-    // A query still going when the time is up settles later: never an unhandled rejection.
-    query.catch(() => undefined);
-    const rows = await Promise.race([query, timeout]);
+    const rows = await withDeadline(
+      () => prisma.$queryRawUnsafe<unknown>(SCHEMA_QUERY),
+      timeoutMs,
+      () => new Error(`no answer within ${timeoutMs} ms`),
+    );
     if (!Array.isArray(rows)) return { kind: 'unavailable', reason: new TypeError('the catalog query returned no rows array') };
     const missing = missingFromCatalog(rows as CatalogRow[], tables);
     return missing.length === 0 ? { kind: 'ok' } : { kind: 'missing', missing };
   } catch (reason) {
     return { kind: 'unavailable', reason };
-  } finally {
-    clearTimeout(timer);
   }
 }
 

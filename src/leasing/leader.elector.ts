@@ -1,16 +1,14 @@
 import type { LoggerService } from '@nestjs/common';
-import { MAX_TIMER_MS } from '../config/duration.parse.js';
 import {
   BECAME_LEADER,
   LEADER_LISTENER_FAILED,
-  LEADER_RENEWAL_TOO_SLOW,
   LEADERSHIP_REACHABLE,
   LEADERSHIP_UNREACHABLE,
   LOST_LEADERSHIP,
   RESIGN_FAILED,
 } from '../distributed-cron.messages.js';
 import { describeError } from '../errors/error.redact.js';
-import { leaseSafetyMarginMs } from './lease.keeper.js';
+import { leaderTimingProblem, leaseSafetyMarginMs } from '../config/lease.timing.js';
 import type { LeaderInfo, LeaderState, LeaseStore } from './lease.store.js';
 
 export interface LeaderElectorOptions {
@@ -36,22 +34,6 @@ export type LeaderChange =
       previousEndedMsAgo?: number;
     }
   | { leader: false; fencingToken: number; reason: string };
-
-/**
- * What is wrong with a leader's timing, or undefined. The leader must renew before its local
- * deadline (the lease less the safety margin) or it would lose the leadership at every renewal.
- */
-export function leaderTimingProblem(leaseMs: number, renewMs: number): string | undefined {
-  for (const [name, value] of [
-    ['leaseMs', leaseMs],
-    ['renewMs', renewMs],
-  ] as const) {
-    if (!Number.isInteger(value) || value <= 0 || value > MAX_TIMER_MS)
-      return `\`${name}\` must be a whole number of milliseconds between 1 and ${MAX_TIMER_MS}, got ${String(value)}`;
-  }
-  const marginMs = leaseSafetyMarginMs(leaseMs);
-  return renewMs < leaseMs - marginMs ? undefined : LEADER_RENEWAL_TOO_SLOW(leaseMs, renewMs, marginMs);
-}
 
 interface Term {
   token: string;

@@ -1,15 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
+import { leaseSafetyMarginMs } from '../config/lease.timing.js';
 import { describeError } from '../errors/error.redact.js';
 import type { HeldLease, LeaseStore } from './lease.store.js';
-
-/**
- * How long before its lease can expire in Redis a holder gives up on it: 10 % of the lease,
- * at least 50 ms and at most 2 s. Covers the holder's timers firing late and clock-rate drift
- * between the holder and Redis.
- */
-export function leaseSafetyMarginMs(leaseMs: number): number {
-  return Math.min(2_000, Math.max(50, Math.round(leaseMs * 0.1)));
-}
 
 /**
  * Keeps a held lease alive from the moment it is won until the run's result is written, and

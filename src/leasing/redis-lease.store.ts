@@ -15,10 +15,11 @@ import type {
 } from './lease.store.js';
 import { parseLeaderToken, type LeaderInfo, type LeaderState, type LeadershipRequest } from './lease.store.js';
 import type { OwnerState, QueuedSlot, ReleaseResult, RenewResult, TakeResult } from './lease.store.js';
-import { isTransient, loadScript, RedisScriptRunner } from './redis-script.runner.js';
+import { loadScript, RedisScriptRunner } from './redis-script.runner.js';
+import { isTransient } from './redis.errors.js';
 import { FLEET_SCRIPTS, RedisFleetCoordination, type FleetCoordination } from './fleet.coordination.js';
 
-export { LeaseStoreTimeoutError, LeaseStoreUnavailableError } from './redis-script.runner.js';
+export { LeaseStoreTimeoutError, LeaseStoreUnavailableError } from './redis.errors.js';
 
 // Immutable script texts; safe to share between app instances in one process.
 const SCRIPTS = {

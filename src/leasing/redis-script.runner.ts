@@ -7,6 +7,8 @@ import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { LUA_SOURCES } from './lua/lua.sources.js';
 import { batchArguments, buildScriptBatch, MAX_CALLS_PER_BATCH, splitBatchReply, type ScriptBatch } from './script.batch.js';
+import { withDeadline } from '../promise.deadline.js';
+import { LeaseStoreTimeoutError, LeaseStoreUnavailableError } from './redis.errors.js';
 
 export interface LuaScript {
   readonly source: string;
@@ -60,38 +62,6 @@ interface PendingCall {
 
 function isNoScript(error: unknown): boolean {
   return String((error as Error | undefined)?.message).includes('NOSCRIPT');
-}
-
-/** Thrown when Redis does not answer within the configured time. */
-export class LeaseStoreTimeoutError extends Error {
-  constructor(operation: string, timeoutMs: number) {
-    super(`Redis did not answer ${operation} within ${timeoutMs} ms`);
-    this.name = 'LeaseStoreTimeoutError';
-  }
-}
-
-/** Thrown without sending anything when the client is closed or does not connect in time. */
-export class LeaseStoreUnavailableError extends Error {
-  constructor(status: string) {
-    super(`Redis connection is ${status}`);
-    this.name = 'LeaseStoreUnavailableError';
-  }
-}
-
-/** Redis replies that mean "not now" (loading, a replica during a failover), not "never". */
-const TRANSIENT_REPLY = /^(LOADING|READONLY|MASTERDOWN|TRYAGAIN|CLUSTERDOWN)\b|Connection is closed|Stream isn't writeable/;
-const TRANSIENT_CODE = /^(ECONNREFUSED|ECONNRESET|ECONNABORTED|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN)$/;
-
-/**
- * The same call may succeed once Redis is reachable again: a timeout, a lost or refused
- * connection, or a server not ready to write yet. A script error is none of these.
- */
-export function isTransient(error: unknown): boolean {
-  if (error instanceof LeaseStoreTimeoutError || error instanceof LeaseStoreUnavailableError) return true;
-  const { name, code, message } = (error ?? {}) as { name?: unknown; code?: unknown; message?: unknown };
-  if (name === 'MaxRetriesPerRequestError') return true;
-  if (typeof code === 'string' && TRANSIENT_CODE.test(code)) return true;
-  return TRANSIENT_REPLY.test(String(message));
 }
 
 /** Sends the lease scripts and plain commands to one client; see the file header. */
@@ -400,22 +370,17 @@ export class RedisScriptRunner {
    * a connecting client included, and nothing sent once that has passed.
    */
   command<T>(operation: string, send: () => Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
     let sent = false;
     let expired = false;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        expired = true;
-        reject(sent ? new LeaseStoreTimeoutError(operation, this.timeoutMs) : new LeaseStoreUnavailableError(this.redis.status));
-      }, this.timeoutMs);
+    const reply = (): Promise<T> =>
+      this.whenReady().then(() => {
+        if (expired) throw new LeaseStoreTimeoutError(operation, this.timeoutMs);
+        sent = true;
+        return send();
+      });
+    return withDeadline(reply, this.timeoutMs, () => {
+      expired = true;
+      return sent ? new LeaseStoreTimeoutError(operation, this.timeoutMs) : new LeaseStoreUnavailableError(this.redis.status);
     });
-    const reply = this.whenReady().then(() => {
-      if (expired) throw new LeaseStoreTimeoutError(operation, this.timeoutMs);
-      sent = true;
-      return send();
-    });
-    // The late reply, if any, must not become an unhandled rejection.
-    reply.catch(() => undefined);
-    return Promise.race([reply, timeout]).finally(() => clearTimeout(timer));
   }
 }

@@ -5,10 +5,11 @@ export const DISTRIBUTED_CRON_METADATA = 'nestjs-distributed-cron:job';
 export const LOGGER_CONTEXT = 'DistributedCron';
 
 /**
- * Environment variable: `off` mounts the jobs without starting their timers, catch-up or sweeps,
- * so the process runs only what it is asked to (the CLI sets it).
+ * Injection token of module options that override the app's own (`Partial<DistributedCronModuleOptions>`),
+ * provided by whoever boots the app: the CLI boots it with `{ scheduling: false }`. A string, so
+ * that it is the same token in the CommonJS and the ESM build.
  */
-export const SCHEDULING_ENV = 'DISTRIBUTED_CRON_SCHEDULING';
+export const DISTRIBUTED_CRON_OPTION_OVERRIDES = 'nestjs-distributed-cron:option-overrides';
 
 /**
  * Names under which the module also provides `DistributedCronService` and `DistributedCronRuntime`.

@@ -1,12 +1,7 @@
 import { SetMetadata, applyDecorators } from '@nestjs/common';
 import { DISTRIBUTED_CRON_METADATA } from './distributed-cron.constants.js';
 import type { DistributedCronOptions } from '../distributed-cron.interfaces.js';
-
-/** What the decorator records; read by the explorer. */
-export interface DistributedCronMetadata {
-  readonly expression: string;
-  readonly options: DistributedCronOptions;
-}
+import type { DistributedCronMetadata } from '../config/job.config.js';
 
 /**
  * Runs the method on one instance per scheduled slot, fleet-wide. It only records metadata;

@@ -9,7 +9,7 @@ import {
 import { DiscoveryService, MetadataScanner, ModulesContainer, Reflector } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { DISTRIBUTED_CRON_METADATA } from './distributed-cron.constants.js';
-import type { DistributedCronMetadata } from './distributed-cron.decorator.js';
+import type { DistributedCronMetadata } from '../config/job.config.js';
 import type { CronContext } from '../distributed-cron.interfaces.js';
 import * as messages from '../distributed-cron.messages.js';
 import { DistributedCronRuntime } from './distributed-cron.runtime.js';
@@ -17,7 +17,7 @@ import { DistributedCronConfigError } from '../errors/distributed-cron-config.er
 import { checkOverriddenJobsExist, resolveJobConfig } from '../config/job.config.js';
 import { JobExecutor } from '../execution/job.executor.js';
 import { claimAheadMs, JobTimer } from '../scheduling/job.timer.js';
-import { Topology } from '../topology/topology.js';
+import { Topology } from './instance.topology.js';
 import { DistributedCronOrchestrator } from './distributed-cron.orchestrator.js';
 import { registerInSchedulerRegistry } from './scheduler-registry.bridge.js';
 

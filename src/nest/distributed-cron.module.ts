@@ -11,7 +11,7 @@ import {
 } from './distributed-cron.providers.js';
 import { DistributedCronRuntime } from './distributed-cron.runtime.js';
 import { DistributedCronService } from './distributed-cron.service.js';
-import { DistributedCronObservability } from '../observability/observability.provider.js';
+import { DistributedCronObservability } from './observability.provider.js';
 
 /**
  * Runs `@DistributedCron` methods once per slot across every instance of the app.

@@ -1,12 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SCHEDULING_ENV } from './distributed-cron.constants.js';
 import * as messages from '../distributed-cron.messages.js';
 import type { DistributedCronRuntime } from './distributed-cron.runtime.js';
 import { describeError } from '../errors/error.redact.js';
-import { catchUpMissedSlots } from '../scheduling/catch-up.js';
+import { catchUpMissedSlots } from '../execution/catch-up.js';
 import { RunSweeper } from '../execution/run.sweeper.js';
 import { HistoryRetention } from '../history/retention.runner.js';
-import type { Topology } from '../topology/topology.js';
+import type { Topology } from './instance.topology.js';
 import { jobSetGroup, SlotDispatcher } from '../execution/slot.dispatcher.js';
 import type { JobExecutor } from '../execution/job.executor.js';
 import { LeaderElector } from '../leasing/leader.elector.js';
@@ -45,9 +44,9 @@ export class DistributedCronOrchestrator {
     await this.checkSchema();
     // Scripts loaded before the first slot; if Redis is not there yet, the first claims load them.
     if (runtime.jobs.size > 0) void runtime.leases.prepare().catch(() => undefined);
-    // The CLI's process (Kubernetes CronJob mode) runs only what it is asked to: no timers, sweeps or queues.
-    if (process.env[SCHEDULING_ENV] === 'off') {
-      runtime.logger.log(`${runtime.jobs.size} distributed cron job(s) mounted, not scheduled (${SCHEDULING_ENV}=off)`);
+    // `scheduling: false` (the CLI's process, a script): runs only what it is asked to, no timers, sweeps or queues.
+    if (!runtime.scheduling) {
+      runtime.logger.log(`${runtime.jobs.size} distributed cron job(s) mounted, not scheduled (module option scheduling: false)`);
       return;
     }
     await topology.connect();
@@ -93,7 +92,8 @@ export class DistributedCronOrchestrator {
     }
     this.dispatcher.timersStarted();
     void births.then((born) => this.catchUp(born, timersAt));
-    this.sweeper = new RunSweeper(runtime, runtime.sweepEveryMs);
+    const { history, leases, logger, clock, instanceId } = runtime;
+    this.sweeper = new RunSweeper({ jobs: runtime.jobs, history, leases, logger, clock, instanceId }, runtime.sweepEveryMs);
     this.sweeper.start();
     if (runtime.retention && runtime.options.prisma) {
       const { prisma } = runtime.options;

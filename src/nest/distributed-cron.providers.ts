@@ -1,13 +1,14 @@
 import type { Provider } from '@nestjs/common';
 import type { Cluster, Redis } from 'ioredis';
 import { resolveModuleConfig, type ModuleConfig } from '../config/module.config.js';
-import type { PrismaClientLike } from '../distributed-cron.interfaces.js';
+import type { DistributedCronModuleOptions, PrismaClientLike } from '../distributed-cron.interfaces.js';
 import type { JobBirths } from '../history/job-births.js';
 import { PrismaJobBirths } from '../history/prisma-job-births.js';
 import { PrismaRunHistory } from '../history/prisma-run-history.js';
 import type { RunHistory } from '../history/run-history.js';
 import type { LeaseStore } from '../leasing/lease.store.js';
 import { RedisLeaseStore } from '../leasing/redis-lease.store.js';
+import { DISTRIBUTED_CRON_OPTION_OVERRIDES } from './distributed-cron.constants.js';
 import { DISTRIBUTED_CRON_OPTIONS } from './distributed-cron.module-definition.js';
 
 /** The checked module options (`ModuleConfig`). */
@@ -21,7 +22,12 @@ export const DISTRIBUTED_CRON_JOB_BIRTHS = 'nestjs-distributed-cron:job-births';
 
 /** The config and the three stores, each a provider of its own (replaceable with `overrideProvider` in tests). */
 export const STORE_PROVIDERS: Provider[] = [
-  { provide: DISTRIBUTED_CRON_CONFIG, useFactory: resolveModuleConfig, inject: [DISTRIBUTED_CRON_OPTIONS] },
+  {
+    provide: DISTRIBUTED_CRON_CONFIG,
+    useFactory: (options: DistributedCronModuleOptions, overrides?: Partial<DistributedCronModuleOptions>): ModuleConfig =>
+      resolveModuleConfig(overrides ? { ...options, ...overrides } : options),
+    inject: [DISTRIBUTED_CRON_OPTIONS, { token: DISTRIBUTED_CRON_OPTION_OVERRIDES, optional: true }],
+  },
   {
     provide: DISTRIBUTED_CRON_LEASE_STORE,
     useFactory: (config: ModuleConfig): LeaseStore =>

@@ -40,6 +40,8 @@ export class DistributedCronRuntime {
   readonly shutdownTimeoutMs: number;
   readonly sweepEveryMs: number;
   readonly auditPlainSchedules: boolean;
+  /** The module option `scheduling`: false starts no timer, catch-up, sweep or queue consumer. */
+  readonly scheduling: boolean;
   /** The module option `retention`, checked; undefined: rows are kept. */
   readonly retention: RetentionConfig | undefined;
   readonly jobs = new Map<string, MountedJob>();
@@ -74,6 +76,7 @@ export class DistributedCronRuntime {
     this.sweepEveryMs = config.sweepEveryMs;
     this.shutdownTimeoutMs = config.shutdownTimeoutMs;
     this.auditPlainSchedules = config.auditPlainSchedules;
+    this.scheduling = config.scheduling;
     this.retention = resolveRetention(config.options);
     this.observability = resolveObservability(config.options);
     this.leaderTiming = config.leader;

@@ -1,4 +1,6 @@
-import type { Duration, FireOutcome, RunStatus, RunTrigger } from '../distributed-cron.interfaces.js';
+import type { FireOutcome, RunStatus, RunTrigger } from '../distributed-cron.interfaces.js';
+
+export type { HeartbeatOptions, ModuleHeartbeatOptions } from '../distributed-cron.interfaces.js';
 
 /** A run's handler started on this instance. */
 export interface RunStartEvent {
@@ -125,24 +127,4 @@ export interface MetricsOptions {
    * @default false
    */
   openTelemetry?: boolean | { meterProvider?: MeterProviderLike };
-}
-
-/**
- * Outside heartbeats in the healthchecks.io / Cronitor convention: `<url>/start` when a run
- * starts, `<url>` when it succeeds, `<url>/fail` when it fails. Pings never delay or fail a run.
- */
-export interface HeartbeatOptions {
-  /** The check's ping URL, e.g. `https://hc-ping.com/<uuid>`. At module level, `{job}` is replaced by the job's name. */
-  url: string;
-}
-
-/** Module-wide heartbeat settings. */
-export interface ModuleHeartbeatOptions {
-  /**
-   * A ping URL template for every job that sets no `heartbeat` of its own, e.g.
-   * `https://hc-ping.com/<ping-key>/{job}`. @default none
-   */
-  url?: string;
-  /** How long a ping may take before it is abandoned. @default '5s' */
-  timeout?: Duration;
 }

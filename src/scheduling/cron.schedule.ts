@@ -4,35 +4,14 @@
  *
  * Everything here is pure: no timers, no I/O and no dependence on the process `TZ`.
  */
+import type { DstPolicy } from '../distributed-cron.interfaces.js';
+
+export type { DstPolicy };
 import { CronExpressionError, CronFields } from './cron.parser.js';
 import { DAY_MS, SECOND_MS, toMs, ZoneClock } from './zone-clock.js';
 
 export { CronExpressionError } from './cron.parser.js';
 export { businessDate, formatInZone, isValidTimeZone } from './zone-clock.js';
-
-/**
- * How a fixed-time job (see {@link CronSchedule.fixedTime}) behaves on daylight-saving change days.
- * Jobs whose minute or hour field starts with `*` ignore this: they run at every real instant
- * whose wall time matches.
- */
-export interface DstPolicy {
-  /**
-   * What a fixed-time job does when its wall time does not exist (spring gap).
-   * 'shift' = run once, at the first real instant after the gap, i.e. the moment of the change
-   * (the cron-daemon rule: Berlin 02:30 on 2026-03-29 runs at 03:00 CEST = 01:00Z; New York 02:30
-   * on 2026-03-08 runs at 03:00 EDT = 07:00Z). Several slots inside one gap (02:00 and 02:30) make
-   * one run at that moment, and a slot that also matches the moment itself (03:00) is not doubled;
-   * 'skip' = do not run the slots that fall in the gap.
-   * @default 'shift'
-   */
-  gap?: 'shift' | 'skip';
-  /**
-   * What a fixed-time job does when its wall time happens twice (autumn).
-   * 'once' = only the first (earlier) pass; 'both' = both passes, each a distinct instant.
-   * @default 'once'
-   */
-  repeated?: 'once' | 'both';
-}
 
 /** A parsed cron expression bound to a time zone; all methods are pure and independent of the process `TZ`. */
 export interface CronSchedule {

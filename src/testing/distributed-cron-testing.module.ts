@@ -53,6 +53,8 @@ export function testingRuntime(options: DistributedCronTestingOptions, clock: Te
     shutdownTimeoutMs: 10_000,
     sweepEveryMs: 2_000,
     auditPlainSchedules: false,
+    // The test clock fires the jobs (the testing explorer); no orchestrator starts timers here.
+    scheduling: true,
     // One instance: no leader election.
     leaderTiming: undefined,
     elector: undefined,

@@ -5,7 +5,7 @@ import type { Redis, RedisOptions } from 'ioredis';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import { describeError } from '../errors/error.redact.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
-import { queueJobId, type QueueStep, type StepResult } from './queue.steps.js';
+import { queueJobId, type QueueStep, type StepResult } from './queue.step.js';
 
 type BullMQ = typeof import('bullmq');
 

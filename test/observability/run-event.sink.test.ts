@@ -1,7 +1,7 @@
 /** The event sink's promises to the run: the handler runs exactly once, whatever a subscriber does. */
 import { describe, expect, it } from 'vitest';
 import { DistributedCronConfigError } from '../../src/index.js';
-import { resolveHeartbeatUrl } from '../../src/observability/heartbeat.pinger.js';
+import { resolveHeartbeatUrl } from '../../src/config/heartbeat.url.js';
 import type { RunStartEvent } from '../../src/observability/observability.interfaces.js';
 import { RunEventSink, type RunEnd, type RunEventSubscriber } from '../../src/observability/run-event.sink.js';
 import { CapturingLogger } from '../support/app.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AlertEvent, AlertKind } from '../../src/alerting/alert.interfaces.js';
-import { alerterProblem } from '../../src/alerting/alert.dispatcher.js';
+import { alerterProblem } from '../../src/config/module.config.js';
 import {
   PAGERDUTY_SEVERITY,
   PagerDutyAlerter,

@@ -4,8 +4,8 @@
  */
 import type { LoggerService } from '@nestjs/common';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { leaseSafetyMarginMs } from '../../src/leasing/lease.keeper.js';
-import { LeaderElector, leaderTimingProblem, type LeaderChange } from '../../src/leasing/leader.elector.js';
+import { leaderTimingProblem, leaseSafetyMarginMs } from '../../src/config/lease.timing.js';
+import { LeaderElector, type LeaderChange } from '../../src/leasing/leader.elector.js';
 import type { LeaseStore } from '../../src/leasing/lease.store.js';
 import { InMemoryLeaseStore } from '../../src/testing/in-memory-lease.store.js';
 

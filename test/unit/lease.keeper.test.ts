@@ -4,7 +4,8 @@
  */
 import type { LoggerService } from '@nestjs/common';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { LeaseKeeper, leaseSafetyMarginMs } from '../../src/leasing/lease.keeper.js';
+import { LeaseKeeper } from '../../src/leasing/lease.keeper.js';
+import { leaseSafetyMarginMs } from '../../src/config/lease.timing.js';
 import type { HeldLease, LeaseStore, RenewResult } from '../../src/leasing/lease.store.js';
 
 const LEASE: HeldLease = { jobName: 'job', executionId: 'job:1', token: '7:abc', fencingToken: 7, on: 'lease' };

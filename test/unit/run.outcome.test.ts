@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { NonRetryableError } from '../../src/index.js';
-import { decideOutcome, type RunEnd, type RunOutcome } from '../../src/execution/run.outcome.js';
+import { decideOutcome, type HandlerEnd, type RunOutcome } from '../../src/execution/run.outcome.js';
 
 /** A NonRetryableError thrown by another copy of the library: recognised by its name. */
 const foreignNonRetryable = Object.assign(new Error('403 from billing'), { name: 'NonRetryableError' });
 
-const end = (overrides: Partial<RunEnd>): RunEnd => ({ threw: false, leaseLost: false, failedItems: 0, attempt: 1, ...overrides });
+const end = (overrides: Partial<HandlerEnd>): HandlerEnd => ({ threw: false, leaseLost: false, failedItems: 0, attempt: 1, ...overrides });
 
 interface Case {
   name: string;
-  end: RunEnd;
+  end: HandlerEnd;
   job: { maxAttempts: number; recover: boolean };
   expected: RunOutcome;
 }

@@ -3,7 +3,8 @@ import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { describeError } from '../../errors/error.redact.js';
 import { DistributedCronRuntime } from '../../nest/distributed-cron.runtime.js';
-import { DistributedCronObservability } from '../observability.provider.js';
+import { DistributedCronObservability } from '../../nest/observability.provider.js';
+import { withDeadline } from '../../promise.deadline.js';
 
 /** Options of `DistributedCronHealthIndicator.isHealthy`. */
 export interface DistributedCronHealthOptions {
@@ -42,13 +43,11 @@ export interface DistributedCronHealthDetail {
 }
 
 function within<T>(promise: PromiseLike<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    Promise.resolve(promise),
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
+  return withDeadline(
+    () => promise,
+    ms,
+    () => new Error(`${what} did not answer within ${ms} ms`),
+  );
 }
 
 async function probe(call: () => PromiseLike<unknown>, ms: number, what: string): Promise<string> {

@@ -1,13 +1,13 @@
 import { Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
-import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
-import { HeartbeatPinger } from './heartbeat.pinger.js';
-import { emitterSubscriber, type EmitterLike } from './hooks.subscriber.js';
-import { MetricsSubscriber } from './metrics.subscriber.js';
-import { openTelemetryMetricsBackend } from './otel-metrics.backend.js';
-import { OpenTelemetryTracingSubscriber } from './otel-tracing.subscriber.js';
-import { prometheusBackend } from './prometheus.backend.js';
+import { DistributedCronRuntime } from './distributed-cron.runtime.js';
+import { HeartbeatPinger } from '../observability/heartbeat.pinger.js';
+import { emitterSubscriber, type EmitterLike } from '../observability/hooks.subscriber.js';
+import { MetricsSubscriber } from '../observability/metrics.subscriber.js';
+import { openTelemetryMetricsBackend } from '../observability/otel-metrics.backend.js';
+import { OpenTelemetryTracingSubscriber } from '../observability/otel-tracing.subscriber.js';
+import { prometheusBackend } from '../observability/prometheus.backend.js';
 
 /** Loads an optional peer dependency, or fails bootstrap naming the option that needs it. */
 async function peer<T>(load: () => Promise<T>, option: string, pkg: string): Promise<T> {

@@ -1,7 +1,7 @@
-import type { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
-import { BullMQBridge } from './bullmq.bridge.js';
-import type { QueueLink } from './queue.steps.js';
-import { resolveTopology, type TopologyConfig } from './topology.config.js';
+import type { DistributedCronRuntime } from './distributed-cron.runtime.js';
+import { BullMQBridge } from '../topology/bullmq.bridge.js';
+import type { QueueLink } from '../topology/queue.step.js';
+import { resolveTopology, type TopologyConfig } from '../topology/topology.config.js';
 
 const MIN_LOCK_MS = 5_000;
 const MAX_LOCK_MS = 30_000;

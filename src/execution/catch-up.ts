@@ -2,7 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import type { FireOutcome } from '../distributed-cron.interfaces.js';
 import { describeError } from '../errors/error.redact.js';
 import { recordedExecutionId } from '../config/job.config.js';
-import type { JobExecutor } from '../execution/job.executor.js';
+import type { JobExecutor } from './job.executor.js';
 import type { RunHistory } from '../history/run-history.js';
 
 /** Outcomes after which the next missed slot is tried; anything else ends the catch-up. */

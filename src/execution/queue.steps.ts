@@ -1,9 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FireOutcome, RunRecord, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
 import { describeError } from '../errors/error.redact.js';
-import type { ExecutorContext } from '../execution/executor.context.js';
-import { SweepChecks, type StartAgain } from '../execution/sweep.checks.js';
+import type { ExecutorContext } from './executor.context.js';
+import { SweepChecks, type StartAgain } from './sweep.checks.js';
 import type { LeaseKeeper } from '../leasing/lease.keeper.js';
+import type { QueueStep, StepResult } from '../topology/queue.step.js';
+import { withDeadline } from '../promise.deadline.js';
 
 /*
  * Queue mode: a slot is claimed as ever, gets a `queued` row, and becomes a queue job; a worker
@@ -12,52 +14,17 @@ import type { LeaseKeeper } from '../leasing/lease.keeper.js';
  * when a worker picks it up, so a duplicate, late or re-delivered job runs nothing twice.
  */
 
-/** What a queue job asks a worker to do with one execution. */
-export interface QueueStep {
-  jobName: string;
-  executionId: string;
-  /**
-   * `run`: its first start (the row is `queued`), or whatever its row says is due; `retry`: the due
-   * attempt `ref`; `recover`: the run holding fencing token `ref` lost its owner; `replay`: a
-   * replay of attempt `ref`.
-   */
-  kind: 'run' | 'retry' | 'recover' | 'replay';
-  ref?: number;
-}
-
-/** Puts a step on a queue; a step already waiting or running there is not added twice. */
-export interface QueueLink {
-  enqueue(step: QueueStep): Promise<void>;
-}
-
-/** What a worker's step led to; `later`: put the queue job back for `renewEvery` and look again. */
-export type StepResult = FireOutcome | 'later';
-
-const ID_SUFFIX: Record<QueueStep['kind'], string> = { run: '', retry: '#a', recover: '#r', replay: '#p' };
-
-/**
- * The queue job ID of a step: the execution ID for its first run, so a duplicate enqueue is a
- * no-op. BullMQ refuses ':' and integers in custom IDs, so the ID is URI-encoded (':' → '%3A')
- * and a numeric one gets a '#'.
- */
-export function queueJobId(step: QueueStep): string {
-  const encoded = encodeURIComponent(step.executionId);
-  const id = step.kind === 'run' ? encoded : `${encoded}${ID_SUFFIX[step.kind]}${step.ref ?? ''}`;
-  return /^\d+$/.test(id) ? `#${id}` : id;
-}
-
-/** `work`, or a rejection once `ms` passed (the work may still complete: adding a step twice is a no-op). */
-function withDeadline(work: Promise<void>, ms: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
-    work.then(resolve, reject).finally(() => clearTimeout(timer));
-  });
-}
-
 async function enqueue(ctx: ExecutorContext, step: Omit<QueueStep, 'jobName'>): Promise<boolean> {
   try {
     if (!ctx.deps.queue) throw new Error('the queue is not connected');
-    await withDeadline(ctx.deps.queue.enqueue({ ...step, jobName: ctx.job.name }), ctx.historyTimeoutMs);
+    const { queue } = ctx.deps;
+    const ms = ctx.historyTimeoutMs;
+    // Past the deadline the step may still be added: adding a step twice is a no-op.
+    await withDeadline(
+      () => queue.enqueue({ ...step, jobName: ctx.job.name }),
+      ms,
+      () => new Error(`Redis did not answer within ${ms} ms`),
+    );
     return true;
   } catch (error) {
     ctx.deps.logger.warn(
