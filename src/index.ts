@@ -5,7 +5,28 @@ export {
   DISTRIBUTED_CRON_LEASE_STORE,
   DISTRIBUTED_CRON_RUN_HISTORY,
 } from './nest/distributed-cron.providers.js';
-export type { LeaseStore, LeaderInfo } from './leasing/lease.store.js';
+export type {
+  AcquireResult,
+  ClaimRequest,
+  ClaimResult,
+  FailureDecision,
+  FailureStreaks,
+  HeldLease,
+  JobFlags,
+  LeaderInfo,
+  LeaderState,
+  LeaderStore,
+  LeadershipRequest,
+  LeaseStore,
+  OwnerState,
+  QueuedSlot,
+  Refenced,
+  ReleaseOptions,
+  ReleaseResult,
+  RenewResult,
+  RetryLine,
+  TakeResult,
+} from './leasing/lease.store.js';
 export type { RunHistory } from './history/run-history.js';
 export type { JobBirths } from './history/job-births.js';
 export {

@@ -31,8 +31,13 @@ export interface ModuleConfig {
 }
 
 const REDIS_METHODS = ['evalsha'] as const;
-const STORE_METHODS = {
-  'stores.leases': ['claim', 'renew', 'release', 'take', 'owner'],
+/** What a store given under each `stores` option must implement (its port's methods). */
+export const STORE_METHODS = {
+  'stores.leases': ['claim', 'renew', 'release', 'take', 'owner', 'refence', 'acquireAfter'],
+  'stores.retryLine': ['enqueue'],
+  'stores.flags': ['setPaused', 'isPaused', 'once'],
+  'stores.streaks': ['recordFailure', 'endStreak'],
+  'stores.leader': ['leadership', 'resignLeadership', 'currentLeader'],
   'stores.history': ['begin', 'finish', 'recordNotStarted', 'get', 'list', 'restart'],
   'stores.births': ['record'],
 } as const;
@@ -41,20 +46,28 @@ function fail(option: string, problem: string): never {
   throw new DistributedCronConfigError(undefined, option, problem);
 }
 
-function hasMethods(value: unknown, methods: readonly string[]): boolean {
+export function hasMethods(value: unknown, methods: readonly string[]): boolean {
   return typeof value === 'object' && value !== null && methods.every((m) => typeof (value as Record<string, unknown>)[m] === 'function');
+}
+
+/** The Redis slices a store given under `stores` serves: its own option, or `leases` when that store implements the slice too. */
+function servedSlices(stores: NonNullable<DistributedCronModuleOptions['stores']>): boolean {
+  return (['flags', 'streaks', 'leader'] as const).every(
+    (slice) => stores[slice] !== undefined || hasMethods(stores.leases, STORE_METHODS[`stores.${slice}`]),
+  );
 }
 
 /** Checks the module options; every problem names the option. */
 export function resolveModuleConfig(options: DistributedCronModuleOptions): ModuleConfig {
   if (!options || typeof options !== 'object') fail('options', 'missing: pass { redis, prisma, timeZone }');
   const stores = options.stores ?? {};
-  if (typeof stores !== 'object') fail('stores', 'must be an object: { leases?, history?, births? }');
+  if (typeof stores !== 'object')
+    fail('stores', 'must be an object: { leases?, retryLine?, flags?, streaks?, leader?, history?, births? }');
   for (const [option, methods] of Object.entries(STORE_METHODS)) {
     const store = stores[option.slice('stores.'.length) as keyof typeof stores];
     if (store !== undefined && !hasMethods(store, methods)) fail(option, `must implement ${methods.join(', ')}`);
   }
-  if (!stores.leases && !hasMethods(options.redis, REDIS_METHODS)) {
+  if (!(stores.leases && servedSlices(stores)) && !hasMethods(options.redis, REDIS_METHODS)) {
     fail('redis', "missing or not an ioredis client (Redis or Cluster); pass the app's client, e.g. `redis: new Redis(url)`");
   }
   const prisma = options.prisma;

@@ -8,10 +8,14 @@ import type {
   ClaimRequest,
   ClaimResult,
   FailureDecision,
+  FailureStreaks,
+  JobFlags,
+  LeaderStore,
   HeldLease,
   LeaseStore,
   Refenced,
   ReleaseOptions,
+  RetryLine,
 } from './lease.store.js';
 import { parseLeaderToken, type LeaderInfo, type LeaderState, type LeadershipRequest } from './lease.store.js';
 import type { OwnerState, QueuedSlot, ReleaseResult, RenewResult, TakeResult } from './lease.store.js';
@@ -55,7 +59,7 @@ function parseQueued(payload: unknown): QueuedSlot | undefined {
  * Leases in Redis: one Lua script per operation, sent with EVALSHA (EVAL once when the server
  * does not know the script yet), so a claim is exactly one round trip.
  */
-export class RedisLeaseStore implements LeaseStore {
+export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, FailureStreaks, LeaderStore {
   private readonly keys: KeyBuilder;
   private readonly runner: RedisScriptRunner;
   readonly fleet: FleetCoordination;
@@ -270,6 +274,14 @@ export class RedisLeaseStore implements LeaseStore {
       [options.now, options.dedupMs, options.escalateAfter, options.force ? '1' : '0', ALERT_STATE_TTL_MS],
     )) as [number, number, number];
     return { failures: Number(reply[0]), send: reply[1] === 1, escalate: reply[2] === 1 };
+  }
+
+  async endStreak(jobName: string): Promise<number> {
+    const key = this.keys.alerts(jobName);
+    const replies = await this.runner.command('endStreak', () => this.redis.multi().hget(key, 'failures').del(key).exec());
+    const [error, failures] = replies?.[0] ?? [null, null];
+    if (error) throw error;
+    return Number(failures ?? 0);
   }
 
   async enqueue(jobName: string, slot: QueuedSlot, ttlMs: number): Promise<boolean> {

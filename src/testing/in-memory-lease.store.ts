@@ -1,20 +1,25 @@
 import { randomUUID } from 'node:crypto';
 import {
+  DEFAULT_KEY_PREFIX,
   KeyBuilder,
   type AcquireResult,
   type ClaimRequest,
   type ClaimResult,
   type FailureDecision,
+  type FailureStreaks,
+  type JobFlags,
   type HeldLease,
   type LeaderInfo,
   type LeaderState,
   type LeadershipRequest,
+  type LeaderStore,
   type LeaseStore,
   type OwnerState,
   type QueuedSlot,
   type Refenced,
   type ReleaseOptions,
   type ReleaseResult,
+  type RetryLine,
   type RenewResult,
   type TakeResult,
 } from '../leasing/lease.store.js';
@@ -41,13 +46,13 @@ function parseQueued(payload: string | undefined): QueuedSlot | undefined {
  * TTLs run on the injected clock, so a test moves time instead of waiting. For one process: the
  * library's own unit tests, and users' tests through `DistributedCronTestingModule`.
  */
-export class InMemoryLeaseStore implements LeaseStore {
+export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, FailureStreaks, LeaderStore {
   private readonly data = new Map<string, Entry>();
   private readonly keys: KeyBuilder;
 
   constructor(
     private readonly clock: () => number = Date.now,
-    keyPrefix = 'dcron',
+    keyPrefix = DEFAULT_KEY_PREFIX,
   ) {
     this.keys = new KeyBuilder(keyPrefix);
   }
@@ -258,6 +263,13 @@ export class InMemoryLeaseStore implements LeaseStore {
     const escalate = options.escalateAfter > 0 && failures === options.escalateAfter;
     this.pexpire(key, ALERT_STATE_TTL_MS);
     return { failures, send, escalate };
+  }
+
+  async endStreak(jobName: string): Promise<number> {
+    const key = this.keys.alerts(jobName);
+    const failures = Number(this.hash(key)?.get('failures') ?? '0');
+    this.del(key);
+    return failures;
   }
 
   async enqueue(jobName: string, slot: QueuedSlot, ttlMs: number): Promise<boolean> {
