@@ -2,25 +2,12 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RedisLeaseStore } from '../../src/leasing/redis-lease.store.js';
-import type { CoordinationStore, LeaseStore } from '../../src/leasing/lease.store.js';
+import type { CoordinationStore } from '../../src/leasing/lease.store.js';
 import { composeSlices } from '../../src/leasing/store.slices.js';
 import { InMemoryLeaseStore } from '../../src/testing/in-memory-lease.store.js';
 import { startRedisServer, waitFor, type TestRedisServer } from '../support/services.js';
+import { leaseOnly } from '../support/lease-only.js';
 import { leaseStoreContract } from './lease-store.contract.js';
-
-/** Only the `LeaseStore` methods of a store: what a user's own lease store implements. */
-function leaseOnly(store: LeaseStore): LeaseStore {
-  return {
-    prepare: () => store.prepare(),
-    claim: (request) => store.claim(request),
-    renew: (lease, leaseMs) => store.renew(lease, leaseMs),
-    release: (lease, options) => store.release(lease, options),
-    take: (...args) => store.take(...args),
-    owner: (...args) => store.owner(...args),
-    refence: (...args) => store.refence(...args),
-    acquireAfter: (...args) => store.acquireAfter(...args),
-  };
-}
 
 /**
  * The slices as `stores: { leases, retryLine }` wires them: the lease operations (and the retry line
