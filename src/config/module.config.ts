@@ -6,6 +6,7 @@ import * as messages from '../distributed-cron.messages.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
 import { isValidTimeZone } from '../scheduling/cron.schedule.js';
 import { MAX_TIMER_MS, parseDuration } from './duration.parse.js';
+import { DEFAULT_KEY_PREFIX, hasMethods, STORE_METHODS } from './store.options.js';
 import { leaderTimingProblem } from '../leasing/leader.elector.js';
 
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9:_\-.]{1,64}$/;
@@ -31,23 +32,8 @@ export interface ModuleConfig {
 }
 
 const REDIS_METHODS = ['evalsha'] as const;
-/** What a store given under each `stores` option must implement (its port's methods). */
-export const STORE_METHODS = {
-  'stores.leases': ['claim', 'renew', 'release', 'take', 'owner', 'refence', 'acquireAfter'],
-  'stores.retryLine': ['enqueue'],
-  'stores.flags': ['setPaused', 'isPaused', 'once'],
-  'stores.streaks': ['recordFailure', 'endStreak'],
-  'stores.leader': ['leadership', 'resignLeadership', 'currentLeader'],
-  'stores.history': ['begin', 'finish', 'recordNotStarted', 'get', 'list', 'restart'],
-  'stores.births': ['record'],
-} as const;
-
 function fail(option: string, problem: string): never {
   throw new DistributedCronConfigError(undefined, option, problem);
-}
-
-export function hasMethods(value: unknown, methods: readonly string[]): boolean {
-  return typeof value === 'object' && value !== null && methods.every((m) => typeof (value as Record<string, unknown>)[m] === 'function');
 }
 
 /** The Redis slices a store given under `stores` serves: its own option, or `leases` when that store implements the slice too. */
@@ -80,7 +66,7 @@ export function resolveModuleConfig(options: DistributedCronModuleOptions): Modu
   if (options.timeZone !== undefined && (typeof options.timeZone !== 'string' || !isValidTimeZone(options.timeZone))) {
     fail('timeZone', messages.UNKNOWN_TIME_ZONE(options.timeZone));
   }
-  const keyPrefix = options.keyPrefix ?? 'dcron';
+  const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
   if (typeof keyPrefix !== 'string' || !KEY_PREFIX_PATTERN.test(keyPrefix)) {
     fail('keyPrefix', `must be 1-64 characters of letters, digits, ':', '_', '-', '.', got ${JSON.stringify(keyPrefix)}`);
   }

@@ -127,9 +127,6 @@ export type LeaderState =
   | { held: true; token: string; fencingToken: number; previous?: { leader: LeaderInfo; endedMsAgo: number } }
   | { held: false; holder: LeaderInfo | null };
 
-/** The default prefix of every Redis key (module option `keyPrefix`); the one place it is written. */
-export const DEFAULT_KEY_PREFIX = 'dcron';
-
 /**
  * Where leases live: the lease operations of one job, and nothing else. "Someone else has it" is
  * a normal result, never an exception; an exception means the store could not be reached, and
@@ -215,6 +212,38 @@ export interface LeaderStore {
   resignLeadership(token: string): Promise<void>;
   /** Who holds the leader key now; null when nobody leads. Takes nothing. */
   currentLeader(): Promise<LeaderInfo | null>;
+}
+
+/** What a job's leases look like now: which fencing token holds the job's lease, and how long each run's lease lives. */
+export interface LeaseState {
+  /** The fencing token holding the job's lease; undefined when none does. */
+  holder?: number;
+  /** Milliseconds each run's lease still lives, by execution ID (runs that hold none are left out). */
+  remaining: Map<string, number>;
+}
+
+/**
+ * Optional beside `LeaseStore`: lets the dashboard show lease state. The built-in stores have it;
+ * without it the dashboard shows no lease times.
+ */
+export interface LeaseView {
+  leaseState(jobName: string, runs: ReadonlyArray<{ executionId: string; fencingToken: number | null }>): Promise<LeaseState>;
+}
+
+/** Reads a `LeaseState` from the values and TTLs of the job's lease key and each run's slot key, in that order. */
+export function leaseStateOf(runs: ReadonlyArray<{ executionId: string; fencingToken: number | null }>, replies: unknown[]): LeaseState {
+  const tokenOf = (value: unknown): number | undefined => (typeof value === 'string' ? Number(value.split(':')[0]) : undefined);
+  const holder = tokenOf(replies[0]);
+  const leaseTtl = Number(replies[1]);
+  const remaining = new Map<string, number>();
+  runs.forEach((row, i) => {
+    if (row.fencingToken === null) return;
+    if (holder === row.fencingToken && leaseTtl > 0) remaining.set(row.executionId, leaseTtl);
+    else if (tokenOf(replies[2 + 2 * i]) === row.fencingToken && Number(replies[3 + 2 * i]) > 0) {
+      remaining.set(row.executionId, Number(replies[3 + 2 * i]));
+    }
+  });
+  return { holder, remaining };
 }
 
 /** A store that serves every coordination slice, as the built-in Redis and in-memory stores do. */

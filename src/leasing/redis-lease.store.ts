@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { doubling, retryDelay } from '../config/backoff.js';
 import type { Cluster, Redis } from 'ioredis';
-import { ALERT_STATE_TTL_MS, executionEntry, KeyBuilder, queueEntryTtlMs } from './lease.store.js';
+import { ALERT_STATE_TTL_MS, executionEntry, leaseStateOf, KeyBuilder, queueEntryTtlMs } from './lease.store.js';
 import type {
   AcquireResult,
   ClaimRequest,
@@ -12,7 +12,9 @@ import type {
   JobFlags,
   LeaderStore,
   HeldLease,
+  LeaseState,
   LeaseStore,
+  LeaseView,
   Refenced,
   ReleaseOptions,
   RetryLine,
@@ -59,7 +61,7 @@ function parseQueued(payload: unknown): QueuedSlot | undefined {
  * Leases in Redis: one Lua script per operation, sent with EVALSHA (EVAL once when the server
  * does not know the script yet), so a claim is exactly one round trip.
  */
-export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, FailureStreaks, LeaderStore {
+export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, FailureStreaks, LeaderStore, LeaseView {
   private readonly keys: KeyBuilder;
   private readonly runner: RedisScriptRunner;
   readonly fleet: FleetCoordination;
@@ -315,6 +317,18 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
 
   async isPaused(jobName: string): Promise<boolean> {
     return (await this.runner.command('isPaused', () => this.redis.exists(this.keys.paused(jobName)))) === 1;
+  }
+
+  /** One pipeline per job: all its keys share the job's hash tag (Redis Cluster safe). */
+  async leaseState(jobName: string, runs: ReadonlyArray<{ executionId: string; fencingToken: number | null }>): Promise<LeaseState> {
+    const leaseKey = this.keys.lease(jobName);
+    const pipeline = this.redis.pipeline().get(leaseKey).pttl(leaseKey);
+    for (const row of runs) pipeline.get(this.keys.slot(jobName, row.executionId)).pttl(this.keys.slot(jobName, row.executionId));
+    const replies = (await this.runner.command('leaseState', () => pipeline.exec())) ?? [];
+    return leaseStateOf(
+      runs,
+      replies.map(([error, value]) => (error ? null : value)),
+    );
   }
 
   async leadership(request: LeadershipRequest): Promise<LeaderState> {

@@ -1,4 +1,4 @@
-import { hasMethods, STORE_METHODS } from '../config/module.config.js';
+import { hasMethods, STORE_METHODS } from '../config/store.options.js';
 import type {
   ClaimRequest,
   ClaimResult,

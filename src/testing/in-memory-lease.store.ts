@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import {
-  DEFAULT_KEY_PREFIX,
   KeyBuilder,
   type AcquireResult,
   type ClaimRequest,
@@ -13,7 +12,9 @@ import {
   type LeaderState,
   type LeadershipRequest,
   type LeaderStore,
+  type LeaseState,
   type LeaseStore,
+  type LeaseView,
   type OwnerState,
   type QueuedSlot,
   type Refenced,
@@ -23,7 +24,8 @@ import {
   type RenewResult,
   type TakeResult,
 } from '../leasing/lease.store.js';
-import { ALERT_STATE_TTL_MS, executionEntry, parseLeaderToken, queueEntryTtlMs } from '../leasing/lease.store.js';
+import { DEFAULT_KEY_PREFIX } from '../config/store.options.js';
+import { ALERT_STATE_TTL_MS, executionEntry, leaseStateOf, parseLeaderToken, queueEntryTtlMs } from '../leasing/lease.store.js';
 
 interface Entry {
   value: string | Map<string, string>;
@@ -46,7 +48,7 @@ function parseQueued(payload: string | undefined): QueuedSlot | undefined {
  * TTLs run on the injected clock, so a test moves time instead of waiting. For one process: the
  * library's own unit tests, and users' tests through `DistributedCronTestingModule`.
  */
-export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, FailureStreaks, LeaderStore {
+export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, FailureStreaks, LeaderStore, LeaseView {
   private readonly data = new Map<string, Entry>();
   private readonly keys: KeyBuilder;
 
@@ -339,6 +341,14 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     return holder === undefined ? null : parseLeaderToken(holder);
   }
 
+  async leaseState(jobName: string, runs: ReadonlyArray<{ executionId: string; fencingToken: number | null }>): Promise<LeaseState> {
+    const keys = [this.keys.lease(jobName), ...runs.map((row) => this.keys.slot(jobName, row.executionId))];
+    return leaseStateOf(
+      runs,
+      keys.flatMap((key) => [this.get(key) ?? null, this.pttl(key)]),
+    );
+  }
+
   // A few Redis commands over the map; an expired key reads as absent and is dropped on access.
 
   private entry(key: string): Entry | undefined {
@@ -358,6 +368,13 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
   private hash(key: string): Map<string, string> | undefined {
     const value = this.entry(key)?.value;
     return value instanceof Map ? value : undefined;
+  }
+
+  /** PTTL: ms to live, -1 without a TTL, -2 when absent. */
+  private pttl(key: string): number {
+    const entry = this.entry(key);
+    if (!entry) return -2;
+    return entry.expiresAt === undefined ? -1 : entry.expiresAt - this.clock();
   }
 
   private exists(key: string): boolean {

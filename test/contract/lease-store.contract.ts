@@ -7,7 +7,7 @@
  * cases work on both.
  */
 import { describe, expect, it } from 'vitest';
-import type { ClaimRequest, CoordinationStore, HeldLease } from '../../src/leasing/lease.store.js';
+import type { ClaimRequest, CoordinationStore, HeldLease, LeaseView } from '../../src/leasing/lease.store.js';
 import type { OverlapPolicy } from '../../src/distributed-cron.interfaces.js';
 import { uniqueName } from '../support/services.js';
 import { leadershipContract } from './leadership.contract.js';
@@ -540,6 +540,29 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         await h.store.setPaused(a, true);
         expect(await h.store.isPaused(b)).toBe(false);
         expect((await h.store.claim(request(b, 1))).kind).toBe('won');
+      });
+    });
+
+    describe('LeaseView (optional): leaseState', () => {
+      it("tells the fencing token holding the job's lease and how long each run's lease lives", async (context) => {
+        const h = await setup();
+        const view = h.store as CoordinationStore & Partial<LeaseView>;
+        if (typeof view.leaseState !== 'function') return context.skip();
+        const j = job();
+        const lease = await won(h, request(j, 1));
+        const state = await view.leaseState(j, [lease, { executionId: `${j}:0`, fencingToken: lease.fencingToken + 5 }]);
+        expect(state.holder).toBe(lease.fencingToken);
+        expect([...state.remaining.keys()]).toEqual([lease.executionId]);
+        expect(state.remaining.get(lease.executionId)).toBeGreaterThan(0);
+        expect(state.remaining.get(lease.executionId)).toBeLessThanOrEqual(LEASE_MS);
+        // Under 'allow' each run's lease is its slot key.
+        const a = job();
+        const slot = await won(h, request(a, 1, 'allow'));
+        const allowed = await view.leaseState(a, [slot]);
+        expect(allowed.holder).toBeUndefined();
+        expect(allowed.remaining.get(slot.executionId)).toBeGreaterThan(0);
+        await h.store.release(lease, RELEASE);
+        expect(await view.leaseState(j, [lease])).toEqual({ holder: undefined, remaining: new Map() });
       });
     });
 
