@@ -27,7 +27,8 @@ export type {
   RetryLine,
   TakeResult,
 } from './leasing/lease.store.js';
-export type { RunHistory } from './history/run-history.js';
+export type { RunHistory, RunReads, RunWrites, SweepQueries } from './history/run-history.js';
+export type { RunReadModel } from './history/read-model.js';
 export type { JobBirths } from './history/job-births.js';
 export {
   DistributedCronService,

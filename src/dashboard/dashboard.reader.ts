@@ -7,7 +7,8 @@ import type { RunRecord, RunStatus } from '../distributed-cron.interfaces.js';
 import type { LeaseState, LeaseStore, LeaseView } from '../leasing/lease.store.js';
 import type { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
 import type { DistributedCronService } from '../nest/distributed-cron.service.js';
-import { DashboardQueries, type DayCount, type HistoryPage, type HistoryPageQuery, type JobTimings } from './dashboard.queries.js';
+import { PrismaRunReadModel } from '../history/prisma-read-model.js';
+import type { DayCount, HistoryPage, HistoryPageQuery, JobTimings, RunReadModel } from '../history/read-model.js';
 
 /** A Redis read of lease state gives up after this long: the page shows "unknown" instead. */
 const LEASE_READ_TIMEOUT_MS = 1_000;
@@ -62,7 +63,8 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined>
 }
 
 export class DashboardReader {
-  readonly queries: DashboardQueries;
+  /** Every run-history read of the dashboard goes through the read model. */
+  readonly queries: RunReadModel;
   private readonly cache = new Map<string, { until: number; value: Promise<unknown> }>();
 
   constructor(
@@ -75,7 +77,7 @@ export class DashboardReader {
         'DistributedCronDashboardModule reads the run history with the `prisma` client of DistributedCronModule: pass `prisma`',
       );
     }
-    this.queries = new DashboardQueries(prisma);
+    this.queries = new PrismaRunReadModel(prisma);
   }
 
   get jobNames(): string[] {
