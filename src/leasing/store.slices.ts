@@ -61,7 +61,8 @@ class SplitLeaseStore implements LeaseStore {
   async release(lease: HeldLease, options: ReleaseOptions): Promise<ReleaseResult> {
     const result = await this.leases.release(lease, options);
     if (!options.succeeded || (this.streaks as object) === this.leases) return result;
-    // The run's result is written already: a streak left over only repeats a `recovered` notice later.
+    // The lease is let go already: failing now would retry a release that is done. A streak left
+    // over is ended by the job's next success, which then sends the recovery notice late.
     const ended = await this.streaks.endStreak(lease.jobName).catch(() => 0);
     return { ...result, endedStreak: Math.max(result.endedStreak, ended) };
   }
