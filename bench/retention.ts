@@ -19,7 +19,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { HistoryRetention, type RetentionPass } from '../src/history/retention.runner.js';
 import { jobCuts } from '../src/history/retention.sql.js';
-import type { LeaseStore } from '../src/leasing/lease.store.js';
+import type { JobFlags } from '../src/leasing/lease.store.js';
 import { createPrisma, databaseUrl } from '../test/support/services.js';
 
 const DB = 'distributed_cron_bench_retention';
@@ -114,7 +114,7 @@ async function main(): Promise<void> {
 
   const retention = new HistoryRetention(
     prisma,
-    {} as LeaseStore,
+    {} as JobFlags,
     { completedMs: 30 * DAY, failedMs: 30 * DAY, maxRowsPerJob: undefined, everyMs: 5 * 60_000 },
     Date.now,
     { log: () => undefined, warn: (m: unknown) => console.warn(m), error: (m: unknown) => console.error(m) },

@@ -4,7 +4,7 @@ import type { Alerter } from './alerting/alert.interfaces.js';
 import type { Duration, DistributedCronOptions } from './distributed-cron.interfaces.js';
 import type { JobBirths } from './history/job-births.js';
 import type { RunHistory } from './history/run-history.js';
-import type { LeaseStore } from './leasing/lease.store.js';
+import type { FailureStreaks, JobFlags, LeaderStore, LeaseStore, RetryLine } from './leasing/lease.store.js';
 import type {
   DistributedCronHooks,
   MetricsOptions,
@@ -105,7 +105,7 @@ export interface RetentionOptions {
 export interface DistributedCronModuleOptions {
   /**
    * The app's Redis client: an ioredis `Redis` or `Cluster`, or an `iovalkey` client. The library
-   * never closes it. Required unless `stores.leases` is given.
+   * never closes it. Required unless `stores` replaces `leases`, `flags`, `streaks` and `leader`.
    */
   redis?: RedisClientLike;
   /**
@@ -114,11 +114,23 @@ export interface DistributedCronModuleOptions {
    */
   prisma?: PrismaClientLike;
   /**
-   * Replaces a built-in store with your own (another lock service, a history in another
-   * database). Each must pass the same contract as the built-in one. @default Redis and Prisma
+   * Replaces slices of the built-in stores with your own (another lock service, a history in
+   * another database); each slice left out keeps the built-in one (Redis, Prisma), so a store of
+   * your own implements only the port it replaces. Each must pass the same contract as the
+   * built-in one (docs/stores.md). @default Redis and Prisma
+   * @example stores: { leases: new MyLeaseStore(pool) } // flags, streaks, leadership stay on Redis
    */
   stores?: {
+    /** The lease operations. The retry line follows them: `retryLine`, or the store's own `enqueue`, or none. */
     leases?: LeaseStore;
+    /** Where a due retry waits for the job's lease; served by `leases`' release. @default the lease store's */
+    retryLine?: RetryLine;
+    /** Pause flags and once-keys. */
+    flags?: JobFlags;
+    /** Failure streaks (alert dedup and escalation). */
+    streaks?: FailureStreaks;
+    /** The fleet's leadership (`mode: 'leader'`). */
+    leader?: LeaderStore;
     history?: RunHistory;
     births?: JobBirths;
   };

@@ -5,8 +5,32 @@ export {
   DISTRIBUTED_CRON_LEASE_STORE,
   DISTRIBUTED_CRON_RUN_HISTORY,
 } from './nest/distributed-cron.providers.js';
-export type { LeaseStore, LeaderInfo } from './leasing/lease.store.js';
-export type { RunHistory } from './history/run-history.js';
+export type {
+  AcquireResult,
+  ClaimRequest,
+  ClaimResult,
+  FailureDecision,
+  FailureStreaks,
+  HeldLease,
+  JobFlags,
+  LeaderInfo,
+  LeaderState,
+  LeaderStore,
+  LeadershipRequest,
+  LeaseState,
+  LeaseStore,
+  LeaseView,
+  OwnerState,
+  QueuedSlot,
+  Refenced,
+  ReleaseOptions,
+  ReleaseResult,
+  RenewResult,
+  RetryLine,
+  TakeResult,
+} from './leasing/lease.store.js';
+export type { RunHistory, RunReads, RunWrites, SweepQueries } from './history/run-history.js';
+export type { RunReadModel } from './history/read-model.js';
 export type { JobBirths } from './history/job-births.js';
 export {
   DistributedCronService,

@@ -1,7 +1,7 @@
 /**
  * The dashboard's history API on 1,000,000 rows: time per page (50 rows) as a browser gets it
  * (GET <path>/api/history over HTTP from a Nest app with the dashboard, Express) and of the query
- * alone (DashboardQueries through Prisma), for the first page and deep pages (keyset), unfiltered
+ * alone (PrismaRunReadModel through Prisma), for the first page and deep pages (keyset), unfiltered
  * and filtered by job, by status and both, with the plan of each query (which index, how many rows
  * it reads).
  *
@@ -16,7 +16,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import type { PrismaClientLike } from '../../src/distributed-cron.interfaces.js';
-import { DashboardQueries, decodeCursor, type HistoryPageQuery } from '../../src/dashboard/dashboard.queries.js';
+import { PrismaRunReadModel, decodeCursor } from '../../src/history/prisma-read-model.js';
+import type { HistoryPageQuery } from '../../src/history/read-model.js';
 import { createPrisma } from '../../test/support/services.js';
 import { startHttpApp, type HttpApp } from '../../test/dashboard/dashboard.harness.js';
 
@@ -45,7 +46,7 @@ const recording: PrismaClientLike = {
   },
   $executeRawUnsafe: (sql: string, ...values: unknown[]) => prisma.$executeRawUnsafe(sql, ...values),
 };
-const queries = new DashboardQueries(recording);
+const queries = new PrismaRunReadModel(recording);
 const log = (text: string): void => console.error(`[bench:dashboard] ${text}`);
 
 /**

@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { AlertEvent, Alerter } from './alert.interfaces.js';
 import { describeError, redactSecrets } from '../errors/error.redact.js';
-import type { LeaseStore } from '../leasing/lease.store.js';
+import type { FailureStreaks } from '../leasing/lease.store.js';
 
 export interface AlertPolicy {
   readonly dedupMs: number;
@@ -20,7 +20,7 @@ export class AlertDispatcher {
 
   constructor(
     alerter: Alerter | readonly Alerter[] | undefined,
-    private readonly leases: LeaseStore,
+    private readonly streaks: FailureStreaks,
     private readonly policy: AlertPolicy,
     private readonly clock: () => number,
     private readonly logger: LoggerService,
@@ -57,7 +57,7 @@ export class AlertDispatcher {
   async failure(event: AlertEvent): Promise<void> {
     let decision;
     try {
-      decision = await this.leases.recordFailure(event.jobName, {
+      decision = await this.streaks.recordFailure(event.jobName, {
         now: this.clock(),
         dedupMs: this.policy.dedupMs,
         escalateAfter: this.policy.escalateAfter,

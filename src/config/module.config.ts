@@ -6,6 +6,7 @@ import { DistributedCronConfigError } from '../errors/distributed-cron-config.er
 import { isValidTimeZone } from '../scheduling/cron.schedule.js';
 import { MAX_TIMER_MS, parseDuration } from './duration.parse.js';
 import { leaderTimingProblem } from './lease.timing.js';
+import { DEFAULT_KEY_PREFIX, hasMethods, STORE_METHODS } from './store.options.js';
 
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9:_\-.]{1,64}$/;
 const POOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,100}$/;
@@ -32,30 +33,28 @@ export interface ModuleConfig {
 }
 
 const REDIS_METHODS = ['evalsha'] as const;
-const STORE_METHODS = {
-  'stores.leases': ['claim', 'renew', 'release', 'take', 'owner'],
-  'stores.history': ['begin', 'finish', 'recordNotStarted', 'get', 'list', 'restart'],
-  'stores.births': ['record'],
-} as const;
-
 function fail(option: string, problem: string): never {
   throw new DistributedCronConfigError(undefined, option, problem);
 }
 
-function hasMethods(value: unknown, methods: readonly string[]): boolean {
-  return typeof value === 'object' && value !== null && methods.every((m) => typeof (value as Record<string, unknown>)[m] === 'function');
+/** The Redis slices a store given under `stores` serves: its own option, or `leases` when that store implements the slice too. */
+function servedSlices(stores: NonNullable<DistributedCronModuleOptions['stores']>): boolean {
+  return (['flags', 'streaks', 'leader'] as const).every(
+    (slice) => stores[slice] !== undefined || hasMethods(stores.leases, STORE_METHODS[`stores.${slice}`]),
+  );
 }
 
 /** Checks the module options; every problem names the option. */
 export function resolveModuleConfig(options: DistributedCronModuleOptions): ModuleConfig {
   if (!options || typeof options !== 'object') fail('options', 'missing: pass { redis, prisma, timeZone }');
   const stores = options.stores ?? {};
-  if (typeof stores !== 'object') fail('stores', 'must be an object: { leases?, history?, births? }');
+  if (typeof stores !== 'object')
+    fail('stores', 'must be an object: { leases?, retryLine?, flags?, streaks?, leader?, history?, births? }');
   for (const [option, methods] of Object.entries(STORE_METHODS)) {
     const store = stores[option.slice('stores.'.length) as keyof typeof stores];
     if (store !== undefined && !hasMethods(store, methods)) fail(option, `must implement ${methods.join(', ')}`);
   }
-  if (!stores.leases && !hasMethods(options.redis, REDIS_METHODS)) {
+  if (!(stores.leases && servedSlices(stores)) && !hasMethods(options.redis, REDIS_METHODS)) {
     fail('redis', "missing or not an ioredis client (Redis or Cluster); pass the app's client, e.g. `redis: new Redis(url)`");
   }
   const prisma = options.prisma;
@@ -68,7 +67,7 @@ export function resolveModuleConfig(options: DistributedCronModuleOptions): Modu
   if (options.timeZone !== undefined && (typeof options.timeZone !== 'string' || !isValidTimeZone(options.timeZone))) {
     fail('timeZone', messages.UNKNOWN_TIME_ZONE(options.timeZone));
   }
-  const keyPrefix = options.keyPrefix ?? 'dcron';
+  const keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
   if (typeof keyPrefix !== 'string' || !KEY_PREFIX_PATTERN.test(keyPrefix)) {
     fail('keyPrefix', `must be 1-64 characters of letters, digits, ':', '_', '-', '.', got ${JSON.stringify(keyPrefix)}`);
   }

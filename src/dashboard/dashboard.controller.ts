@@ -19,7 +19,7 @@ import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { escapeHtml, loadAssets, type Asset } from './dashboard.assets.js';
 import { DASHBOARD_OPTIONS, type DashboardRequest, type ResolvedDashboardOptions } from './dashboard.options.js';
 import { parseHistoryQuery, parseStatsDays, parseWindow, STATUSES, TRIGGERS, type QueryParams } from './dashboard.params.js';
-import type { HistoryPage } from './dashboard.queries.js';
+import type { HistoryPage } from '../history/read-model.js';
 import { DashboardReader, type JobView, type StatsView } from './dashboard.reader.js';
 import { ActionRateLimit, checkCsrf, csrfCookie, csrfToken, SECURITY_HEADERS } from './dashboard.security.js';
 

@@ -1,7 +1,8 @@
 /** Query strings of the dashboard's API, checked: a wrong value is a 400 naming the parameter. */
 import { BadRequestException } from '@nestjs/common';
 import type { RunStatus, RunTrigger } from '../distributed-cron.interfaces.js';
-import { decodeCursor, type HistoryPageQuery } from './dashboard.queries.js';
+import { decodeCursor } from '../history/prisma-read-model.js';
+import type { HistoryPageQuery } from '../history/read-model.js';
 
 export type QueryParams = Record<string, unknown>;
 

@@ -3,12 +3,12 @@
  * leases, the timeline, history pages and chart data. Reads only: every action goes through
  * DistributedCronService.
  */
-import type { Redis } from 'ioredis';
 import type { RunRecord, RunStatus } from '../distributed-cron.interfaces.js';
-import { KeyBuilder } from '../leasing/lease.store.js';
+import type { LeaseState, LeaseStore, LeaseView } from '../leasing/lease.store.js';
 import type { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
 import type { DistributedCronService } from '../nest/distributed-cron.service.js';
-import { DashboardQueries, type DayCount, type HistoryPage, type HistoryPageQuery, type JobTimings } from './dashboard.queries.js';
+import { PrismaRunReadModel } from '../history/prisma-read-model.js';
+import type { DayCount, HistoryPage, HistoryPageQuery, JobTimings, RunReadModel } from '../history/read-model.js';
 
 /** A Redis read of lease state gives up after this long: the page shows "unknown" instead. */
 const LEASE_READ_TIMEOUT_MS = 1_000;
@@ -63,8 +63,8 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined>
 }
 
 export class DashboardReader {
-  readonly queries: DashboardQueries;
-  private readonly keys: KeyBuilder;
+  /** Every run-history read of the dashboard goes through the read model. */
+  readonly queries: RunReadModel;
   private readonly cache = new Map<string, { until: number; value: Promise<unknown> }>();
 
   constructor(
@@ -77,8 +77,7 @@ export class DashboardReader {
         'DistributedCronDashboardModule reads the run history with the `prisma` client of DistributedCronModule: pass `prisma`',
       );
     }
-    this.queries = new DashboardQueries(prisma);
-    this.keys = new KeyBuilder(runtime.options.keyPrefix ?? 'dcron');
+    this.queries = new PrismaRunReadModel(prisma);
   }
 
   get jobNames(): string[] {
@@ -135,30 +134,13 @@ export class DashboardReader {
   }
 
   /**
-   * Which fencing token holds the job's lease, and how long each running row's lease lives. A lease
-   * key holds `<fencingToken>:<random>`; under `overlap: 'allow'` each run's lease is its slot key.
-   * One pipeline per job: all its keys share the job's hash tag (Redis Cluster safe).
+   * Which fencing token holds the job's lease, and how long each running row's lease lives, from
+   * the lease store when it can tell (`LeaseView`: the built-in stores can; a store of your own may not).
    */
-  private async leaseState(jobName: string, runs: RunRecord[]): Promise<{ holder?: number; remaining: Map<string, number> }> {
-    const redis = this.runtime.options.redis as Redis | undefined;
-    // A custom lease store keeps its leases elsewhere: their state is not shown.
-    if (typeof redis?.pipeline !== 'function' || this.runtime.options.stores?.leases) return { remaining: new Map() };
-    const leaseKey = this.keys.lease(jobName);
-    const pipeline = redis.pipeline().get(leaseKey).pttl(leaseKey);
-    for (const row of runs) pipeline.get(this.keys.slot(jobName, row.executionId)).pttl(this.keys.slot(jobName, row.executionId));
-    const replies = ((await pipeline.exec()) ?? []).map(([error, value]) => (error ? null : value));
-    const tokenOf = (value: unknown): number | undefined => (typeof value === 'string' ? Number(value.split(':')[0]) : undefined);
-    const holder = tokenOf(replies[0]);
-    const leaseTtl = Number(replies[1]);
-    const remaining = new Map<string, number>();
-    runs.forEach((row, i) => {
-      if (row.fencingToken === null) return;
-      if (holder === row.fencingToken && leaseTtl > 0) remaining.set(row.executionId, leaseTtl);
-      else if (tokenOf(replies[2 + 2 * i]) === row.fencingToken && Number(replies[3 + 2 * i]) > 0) {
-        remaining.set(row.executionId, Number(replies[3 + 2 * i]));
-      }
-    });
-    return { holder, remaining };
+  private async leaseState(jobName: string, runs: RunRecord[]): Promise<LeaseState> {
+    const leases = this.runtime.leases as LeaseStore & Partial<LeaseView>;
+    if (typeof leases.leaseState !== 'function') return { remaining: new Map() };
+    return leases.leaseState(jobName, runs);
   }
 
   async timeline(jobName: string | undefined, windowMs: number): Promise<{ from: Date; to: Date; runs: RunRecord[] }> {

@@ -3,7 +3,7 @@ import type { FireOutcome } from '../distributed-cron.interfaces.js';
 import { describeError } from '../errors/error.redact.js';
 import { recordedExecutionId } from '../config/job.config.js';
 import type { JobExecutor } from './job.executor.js';
-import type { RunHistory } from '../history/run-history.js';
+import type { SweepQueries } from '../history/run-history.js';
 
 /** Outcomes after which the next missed slot is tried; anything else ends the catch-up. */
 const CONTINUE: ReadonlySet<FireOutcome> = new Set<FireOutcome>(['ran', 'already_done']);
@@ -45,7 +45,7 @@ function short(slot: Date): string {
  */
 export async function catchUpMissedSlots(
   executor: JobExecutor,
-  history: RunHistory,
+  history: Pick<SweepQueries, 'existing'>,
   now: Date,
   logger: LoggerService,
   bornAt: Date,

@@ -5,7 +5,7 @@ import type { CronContext, FireOutcome, RunRecord, RunTrigger, SlotInfo } from '
 import { describeError } from '../errors/error.redact.js';
 import type { JobConfig } from '../config/job.config.js';
 import { LeaseKeeper } from '../leasing/lease.keeper.js';
-import type { HeldLease, LeaseStore, ReleaseResult } from '../leasing/lease.store.js';
+import type { HeldLease, JobFlags, LeaseStore, ReleaseResult, RetryLine } from '../leasing/lease.store.js';
 import type { NotStartedRequest, RunHistory } from '../history/run-history.js';
 import { RunEventSink } from '../observability/run-event.sink.js';
 import type { QueueLink } from '../topology/queue.step.js';
@@ -14,6 +14,10 @@ import { withDeadline } from '../promise.deadline.js';
 
 export interface ExecutorDeps {
   readonly leases: LeaseStore;
+  /** Once-keys (one instance sends a notice or replays a run). */
+  readonly flags: Pick<JobFlags, 'once'>;
+  /** Where a due retry that found its job busy waits for the lease. */
+  readonly retryLine: RetryLine;
   readonly history: RunHistory;
   readonly alerts: AlertDispatcher;
   readonly instanceId: string;

@@ -148,7 +148,7 @@ async function judge(ctx: ExecutorContext, row: RunRecord, step: QueueStep, star
  * same attempt gets `lost`); resolves when the replayed attempt has finished.
  */
 export async function replayOnQueue(ctx: ExecutorContext, row: RunRecord): Promise<FireOutcome> {
-  const first = await ctx.deps.leases.once(ctx.job.name, `replay:${row.executionId}:${row.attempt}`, Math.max(ctx.job.leaseMs, 60_000));
+  const first = await ctx.deps.flags.once(ctx.job.name, `replay:${row.executionId}:${row.attempt}`, Math.max(ctx.job.leaseMs, 60_000));
   if (!first) return 'lost';
   if (!(await enqueue(ctx, { executionId: row.executionId, kind: 'replay', ref: row.attempt }))) return 'unavailable';
   const pollMs = Math.min(250, ctx.job.renewMs);

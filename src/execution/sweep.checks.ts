@@ -147,7 +147,7 @@ export class SweepChecks {
   /** Puts an execution in the job's queue (if none waits there), for the lease to pass to it on release. */
   private async waitInQueue(row: RunRecord): Promise<void> {
     const slot: QueuedSlot = { executionId: row.executionId, scheduledAt: row.scheduledAt.getTime(), businessDate: row.businessDate };
-    await this.ctx.deps.leases.enqueue(this.ctx.job.name, slot, queueEntryTtlMs(this.ctx.job.leaseMs));
+    await this.ctx.deps.retryLine.enqueue(this.ctx.job.name, slot, queueEntryTtlMs(this.ctx.job.leaseMs));
   }
 
   /** Dead-man's switch: one alert per window, fleet-wide, when nothing completed within it. */
@@ -159,7 +159,7 @@ export class SweepChecks {
       const since = Math.max(last?.getTime() ?? 0, watchingSince);
       const now = this.ctx.deps.clock();
       if (now - since < windowMs) return;
-      if (!(await this.ctx.deps.leases.once(this.ctx.job.name, 'no_success', windowMs))) return;
+      if (!(await this.ctx.deps.flags.once(this.ctx.job.name, 'no_success', windowMs))) return;
       const detail = last
         ? `no execution completed since ${last.toISOString()} (expected within ${windowMs} ms)`
         : `no execution completed within ${windowMs} ms`;

@@ -2,7 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { PrismaClientLike } from '../distributed-cron.interfaces.js';
 import { describeError } from '../errors/error.redact.js';
-import type { LeaseStore } from '../leasing/lease.store.js';
+import type { JobFlags } from '../leasing/lease.store.js';
 import type { RetentionConfig } from './retention.config.js';
 import { deleteBatch, jobCuts, jobsWithRows, withStatementTimeout, type AgeCuts, type JobCuts } from './retention.sql.js';
 
@@ -48,7 +48,7 @@ export class HistoryRetention {
 
   constructor(
     private readonly prisma: PrismaClientLike,
-    private readonly leases: LeaseStore,
+    private readonly flags: JobFlags,
     private readonly config: RetentionConfig,
     private readonly clock: () => number,
     private readonly logger: LoggerService,
@@ -86,7 +86,7 @@ export class HistoryRetention {
 
   private async tick(): Promise<void> {
     try {
-      if (!(await this.leases.once(OWNER, 'pass', this.config.everyMs))) {
+      if (!(await this.flags.once(OWNER, 'pass', this.config.everyMs))) {
         this.logger.debug?.(`history retention on instance ${this.instanceId}: another instance has this interval's pass`);
         return;
       }

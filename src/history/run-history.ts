@@ -99,11 +99,11 @@ export interface HistoryFilter {
 }
 
 /**
- * The run history: the ground truth of which execution IDs ran. Every write that starts a run
- * requires its fencing token to be above the job's floor, and every write that ends a run is
- * fenced by that token, so a stale owner cannot overwrite a newer run's row.
+ * Writes of a run's life. Every write that starts a run requires its fencing token to be above the
+ * job's floor, and every write that ends a run is fenced by that token, so a stale owner cannot
+ * overwrite a newer run's row.
  */
-export interface RunHistory {
+export interface RunWrites {
   /**
    * Optional: opens connections and runs each statement of a slot's life once, with no rows, so
    * the first slots do not pay for a cold client. Called at start-up, before the timers start.
@@ -118,10 +118,13 @@ export interface RunHistory {
   settleQueued(executionId: string, status: 'skipped_overlap', error: string, now: Date): Promise<boolean>;
   /** Counts a trigger that found its execution already done (`skipped_triggers`). */
   skippedTrigger(executionId: string): Promise<void>;
-  get(executionId: string): Promise<RunRecord | undefined>;
+  restart(request: RestartRequest): Promise<RestartOutcome>;
+}
+
+/** What the sweep asks of the run history: rows that wait for something, and how to close them. */
+export interface SweepQueries {
   /** Which of these execution IDs have a row. */
   existing(executionIds: string[]): Promise<Set<string>>;
-  restart(request: RestartRequest): Promise<RestartOutcome>;
   /** Rows of these jobs whose next attempt is due (failed, timed out, or lease_lost/aborted to recover). */
   dueRetries(jobNames: string[], now: Date, limit: number, exclude: string[]): Promise<RunRecord[]>;
   /** `running` rows of these jobs, least recently updated first. */
@@ -137,7 +140,19 @@ export interface RunHistory {
   markLeaseLost(executionId: string, fencingToken: number, now: Date, error: string, nextAttemptAt?: Date | null): Promise<boolean>;
   /** Ends a row that waits for something no instance will do (its job is gone). */
   closeOrphan(row: RunRecord, status: 'lease_lost' | 'dead' | 'skipped_overlap', now: Date, error: string): Promise<boolean>;
+}
+
+/** Rows as they are: what the service, the CLI and the health check read (the dashboard's reads are `RunReadModel`). */
+export interface RunReads {
+  get(executionId: string): Promise<RunRecord | undefined>;
+  list(filter?: HistoryFilter): Promise<RunRecord[]>;
   /** When an execution of the job last completed, anywhere in the fleet. */
   lastSuccess(jobName: string): Promise<Date | undefined>;
-  list(filter?: HistoryFilter): Promise<RunRecord[]>;
 }
+
+/**
+ * The run history: the ground truth of which execution IDs ran. One store of one table, seen by
+ * its consumers through three ports: the writes of a run's life, the sweep's queries, and the
+ * reads. `stores.history` takes all three (they share the table and its fencing floor).
+ */
+export type RunHistory = RunWrites & SweepQueries & RunReads;

@@ -9,7 +9,7 @@ import {
 } from '../distributed-cron.messages.js';
 import { describeError } from '../errors/error.redact.js';
 import { leaderTimingProblem, leaseSafetyMarginMs } from '../config/lease.timing.js';
-import type { LeaderInfo, LeaderState, LeaseStore } from './lease.store.js';
+import type { LeaderInfo, LeaderState, LeaderStore } from './lease.store.js';
 
 export interface LeaderElectorOptions {
   /** How long a leadership lasts in Redis without a renewal, ms. */
@@ -74,7 +74,7 @@ export class LeaderElector {
   private unreachable = false;
 
   constructor(
-    private readonly leases: LeaseStore,
+    private readonly leader: LeaderStore,
     private readonly instanceId: string,
     private readonly options: LeaderElectorOptions,
     private readonly logger: LoggerService,
@@ -122,7 +122,7 @@ export class LeaderElector {
 
   /** Who leads, as the store says now (this instance or another); null when nobody does. */
   current(): Promise<LeaderInfo | null> {
-    return this.leases.currentLeader();
+    return this.leader.currentLeader();
   }
 
   private tick(): void {
@@ -131,7 +131,7 @@ export class LeaderElector {
     const sentAt = performance.now();
     const request = { instanceId: this.instanceId, token: this.token, leaseMs: this.options.leaseMs, floor: this.highest };
     // A store that throws instead of rejecting is answered like one that rejects.
-    new Promise<LeaderState>((resolve) => resolve(this.leases.leadership(request)))
+    new Promise<LeaderState>((resolve) => resolve(this.leader.leadership(request)))
       .then(
         (state) => this.answered(state, sentAt),
         (error: unknown) => this.failed(error),
@@ -233,7 +233,7 @@ export class LeaderElector {
 
   private async resign(token: string): Promise<void> {
     try {
-      await this.leases.resignLeadership(token);
+      await this.leader.resignLeadership(token);
     } catch (error) {
       this.logger.warn(RESIGN_FAILED(describeError(error)));
     }

@@ -128,8 +128,10 @@ export type LeaderState =
   | { held: false; holder: LeaderInfo | null };
 
 /**
- * Where leases live. "Someone else has it" is a normal result, never an exception; an exception
- * means the store could not be reached, and the caller fails closed.
+ * Where leases live: the lease operations of one job, and nothing else. "Someone else has it" is
+ * a normal result, never an exception; an exception means the store could not be reached, and
+ * the caller fails closed. This is the port a store of your own implements (`stores.leases`);
+ * pause flags, once-keys, failure streaks and leadership are slices of their own.
  */
 export interface LeaseStore {
   /** Gets the store ready for the first burst of claims (e.g. loads scripts). Never required for correctness. */
@@ -158,23 +160,48 @@ export interface LeaseStore {
    * one meanwhile. (Not below: rows of an `allow` job were written out of order.)
    */
   refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<Refenced | undefined>;
-  /** Counts a failure in the job's streak; decides dedup and escalation fleet-wide. */
-  recordFailure(
-    jobName: string,
-    options: { now: number; dedupMs: number; escalateAfter: number; force: boolean },
-  ): Promise<FailureDecision>;
+  /** For `replace`: takes the job lease once `holderToken` has let go of it. */
+  acquireAfter(jobName: string, executionId: string, holderToken: string, leaseMs: number): Promise<AcquireResult>;
+}
+
+/**
+ * The retry line: served by the lease store's `release`, so it belongs to the lease store (a
+ * lease store of your own may implement it too; without it, a due retry that found its job busy
+ * is tried again by the next sweep).
+ */
+export interface RetryLine {
   /**
    * Puts an execution waiting for its next attempt (a due retry or recovery that found the job
    * busy) in the job's retry line, if none waits there. The next release hands the lease to it,
    * before any slot waiting under `overlap: 'queue'`.
    */
   enqueue(jobName: string, slot: QueuedSlot, ttlMs: number): Promise<boolean>;
-  /** True for exactly one caller per job and `name` within `ttlMs` (one instance sends a notice). */
-  once(jobName: string, name: string, ttlMs: number): Promise<boolean>;
-  /** For `replace`: takes the job lease once `holderToken` has let go of it. */
-  acquireAfter(jobName: string, executionId: string, holderToken: string, leaseMs: number): Promise<AcquireResult>;
+}
+
+/** Per-job flags shared by the fleet: pause, and once-keys (one instance sends a notice). */
+export interface JobFlags {
   setPaused(jobName: string, paused: boolean): Promise<void>;
   isPaused(jobName: string): Promise<boolean>;
+  /** True for exactly one caller per job and `name` within `ttlMs` (one instance sends a notice). */
+  once(jobName: string, name: string, ttlMs: number): Promise<boolean>;
+}
+
+/** Each job's failure streak, fleet-wide (the alert dispatcher's dedup and escalation). */
+export interface FailureStreaks {
+  /** Counts a failure in the job's streak; decides dedup and escalation fleet-wide. */
+  recordFailure(
+    jobName: string,
+    options: { now: number; dedupMs: number; escalateAfter: number; force: boolean },
+  ): Promise<FailureDecision>;
+  /**
+   * Ends the job's streak (a run succeeded); answers how many failures it had (0: none). The
+   * built-in stores also end it inside a successful `release` (`endedStreak`), in one round trip.
+   */
+  endStreak(jobName: string): Promise<number>;
+}
+
+/** The fleet's leadership (`mode: 'leader'`); used only by the leader election. */
+export interface LeaderStore {
   /**
    * The fleet's leadership, in one round trip: takes the leader key when it is free (under a new
    * fencing token from a counter that never expires), renews it for `leaseMs` when `token` still
@@ -185,6 +212,50 @@ export interface LeaseStore {
   resignLeadership(token: string): Promise<void>;
   /** Who holds the leader key now; null when nobody leads. Takes nothing. */
   currentLeader(): Promise<LeaderInfo | null>;
+}
+
+/** What a job's leases look like now: which fencing token holds the job's lease, and how long each run's lease lives. */
+export interface LeaseState {
+  /** The fencing token holding the job's lease; undefined when none does. */
+  holder?: number;
+  /** Milliseconds each run's lease still lives, by execution ID (runs that hold none are left out). */
+  remaining: Map<string, number>;
+}
+
+/**
+ * Optional beside `LeaseStore`: lets the dashboard show lease state. The built-in stores have it;
+ * without it the dashboard shows no lease times.
+ */
+export interface LeaseView {
+  leaseState(jobName: string, runs: ReadonlyArray<{ executionId: string; fencingToken: number | null }>): Promise<LeaseState>;
+}
+
+/** Reads a `LeaseState` from the values and TTLs of the job's lease key and each run's slot key, in that order. */
+export function leaseStateOf(runs: ReadonlyArray<{ executionId: string; fencingToken: number | null }>, replies: unknown[]): LeaseState {
+  const tokenOf = (value: unknown): number | undefined => (typeof value === 'string' ? Number(value.split(':')[0]) : undefined);
+  const holder = tokenOf(replies[0]);
+  const leaseTtl = Number(replies[1]);
+  const remaining = new Map<string, number>();
+  runs.forEach((row, i) => {
+    if (row.fencingToken === null) return;
+    if (holder === row.fencingToken && leaseTtl > 0) remaining.set(row.executionId, leaseTtl);
+    else if (tokenOf(replies[2 + 2 * i]) === row.fencingToken && Number(replies[3 + 2 * i]) > 0) {
+      remaining.set(row.executionId, Number(replies[3 + 2 * i]));
+    }
+  });
+  return { holder, remaining };
+}
+
+/** A store that serves every coordination slice, as the built-in Redis and in-memory stores do. */
+export type CoordinationStore = LeaseStore & RetryLine & JobFlags & FailureStreaks & LeaderStore;
+
+/** Every coordination slice, each from the store that serves it (the module option `stores`). */
+export interface CoordinationSlices {
+  readonly leases: LeaseStore;
+  readonly retryLine: RetryLine;
+  readonly flags: JobFlags;
+  readonly streaks: FailureStreaks;
+  readonly leader: LeaderStore;
 }
 
 /** The parts of a leader token `<fencing token>:<instance ID>:<random>` (an instance ID may hold ':'). */

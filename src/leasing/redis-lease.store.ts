@@ -2,16 +2,22 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { doubling, retryDelay } from '../config/backoff.js';
 import type { Cluster, Redis } from 'ioredis';
-import { ALERT_STATE_TTL_MS, executionEntry, KeyBuilder, queueEntryTtlMs } from './lease.store.js';
+import { ALERT_STATE_TTL_MS, executionEntry, leaseStateOf, KeyBuilder, queueEntryTtlMs } from './lease.store.js';
 import type {
   AcquireResult,
   ClaimRequest,
   ClaimResult,
   FailureDecision,
+  FailureStreaks,
+  JobFlags,
+  LeaderStore,
   HeldLease,
+  LeaseState,
   LeaseStore,
+  LeaseView,
   Refenced,
   ReleaseOptions,
+  RetryLine,
 } from './lease.store.js';
 import { parseLeaderToken, type LeaderInfo, type LeaderState, type LeadershipRequest } from './lease.store.js';
 import type { OwnerState, QueuedSlot, ReleaseResult, RenewResult, TakeResult } from './lease.store.js';
@@ -56,7 +62,7 @@ function parseQueued(payload: unknown): QueuedSlot | undefined {
  * Leases in Redis: one Lua script per operation, sent with EVALSHA (EVAL once when the server
  * does not know the script yet), so a claim is exactly one round trip.
  */
-export class RedisLeaseStore implements LeaseStore {
+export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, FailureStreaks, LeaderStore, LeaseView {
   private readonly keys: KeyBuilder;
   private readonly runner: RedisScriptRunner;
   readonly fleet: FleetCoordination;
@@ -273,6 +279,14 @@ export class RedisLeaseStore implements LeaseStore {
     return { failures: Number(reply[0]), send: reply[1] === 1, escalate: reply[2] === 1 };
   }
 
+  async endStreak(jobName: string): Promise<number> {
+    const key = this.keys.alerts(jobName);
+    const replies = await this.runner.command('endStreak', () => this.redis.multi().hget(key, 'failures').del(key).exec());
+    const [error, failures] = replies?.[0] ?? [null, null];
+    if (error) throw error;
+    return Number(failures ?? 0);
+  }
+
   async enqueue(jobName: string, slot: QueuedSlot, ttlMs: number): Promise<boolean> {
     const set = (): Promise<'OK' | null> => this.redis.set(this.keys.retryLine(jobName), JSON.stringify(slot), 'PX', ttlMs, 'NX');
     return (await this.runner.command('enqueue', set)) === 'OK';
@@ -304,6 +318,18 @@ export class RedisLeaseStore implements LeaseStore {
 
   async isPaused(jobName: string): Promise<boolean> {
     return (await this.runner.command('isPaused', () => this.redis.exists(this.keys.paused(jobName)))) === 1;
+  }
+
+  /** One pipeline per job: all its keys share the job's hash tag (Redis Cluster safe). */
+  async leaseState(jobName: string, runs: ReadonlyArray<{ executionId: string; fencingToken: number | null }>): Promise<LeaseState> {
+    const leaseKey = this.keys.lease(jobName);
+    const pipeline = this.redis.pipeline().get(leaseKey).pttl(leaseKey);
+    for (const row of runs) pipeline.get(this.keys.slot(jobName, row.executionId)).pttl(this.keys.slot(jobName, row.executionId));
+    const replies = (await this.runner.command('leaseState', () => pipeline.exec())) ?? [];
+    return leaseStateOf(
+      runs,
+      replies.map(([error, value]) => (error ? null : value)),
+    );
   }
 
   async leadership(request: LeadershipRequest): Promise<LeaderState> {

@@ -71,6 +71,8 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
 
       const executor = new JobExecutor(job, async (ctx) => method.call(found.instance, ctx), {
         leases: runtime.leases,
+        flags: runtime.flags,
+        retryLine: runtime.retryLine,
         history: runtime.history,
         alerts: runtime.alerts,
         instanceId: runtime.instanceId,

@@ -55,7 +55,7 @@ export class DistributedCronOrchestrator {
     if (!topology.fires) return;
     const jobs = [...runtime.jobs.values()].map(({ executor }) => executor.job);
     const timing = runtime.leaderTiming;
-    if (timing) runtime.elector = new LeaderElector(runtime.leases, runtime.instanceId, timing, runtime.logger);
+    if (timing) runtime.elector = new LeaderElector(runtime.leader, runtime.instanceId, timing, runtime.logger);
     this.dispatcher = new SlotDispatcher(
       runtime.leases.fleet,
       runtime.instanceId,
@@ -97,7 +97,7 @@ export class DistributedCronOrchestrator {
     this.sweeper.start();
     if (runtime.retention && runtime.options.prisma) {
       const { prisma } = runtime.options;
-      this.retention = new HistoryRetention(prisma, runtime.leases, runtime.retention, runtime.clock, runtime.logger, runtime.instanceId);
+      this.retention = new HistoryRetention(prisma, runtime.flags, runtime.retention, runtime.clock, runtime.logger, runtime.instanceId);
       this.retention.start();
     }
     if (runtime.jobs.size > 0) {

@@ -6,8 +6,9 @@ import type { JobBirths } from '../history/job-births.js';
 import { PrismaJobBirths } from '../history/prisma-job-births.js';
 import { PrismaRunHistory } from '../history/prisma-run-history.js';
 import type { RunHistory } from '../history/run-history.js';
-import type { LeaseStore } from '../leasing/lease.store.js';
+import type { CoordinationSlices, LeaseStore } from '../leasing/lease.store.js';
 import { RedisLeaseStore } from '../leasing/redis-lease.store.js';
+import { composeSlices } from '../leasing/store.slices.js';
 import { DISTRIBUTED_CRON_OPTION_OVERRIDES } from './distributed-cron.constants.js';
 import { DISTRIBUTED_CRON_OPTIONS } from './distributed-cron.module-definition.js';
 
@@ -15,12 +16,14 @@ import { DISTRIBUTED_CRON_OPTIONS } from './distributed-cron.module-definition.j
 export const DISTRIBUTED_CRON_CONFIG = 'nestjs-distributed-cron:config';
 /** Injection token of the `LeaseStore` in use: Redis by default, or the module option `stores.leases`. */
 export const DISTRIBUTED_CRON_LEASE_STORE = 'nestjs-distributed-cron:lease-store';
+/** Injection token of every coordination slice in use (`CoordinationSlices`): each the built-in one or its `stores` option. */
+export const DISTRIBUTED_CRON_STORE_SLICES = 'nestjs-distributed-cron:store-slices';
 /** Injection token of the `RunHistory` in use: Prisma by default, or the module option `stores.history`. */
 export const DISTRIBUTED_CRON_RUN_HISTORY = 'nestjs-distributed-cron:run-history';
 /** Injection token of the `JobBirths` in use: Prisma by default, or the module option `stores.births`. */
 export const DISTRIBUTED_CRON_JOB_BIRTHS = 'nestjs-distributed-cron:job-births';
 
-/** The config and the three stores, each a provider of its own (replaceable with `overrideProvider` in tests). */
+/** The config, the coordination slices and the three stores, each a provider of its own (replaceable with `overrideProvider` in tests). */
 export const STORE_PROVIDERS: Provider[] = [
   {
     provide: DISTRIBUTED_CRON_CONFIG,
@@ -29,11 +32,18 @@ export const STORE_PROVIDERS: Provider[] = [
     inject: [DISTRIBUTED_CRON_OPTIONS, { token: DISTRIBUTED_CRON_OPTION_OVERRIDES, optional: true }],
   },
   {
-    provide: DISTRIBUTED_CRON_LEASE_STORE,
-    useFactory: (config: ModuleConfig): LeaseStore =>
-      config.options.stores?.leases ??
-      new RedisLeaseStore(config.options.redis as Redis | Cluster, config.keyPrefix, config.redisTimeoutMs),
+    provide: DISTRIBUTED_CRON_STORE_SLICES,
+    useFactory: (config: ModuleConfig): CoordinationSlices =>
+      composeSlices(
+        config.options.stores ?? {},
+        () => new RedisLeaseStore(config.options.redis as Redis | Cluster, config.keyPrefix, config.redisTimeoutMs),
+      ),
     inject: [DISTRIBUTED_CRON_CONFIG],
+  },
+  {
+    provide: DISTRIBUTED_CRON_LEASE_STORE,
+    useFactory: (slices: CoordinationSlices): LeaseStore => slices.leases,
+    inject: [DISTRIBUTED_CRON_STORE_SLICES],
   },
   {
     provide: DISTRIBUTED_CRON_RUN_HISTORY,

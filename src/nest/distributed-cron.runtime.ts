@@ -7,7 +7,7 @@ import { ResourcePools } from '../execution/resource.pool.js';
 import type { JobBirths } from '../history/job-births.js';
 import type { RunHistory } from '../history/run-history.js';
 import { resolveRetention, type RetentionConfig } from '../history/retention.config.js';
-import type { LeaseStore } from '../leasing/lease.store.js';
+import type { CoordinationSlices, FailureStreaks, JobFlags, LeaderStore, LeaseStore, RetryLine } from '../leasing/lease.store.js';
 import type { LeaderElector } from '../leasing/leader.elector.js';
 import type { JobTimer } from '../scheduling/job.timer.js';
 import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
@@ -19,6 +19,7 @@ import {
   DISTRIBUTED_CRON_JOB_BIRTHS,
   DISTRIBUTED_CRON_LEASE_STORE,
   DISTRIBUTED_CRON_RUN_HISTORY,
+  DISTRIBUTED_CRON_STORE_SLICES,
 } from './distributed-cron.providers.js';
 
 /** A scheduled job on this instance. */
@@ -56,19 +57,26 @@ export class DistributedCronRuntime {
   elector: LeaderElector | undefined;
   /** The resource pools (module option `pools`) that this instance's jobs share. */
   readonly pools: ResourcePools;
+  /** The coordination slices beside the leases (module option `stores`). */
+  readonly retryLine: RetryLine;
+  readonly flags: JobFlags;
+  readonly streaks: FailureStreaks;
+  readonly leader: LeaderStore;
 
   constructor(
     @Inject(DISTRIBUTED_CRON_CONFIG) config: ModuleConfig,
     @Inject(DISTRIBUTED_CRON_LEASE_STORE) readonly leases: LeaseStore,
     @Inject(DISTRIBUTED_CRON_RUN_HISTORY) readonly history: RunHistory,
     @Inject(DISTRIBUTED_CRON_JOB_BIRTHS) readonly births: JobBirths,
+    @Inject(DISTRIBUTED_CRON_STORE_SLICES) slices: CoordinationSlices,
   ) {
+    ({ retryLine: this.retryLine, flags: this.flags, streaks: this.streaks, leader: this.leader } = slices);
     this.options = config.options;
     this.instanceId = config.instanceId;
     this.clock = config.clock;
     this.alerts = new AlertDispatcher(
       config.options.alerter,
-      leases,
+      slices.streaks,
       { dedupMs: config.dedupMs, escalateAfter: config.escalateAfter },
       this.clock,
       this.logger,

@@ -162,17 +162,17 @@ export class DistributedCronService implements BeforeApplicationShutdown {
   /** Stops the job on every instance until `resume`; a running execution finishes. */
   async pause(jobName: string): Promise<void> {
     this.job('pause', jobName);
-    await this.runtime.leases.setPaused(jobName, true);
+    await this.runtime.flags.setPaused(jobName, true);
   }
 
   async resume(jobName: string): Promise<void> {
     this.job('resume', jobName);
-    await this.runtime.leases.setPaused(jobName, false);
+    await this.runtime.flags.setPaused(jobName, false);
   }
 
   async isPaused(jobName: string): Promise<boolean> {
     this.job('isPaused', jobName);
-    return this.runtime.leases.isPaused(jobName);
+    return this.runtime.flags.isPaused(jobName);
   }
 
   /**

@@ -5,20 +5,27 @@ import {
   type ClaimRequest,
   type ClaimResult,
   type FailureDecision,
+  type FailureStreaks,
+  type JobFlags,
   type HeldLease,
   type LeaderInfo,
   type LeaderState,
   type LeadershipRequest,
+  type LeaderStore,
+  type LeaseState,
   type LeaseStore,
+  type LeaseView,
   type OwnerState,
   type QueuedSlot,
   type Refenced,
   type ReleaseOptions,
   type ReleaseResult,
+  type RetryLine,
   type RenewResult,
   type TakeResult,
 } from '../leasing/lease.store.js';
-import { ALERT_STATE_TTL_MS, executionEntry, parseLeaderToken, queueEntryTtlMs } from '../leasing/lease.store.js';
+import { DEFAULT_KEY_PREFIX } from '../config/store.options.js';
+import { ALERT_STATE_TTL_MS, executionEntry, leaseStateOf, parseLeaderToken, queueEntryTtlMs } from '../leasing/lease.store.js';
 
 interface Entry {
   value: string | Map<string, string>;
@@ -41,13 +48,13 @@ function parseQueued(payload: string | undefined): QueuedSlot | undefined {
  * TTLs run on the injected clock, so a test moves time instead of waiting. For one process: the
  * library's own unit tests, and users' tests through `DistributedCronTestingModule`.
  */
-export class InMemoryLeaseStore implements LeaseStore {
+export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, FailureStreaks, LeaderStore, LeaseView {
   private readonly data = new Map<string, Entry>();
   private readonly keys: KeyBuilder;
 
   constructor(
     private readonly clock: () => number = Date.now,
-    keyPrefix = 'dcron',
+    keyPrefix = DEFAULT_KEY_PREFIX,
   ) {
     this.keys = new KeyBuilder(keyPrefix);
   }
@@ -260,6 +267,13 @@ export class InMemoryLeaseStore implements LeaseStore {
     return { failures, send, escalate };
   }
 
+  async endStreak(jobName: string): Promise<number> {
+    const key = this.keys.alerts(jobName);
+    const failures = Number(this.hash(key)?.get('failures') ?? '0');
+    this.del(key);
+    return failures;
+  }
+
   async enqueue(jobName: string, slot: QueuedSlot, ttlMs: number): Promise<boolean> {
     return this.setNx(this.keys.retryLine(jobName), JSON.stringify(slot), ttlMs);
   }
@@ -327,6 +341,14 @@ export class InMemoryLeaseStore implements LeaseStore {
     return holder === undefined ? null : parseLeaderToken(holder);
   }
 
+  async leaseState(jobName: string, runs: ReadonlyArray<{ executionId: string; fencingToken: number | null }>): Promise<LeaseState> {
+    const keys = [this.keys.lease(jobName), ...runs.map((row) => this.keys.slot(jobName, row.executionId))];
+    return leaseStateOf(
+      runs,
+      keys.flatMap((key) => [this.get(key) ?? null, this.pttl(key)]),
+    );
+  }
+
   // A few Redis commands over the map; an expired key reads as absent and is dropped on access.
 
   private entry(key: string): Entry | undefined {
@@ -346,6 +368,13 @@ export class InMemoryLeaseStore implements LeaseStore {
   private hash(key: string): Map<string, string> | undefined {
     const value = this.entry(key)?.value;
     return value instanceof Map ? value : undefined;
+  }
+
+  /** PTTL: ms to live, -1 without a TTL, -2 when absent. */
+  private pttl(key: string): number {
+    const entry = this.entry(key);
+    if (!entry) return -2;
+    return entry.expiresAt === undefined ? -1 : entry.expiresAt - this.clock();
   }
 
   private exists(key: string): boolean {

@@ -5,6 +5,7 @@ import type { Redis, RedisOptions } from 'ioredis';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import { describeError } from '../errors/error.redact.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
+import { DEFAULT_KEY_PREFIX } from '../config/store.options.js';
 import { queueJobId, type QueueStep, type StepResult } from './queue.step.js';
 
 type BullMQ = typeof import('bullmq');
@@ -55,7 +56,7 @@ export class BullMQBridge {
     const { keyPrefix: _keyPrefix, ...rest } = redis.options;
     void _keyPrefix;
     const connection: RedisOptions = { ...rest, maxRetriesPerRequest: null, lazyConnect: false };
-    const prefix = `${options.keyPrefix ?? 'dcron'}:bull`;
+    const prefix = `${options.keyPrefix ?? DEFAULT_KEY_PREFIX}:bull`;
     // The producer fails fast (one retry) so an outage never holds a slot's hand-off; the sweep adds it later.
     // `duplicate` builds it with the app's own client library (ioredis 5 or 6), which this file never imports.
     const producer = redis.duplicate({ ...connection, keyPrefix: '', maxRetriesPerRequest: 1, connectionName: 'dcron-queue-producer' });

@@ -10,7 +10,7 @@ const LEASE_MS = 400;
 const BEYOND_LEASE_MS = 550;
 
 export function leadershipContract(setup: () => Promise<LeaseStoreHarness> | LeaseStoreHarness): void {
-  describe('leadership', () => {
+  describe('LeaderStore: leadership', () => {
     async function lead(h: LeaseStoreHarness, instanceId: string, floor?: number) {
       const state = await h.store.leadership({ instanceId, leaseMs: LEASE_MS, floor });
       if (!state.held) throw new Error(`expected ${instanceId} to take the leadership, ${JSON.stringify(state.holder)} holds it`);

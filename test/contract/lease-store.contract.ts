@@ -1,16 +1,21 @@
 /**
- * What every LeaseStore must do, as ShedLock's abstract provider tests: one behaviour per case.
+ * What every coordination slice must do, as ShedLock's abstract provider tests: one behaviour per
+ * case, a describe per slice (LeaseStore, RetryLine, JobFlags, FailureStreaks, LeaderStore).
  * `lease-store.test.ts` runs these against the in-memory store (fake clock) and RedisLeaseStore
- * (a private redis-server). Time passes through the harness, so TTL cases work on both.
+ * (a private redis-server), each whole and split (a lease-only store beside the other slices of
+ * another store, as `stores: { leases }` wires them). Time passes through the harness, so TTL
+ * cases work on both.
  */
 import { describe, expect, it } from 'vitest';
-import type { ClaimRequest, HeldLease, LeaseStore } from '../../src/leasing/lease.store.js';
+import type { ClaimRequest, CoordinationStore, HeldLease, LeaseView } from '../../src/leasing/lease.store.js';
 import type { OverlapPolicy } from '../../src/distributed-cron.interfaces.js';
 import { uniqueName } from '../support/services.js';
 import { leadershipContract } from './leadership.contract.js';
 
 export interface LeaseStoreHarness {
-  readonly store: LeaseStore;
+  readonly store: CoordinationStore;
+  /** The failure streak lives beside the lease store: a release ends it in a second call, not atomically. */
+  readonly splitStreaks?: boolean;
   /** Lets `ms` pass for the store's TTLs (a fake clock moves; a real server is waited for). */
   advance(ms: number): Promise<void>;
   /** Forgets every key, fencing counters included (FLUSHALL). */
@@ -243,8 +248,10 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         expect((await h.store.recordFailure(j, FAILURE)).failures).toBe(1);
       });
 
-      it('a repeated release that ended a streak answers the same streak (idempotent retry)', async () => {
+      it('a repeated release that ended a streak answers the same streak (idempotent retry)', async (context) => {
         const h = await setup();
+        // Split: the caller retries the whole release only when it failed, before the streak call.
+        if (h.splitStreaks) context.skip();
         const j = job();
         await h.store.recordFailure(j, FAILURE);
         const lease = await won(h, request(j, 1));
@@ -453,7 +460,7 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
       });
     });
 
-    describe('enqueue, once, pause', () => {
+    describe('RetryLine and JobFlags: enqueue, once, pause', () => {
       it('enqueue puts a slot in the queue only when none waits', async () => {
         const h = await setup();
         const j = job();
@@ -536,7 +543,30 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
       });
     });
 
-    describe('recordFailure', () => {
+    describe('LeaseView (optional): leaseState', () => {
+      it("tells the fencing token holding the job's lease and how long each run's lease lives", async (context) => {
+        const h = await setup();
+        const view = h.store as CoordinationStore & Partial<LeaseView>;
+        if (typeof view.leaseState !== 'function') return context.skip();
+        const j = job();
+        const lease = await won(h, request(j, 1));
+        const state = await view.leaseState(j, [lease, { executionId: `${j}:0`, fencingToken: lease.fencingToken + 5 }]);
+        expect(state.holder).toBe(lease.fencingToken);
+        expect([...state.remaining.keys()]).toEqual([lease.executionId]);
+        expect(state.remaining.get(lease.executionId)).toBeGreaterThan(0);
+        expect(state.remaining.get(lease.executionId)).toBeLessThanOrEqual(LEASE_MS);
+        // Under 'allow' each run's lease is its slot key.
+        const a = job();
+        const slot = await won(h, request(a, 1, 'allow'));
+        const allowed = await view.leaseState(a, [slot]);
+        expect(allowed.holder).toBeUndefined();
+        expect(allowed.remaining.get(slot.executionId)).toBeGreaterThan(0);
+        await h.store.release(lease, RELEASE);
+        expect(await view.leaseState(j, [lease])).toEqual({ holder: undefined, remaining: new Map() });
+      });
+    });
+
+    describe('FailureStreaks: recordFailure, endStreak', () => {
       it('counts the streak, alerts the first failure of a window, and escalates at the threshold', async () => {
         const h = await setup();
         const j = job();
@@ -559,6 +589,17 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         await h.store.recordFailure(j, { ...FAILURE, dedupMs: LEASE_MS });
         await h.advance(BEYOND_LEASE_MS);
         expect(await h.store.recordFailure(j, { ...FAILURE, dedupMs: LEASE_MS })).toEqual({ failures: 2, send: true, escalate: false });
+      });
+
+      it('endStreak ends the streak and answers its length; 0 when there is none', async () => {
+        const h = await setup();
+        const j = job();
+        expect(await h.store.endStreak(j)).toBe(0);
+        await h.store.recordFailure(j, FAILURE);
+        await h.store.recordFailure(j, FAILURE);
+        expect(await h.store.endStreak(j)).toBe(2);
+        expect(await h.store.endStreak(j)).toBe(0);
+        expect(await h.store.recordFailure(j, FAILURE)).toEqual({ failures: 1, send: true, escalate: false });
       });
 
       it('never escalates with escalateAfter 0', async () => {

@@ -11,7 +11,7 @@ import { DistributedCronConfigError } from '../../src/errors/distributed-cron-co
 import type { DistributedCronModuleOptions } from '../../src/index.js';
 import { resolveRetention } from '../../src/history/retention.config.js';
 import { HistoryRetention } from '../../src/history/retention.runner.js';
-import type { LeaseStore } from '../../src/leasing/lease.store.js';
+import type { JobFlags } from '../../src/leasing/lease.store.js';
 import { jobProvider, logs, startApp } from '../support/app.js';
 import { integrationSetup } from '../support/integration.setup.js';
 import { createPrisma, databaseUrl, redisUrl, uniqueName, waitFor } from '../support/services.js';
@@ -176,7 +176,7 @@ describe('history retention', () => {
       await locker.query(`SELECT id FROM distributed_cron_runs WHERE execution_id = $1 FOR UPDATE`, [`${jobName}:7:drop:completed`]);
       const retention = new HistoryRetention(
         prisma,
-        {} as LeaseStore,
+        {} as JobFlags,
         { completedMs: 30 * DAY, failedMs: undefined, maxRowsPerJob: undefined, everyMs: 60_000 },
         Date.now,
         logs,

@@ -24,7 +24,7 @@ function fakeRuntime() {
     clock: () => Date.parse('2026-08-14T12:00:00Z'),
     jobs: new Map([[JOB, { executor, timer: { active: true } }]]),
     history: { list: vi.fn(async () => []), get: vi.fn(async () => undefined) },
-    leases: { setPaused: vi.fn(async () => undefined), isPaused: vi.fn(async () => false) },
+    flags: { setPaused: vi.fn(async () => undefined), isPaused: vi.fn(async () => false) },
     executor,
   };
 }
@@ -101,8 +101,8 @@ describe('pause(), resume(), isPaused()', () => {
     await rejects(() => cron[method](undefined as never), `${method}(): \`jobName\` must be a non-empty string, got undefined`);
     await rejects(() => cron[method]({ name: JOB } as never), `${method}(): \`jobName\` must be a non-empty string, got an object`);
     await rejects(() => cron[method]('nightly'), new RegExp(`^${method}\\('nightly'\\): \`jobName\` must name a job of this app`));
-    expect(runtime.leases.setPaused).not.toHaveBeenCalled();
-    expect(runtime.leases.isPaused).not.toHaveBeenCalled();
+    expect(runtime.flags.setPaused).not.toHaveBeenCalled();
+    expect(runtime.flags.isPaused).not.toHaveBeenCalled();
   });
 });
 

@@ -66,7 +66,7 @@ function rig(
       calls.push(ctx);
       return handler(ctx);
     },
-    { leases, history, alerts: dispatcher, instanceId: 'instance-a', clock: () => clock.now, logger },
+    { leases, flags: leases, retryLine: leases, history, alerts: dispatcher, instanceId: 'instance-a', clock: () => clock.now, logger },
   );
   executors.push(executor);
   return { executor, leases, history, clock, alerts, warnings, calls };

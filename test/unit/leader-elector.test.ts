@@ -6,7 +6,7 @@ import type { LoggerService } from '@nestjs/common';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { leaderTimingProblem, leaseSafetyMarginMs } from '../../src/config/lease.timing.js';
 import { LeaderElector, type LeaderChange } from '../../src/leasing/leader.elector.js';
-import type { LeaseStore } from '../../src/leasing/lease.store.js';
+import type { LeaderStore } from '../../src/leasing/lease.store.js';
 import { InMemoryLeaseStore } from '../../src/testing/in-memory-lease.store.js';
 
 const LEASE_MS = 3_000;
@@ -19,7 +19,7 @@ type Mode = 'answer' | 'hang' | 'fail' | 'gate' | 'throw';
 function reach(store: InMemoryLeaseStore) {
   const link = { mode: 'answer' as Mode, sent: [] as number[], open: undefined as (() => void) | undefined };
   // The same store behind another object: every other call reaches it unchanged.
-  const leases: LeaseStore = Object.create(store) as InMemoryLeaseStore;
+  const leases: LeaderStore = Object.create(store) as InMemoryLeaseStore;
   leases.leadership = (request) => {
     link.sent.push(performance.now());
     if (link.mode === 'hang') return new Promise(() => undefined);

@@ -17,7 +17,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import type { PrismaClientLike } from '../../src/distributed-cron.interfaces.js';
-import { DashboardQueries } from '../../src/dashboard/dashboard.queries.js';
+import { PrismaRunReadModel } from '../../src/history/prisma-read-model.js';
 import { PrismaJobBirths } from '../../src/history/prisma-job-births.js';
 import { PrismaRunHistory } from '../../src/history/prisma-run-history.js';
 import { deleteBatch, jobCuts, jobsWithRows, withStatementTimeout } from '../../src/history/retention.sql.js';
@@ -140,7 +140,7 @@ describe.each([
     ]);
     expect(await history.lastSuccess(job)).toEqual(at('2026-03-01T11:00:01.250Z'));
 
-    const dashboard = new DashboardQueries(prisma);
+    const dashboard = new PrismaRunReadModel(prisma);
     const first = await dashboard.historyPage({ jobName: job, statuses: ['completed'], from: at('2026-03-01T00:00:00Z'), limit: 1 });
     expect(first.rows.map((r) => r.scheduledAt.toISOString())).toEqual(['2026-03-01T11:00:00.000Z']);
     const second = await dashboard.historyPage({ jobName: job, limit: 1, after: decode(first.next) });

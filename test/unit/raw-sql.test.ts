@@ -14,7 +14,7 @@ import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 import type { PrismaClientLike } from '../../src/distributed-cron.interfaces.js';
-import { DashboardQueries } from '../../src/dashboard/dashboard.queries.js';
+import { PrismaRunReadModel } from '../../src/history/prisma-read-model.js';
 import { PrismaJobBirths } from '../../src/history/prisma-job-births.js';
 import { PrismaRunHistory } from '../../src/history/prisma-run-history.js';
 import { encodeParam, PARAM_CASTS, toDate, toInt, type RawRow } from '../../src/history/raw-sql.js';
@@ -323,7 +323,7 @@ const DASHBOARD: readonly Case[] = [
     'historyPage',
     [RUN_ROW, { ...RUN_ROW, id: '40' }],
     (p) =>
-      new DashboardQueries(p).historyPage({
+      new PrismaRunReadModel(p).historyPage({
         jobName: 'report',
         statuses: ['completed', 'failed'],
         trigger: 'schedule',
@@ -334,15 +334,19 @@ const DASHBOARD: readonly Case[] = [
         limit: 1,
       }),
   ],
-  ['counts', [{ job_name: 'report', status: 'completed', n: 2 }], (p) => new DashboardQueries(p).counts(['report'], at(0))],
-  ['jobSummaries', [{ ...RUN_ROW, at: ms(1_250), first_seen_at: ms(0) }], (p) => new DashboardQueries(p).jobSummaries(['report'])],
-  ['running', [RUN_ROW], (p) => new DashboardQueries(p).running(['report'])],
-  ['timeline', [RUN_ROW], (p) => new DashboardQueries(p).timeline(['report'], at(0), 20)],
-  ['perDay', [{ day: '2026-03-01', status: 'completed', n: 2 }], (p) => new DashboardQueries(p).perDay(['report'], at(0), 'Europe/Paris')],
+  ['counts', [{ job_name: 'report', status: 'completed', n: 2 }], (p) => new PrismaRunReadModel(p).counts(['report'], at(0))],
+  ['jobSummaries', [{ ...RUN_ROW, at: ms(1_250), first_seen_at: ms(0) }], (p) => new PrismaRunReadModel(p).jobSummaries(['report'])],
+  ['running', [RUN_ROW], (p) => new PrismaRunReadModel(p).running(['report'])],
+  ['timeline', [RUN_ROW], (p) => new PrismaRunReadModel(p).timeline(['report'], at(0), 20)],
+  [
+    'perDay',
+    [{ day: '2026-03-01', status: 'completed', n: 2 }],
+    (p) => new PrismaRunReadModel(p).perDay(['report'], at(0), 'Europe/Paris'),
+  ],
   [
     'timings',
     [{ job_name: 'report', n: 2, d50: '1000.5', d95: '1900', s50: null, s95: '250' }],
-    (p) => new DashboardQueries(p).timings(['report'], at(0)),
+    (p) => new PrismaRunReadModel(p).timings(['report'], at(0)),
   ],
 ];
 
@@ -385,10 +389,10 @@ const ownMethods = (type: { prototype: object }, skip: string[]): string[] =>
     .sort();
 
 describe('every statement of the library keeps the rule', () => {
-  it('has a case for every method of PrismaRunHistory and DashboardQueries', () => {
+  it('has a case for every method of PrismaRunHistory and PrismaRunReadModel', () => {
     // staleFence is private: begin and restart send it.
     expect(HISTORY.map(([m]) => m).sort()).toEqual(ownMethods(PrismaRunHistory, ['staleFence']));
-    expect(DASHBOARD.map(([m]) => m).sort()).toEqual(ownMethods(DashboardQueries, []));
+    expect(DASHBOARD.map(([m]) => m).sort()).toEqual(ownMethods(PrismaRunReadModel, []));
     expect(ownMethods(PrismaJobBirths, [])).toEqual(['record']);
   });
 
@@ -398,7 +402,7 @@ describe('every statement of the library keeps the rule', () => {
 
   it.each([
     ['PrismaRunHistory', HISTORY, 17],
-    ['DashboardQueries', DASHBOARD, 9],
+    ['PrismaRunReadModel', DASHBOARD, 9],
     ['job births and retention', OTHERS, 5],
   ])('%s', async (_name, cases, atLeast) => {
     const { statements } = await run(cases);

@@ -1,60 +1,14 @@
 /**
- * The dashboard's read queries on the run history, through the app's PrismaClient. Values are
+ * The read model of the run history in PostgreSQL (`RunReadModel`): the dashboard's queries,
+ * through the app's PrismaClient. Values are
  * always parameters; only column names and `$n` placeholders are written into the SQL. Every query
  * is bounded by an index range (see prisma/migrations/20261201000000_dashboard_indexes): history
  * pages use keyset pagination on (scheduled_at, id), newest first.
  */
-import type { PrismaClientLike, RunRecord, RunStatus, RunTrigger } from '../distributed-cron.interfaces.js';
-import { COLUMNS, rowColumns, TABLE, toRecord } from '../history/prisma-run.sql.js';
-import { instantOut, queryRows, toBigIntText, toDate, toDateOrNull, toInt, toNumberOrNull, toText } from '../history/raw-sql.js';
-
-export interface HistoryCursor {
-  scheduledAt: Date;
-  id: string;
-}
-
-export interface HistoryPageQuery {
-  jobName?: string;
-  statuses?: RunStatus[];
-  trigger?: RunTrigger;
-  /** Scheduled at or after. */
-  from?: Date;
-  /** Scheduled before. */
-  to?: Date;
-  executionId?: string;
-  /** The page starts after this row. */
-  after?: HistoryCursor;
-  limit: number;
-}
-
-export interface HistoryPage {
-  rows: RunRecord[];
-  /** Where the next page starts; absent on the last page. */
-  next?: string;
-}
-
-export interface JobSummaryRow {
-  jobName: string;
-  last: RunRecord | undefined;
-  lastSuccess: Date | undefined;
-  /** When the fleet first saw the job with its current expression and zone. */
-  firstSeen: Date | undefined;
-}
-
-export interface DayCount {
-  day: string;
-  status: RunStatus;
-  count: number;
-}
-
-export interface JobTimings {
-  jobName: string;
-  runs: number;
-  durationP50: number | null;
-  durationP95: number | null;
-  delayP50: number | null;
-  delayP95: number | null;
-}
+import type { PrismaClientLike, RunRecord, RunStatus } from '../distributed-cron.interfaces.js';
+import { COLUMNS, rowColumns, TABLE, toRecord } from './prisma-run.sql.js';
+import { instantOut, queryRows, toBigIntText, toDate, toDateOrNull, toInt, toNumberOrNull, toText } from './raw-sql.js';
+import type { DayCount, HistoryCursor, HistoryPage, HistoryPageQuery, JobSummaryRow, JobTimings, RunReadModel } from './read-model.js';
 
 /** Newest first, by the columns of `alias` (never by a bare name: that would be the text output column). */
 const ORDER = (alias: string): string => `ORDER BY ${alias}.scheduled_at DESC, ${alias}.id DESC`;
@@ -72,7 +26,7 @@ export function decodeCursor(text: string): HistoryCursor | undefined {
   return { scheduledAt, id: id! };
 }
 
-export class DashboardQueries {
+export class PrismaRunReadModel implements RunReadModel {
   constructor(private readonly prisma: PrismaClientLike) {}
 
   /**
