@@ -3,6 +3,7 @@
  * leases, the timeline, history pages and chart data. Reads only: every action goes through
  * DistributedCronService.
  */
+import { withDeadline } from '../promise.deadline.js';
 import type { RunRecord, RunStatus } from '../distributed-cron.interfaces.js';
 import type { LeaseState, LeaseStore, LeaseView } from '../leasing/lease.store.js';
 import type { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
@@ -54,12 +55,13 @@ export interface StatsView {
   timings: JobTimings[];
 }
 
+/** What `promise` gives within `ms`, or undefined (late or failed: the page shows it as unknown). */
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(resolve, ms, undefined);
-  });
-  return Promise.race([promise.catch(() => undefined), timeout]).finally(() => clearTimeout(timer));
+  return withDeadline(
+    () => promise,
+    ms,
+    () => new Error('late'),
+  ).catch(() => undefined);
 }
 
 export class DashboardReader {

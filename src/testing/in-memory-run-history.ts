@@ -1,3 +1,4 @@
+import { INT_MAX } from '../distributed-cron.limits.js';
 import type { RunRecord, RunStatus } from '../distributed-cron.interfaces.js';
 import type {
   BeginOutcome,
@@ -11,8 +12,6 @@ import type {
   RunHistory,
   StaleFence,
 } from '../history/run-history.js';
-
-const INT_MAX = 2_147_483_647;
 
 /** Statuses whose row may get a next attempt (`next_attempt_at`). */
 const RETRYABLE: ReadonlySet<RunStatus> = new Set(['failed', 'timed_out', 'lease_lost', 'aborted']);
