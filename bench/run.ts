@@ -3,8 +3,8 @@
  * regenerates BENCHMARKS.md with bench/results/overhead.svg.
  *
  *   npm run bench                      full run (several minutes)
- *   npm run bench -- --quick           smoke run, about 3 minutes; writes bench/results/quick-*.json
- *                                      and bench/results/quick-BENCHMARKS.md, never the full results
+ *   npm run bench -- --quick           smoke run, about 3 minutes; writes .tmp/bench/quick-*.json and
+ *                                      .tmp/bench/quick-BENCHMARKS.md (untracked), never the full results
  *   npm run bench -- --only overhead,takeover     some scenarios only (overhead, fleet, bullmq, takeover, transport, observability, queue, footprint,
  *                                      and the scale parts modes, probe, spread, failover, cost, coldstart; `scale` = all six, see bench/scale.ts)
  *   npm run bench -- --fleet-jobs 200,500         other fleet sizes
@@ -103,7 +103,10 @@ const repoRoot = process.env.BENCH_ROOT
   ? `${process.env.BENCH_ROOT.replace(/\/$/, '')}/`
   : fileURLToPath(new URL('../../', import.meta.url));
 const buildRoot = fileURLToPath(new URL('../', import.meta.url));
-const resultsDir = `${repoRoot}bench/results`;
+const fullResultsDir = `${repoRoot}bench/results`;
+/** Where a quick (smoke) run writes: outside the tracked files, so that it never shows up as a change to commit. */
+const quickResultsDir = `${repoRoot}.tmp/bench`;
+let resultsDir = fullResultsDir;
 
 /**
  * The children run from a private copy of the compiled code: scripts/build-test.sh (run by
@@ -148,6 +151,7 @@ function readJson<T>(file: string): T | undefined {
 async function main(): Promise<void> {
   const settings = parseArgs(process.argv.slice(2));
   const prefix = settings.quick ? 'quick-' : '';
+  if (settings.quick) resultsDir = quickResultsDir;
   if (settings.reportOnly) {
     const saved =
       readJson<{ meta: RunMeta }>(`${resultsDir}/${prefix}overhead.json`) ??
@@ -349,7 +353,7 @@ function carriedSections(mdPath: string): string {
   return kept.length > 0 ? `\n${kept.join('\n\n')}\n` : '';
 }
 
-/** Writes BENCHMARKS.md (quick: bench/results/quick-BENCHMARKS.md) and the chart; returns the Markdown path. */
+/** Writes BENCHMARKS.md (quick: .tmp/bench/quick-BENCHMARKS.md) and the chart; returns the Markdown path. */
 function writeReport(results: BenchResults, settings: Settings, prefix: string): string {
   // The report covers the latest results of every scenario (of this run, or of an earlier one
   // when this run skipped it).

@@ -3,7 +3,7 @@
 #   1. scripts/setup.sh           dependencies, Redis + PostgreSQL, Prisma client, migrations,
 #                                 build-check/ (the bench starts its own redis-servers too)
 #   2. build-check/bench/run.js   extra arguments are passed through:
-#        --quick                  smoke run (about 3 min), results in bench/results/quick-*
+#        --quick                  smoke run (about 3 min), results in .tmp/bench/quick-* (untracked)
 #        --only a,b               scenarios: overhead, fleet, bullmq, takeover, transport,
 #                                 observability, queue, footprint; scale parts (bench/scale.ts):
 #                                 modes, probe, spread, failover, cost (`scale` = all five)
