@@ -155,7 +155,7 @@ export function transportSection(t: (TransportResult & { meta?: RunMeta }) | und
     // The bar a transport of our own has to meet (issue 22): its burst tail within 1.2× of defineCommand's, in the same run.
     out.push(
       `Burst p99 of ${base.name} ÷ defineCommand in this run: **${round2(base.p99Ms / plain.p99Ms)}×** (kept only within 1.2×). ` +
-        `A p99 of ${t.rounds} bursts is nearly their maximum: one slow burst moves it, so compare runs, not single digits.`,
+        `${t.rounds < 100 ? `With ${t.rounds} bursts the p99 is the slowest one: a single slow burst sets it, so compare several runs (or more rounds, \`--transport-rounds\`).` : `The p99 of ${t.rounds} bursts.`}`,
       '',
     );
   }

@@ -9,6 +9,7 @@
 #                                 modes, probe, spread, failover, cost (`scale` = all five)
 #        --profile                V8 CPU profiles (scale probe: every instance, over the window)
 #        --fleet-jobs 200,500     fleet sizes
+#        --transport-rounds 500   bursts per variant of `transport` (default 50: its p99 is the slowest)
 # Exit code 0 whenever the scenarios ran: no timing is ever asserted.
 set -euo pipefail
 
