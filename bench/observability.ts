@@ -12,7 +12,7 @@
  * A scenario of `npm run bench` (`--only observability`), and runnable alone, without touching
  * build-check/ or BENCHMARKS.md:
  *   npx tsc -p tsconfig.json --outDir .tmp/obs-bench && node .tmp/obs-bench/bench/observability.js [--quick]
- * Alone it writes bench/results/observability.json (quick: quick-observability.json) and prints the
+ * Alone it writes bench/results/observability.json (quick: .tmp/bench/quick-observability.json) and prints the
  * section. No timing is asserted.
  */
 import 'reflect-metadata';
@@ -25,7 +25,8 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { Redis } from 'ioredis';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as prom from 'prom-client';
 import { DistributedCron, DistributedCronModule, type CronContext, type DistributedCronModuleOptions } from '../src/index.js';
@@ -246,7 +247,8 @@ export function observabilitySection(result: ObservabilityResult | undefined): s
 async function main(): Promise<void> {
   const quick = process.argv.includes('--quick');
   const result = await runObservability({ quick });
-  const file = `bench/results/${quick ? 'quick-' : ''}observability.json`;
+  const file = quick ? '.tmp/bench/quick-observability.json' : 'bench/results/observability.json';
+  mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), node: process.version, ...result }, null, 2)}\n`);
   console.log(observabilitySection(result).join('\n'));
 }

@@ -7,11 +7,12 @@
  *
  *   bash scripts/build-test.sh && node build-check/bench/queue-latency.js [--quick]
  *
- * Writes bench/results/queue-latency.json (quick: quick-queue-latency.json) and prints a table.
+ * Writes bench/results/queue-latency.json (quick: .tmp/bench/quick-queue-latency.json) and prints a table.
  * Asserts nothing: timings only.
  */
 import { Queue } from 'bullmq';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -130,7 +131,8 @@ const meta = {
 };
 const out =
   process.env.QUEUE_LATENCY_OUT ??
-  fileURLToPath(new URL(`../../bench/results/${quick ? 'quick-' : ''}queue-latency.json`, import.meta.url));
+  fileURLToPath(new URL(quick ? '../../.tmp/bench/quick-queue-latency.json' : '../../bench/results/queue-latency.json', import.meta.url));
+mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, `${JSON.stringify({ meta, rows }, null, 2)}\n`);
 console.log(
   `${JOBS} jobs every 1 s for ${SECONDS} s; slot → handler start (ms), load ${meta.loadAverage.map((l) => l.toFixed(1)).join(' ')}`,

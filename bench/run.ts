@@ -3,11 +3,13 @@
  * regenerates BENCHMARKS.md with bench/results/overhead.svg.
  *
  *   npm run bench                      full run (several minutes)
- *   npm run bench -- --quick           smoke run, about 3 minutes; writes bench/results/quick-*.json
- *                                      and bench/results/quick-BENCHMARKS.md, never the full results
+ *   npm run bench -- --quick           smoke run, about 3 minutes; writes .tmp/bench/quick-*.json and
+ *                                      .tmp/bench/quick-BENCHMARKS.md (untracked), never the full results
  *   npm run bench -- --only overhead,takeover     some scenarios only (overhead, fleet, bullmq, takeover, transport, observability, queue, footprint,
  *                                      and the scale parts modes, probe, spread, failover, cost, coldstart; `scale` = all six, see bench/scale.ts)
  *   npm run bench -- --fleet-jobs 200,500         other fleet sizes
+ *   npm run bench -- --only transport --transport-rounds 500     more bursts per variant (default 50, quick 10): the
+ *                                      p99 of 50 bursts is their slowest one
  *   npm run bench -- --only footprint --footprint-minutes 3 --footprint-instances 5
  *                                      a shorter memory run (default 10 minutes, quick 1), on 5 instances
  *   npm run bench -- --report-only     re-render BENCHMARKS.md and the chart from bench/results/*.json
@@ -47,6 +49,8 @@ interface Settings {
   fleet: { jobs: number[]; seconds: number; instances: number; probe: boolean; probeSeconds: number; warmup: number; grace: number };
   takeover: { leasesMs: number[]; workMs: number; killAfterMs: number; waitNaive: boolean };
   footprint: { minutes?: number; instances?: number };
+  /** Bursts timed per variant of the script-transport scenario. */
+  transportRounds: number;
   scale: ScaleSettings;
   profileDir: string | undefined;
 }
@@ -91,6 +95,7 @@ function parseArgs(argv: string[]): Settings {
       ? { leasesMs: [5_000], workMs: 30_000, killAfterMs: 2_500, waitNaive: false }
       : { leasesMs: [5_000, 15_000, 30_000], workMs: 30_000, killAfterMs: 2_500, waitNaive: true },
     scale: quick ? SCALE_QUICK : SCALE_FULL,
+    transportRounds: value('--transport-rounds') === undefined ? (quick ? 10 : 50) : Number(value('--transport-rounds')),
     footprint: {
       minutes: value('--footprint-minutes') === undefined ? undefined : Number(value('--footprint-minutes')),
       instances: value('--footprint-instances') === undefined ? undefined : Number(value('--footprint-instances')),
@@ -103,7 +108,10 @@ const repoRoot = process.env.BENCH_ROOT
   ? `${process.env.BENCH_ROOT.replace(/\/$/, '')}/`
   : fileURLToPath(new URL('../../', import.meta.url));
 const buildRoot = fileURLToPath(new URL('../', import.meta.url));
-const resultsDir = `${repoRoot}bench/results`;
+const fullResultsDir = `${repoRoot}bench/results`;
+/** Where a quick (smoke) run writes: outside the tracked files, so that it never shows up as a change to commit. */
+const quickResultsDir = `${repoRoot}.tmp/bench`;
+let resultsDir = fullResultsDir;
 
 /**
  * The children run from a private copy of the compiled code: scripts/build-test.sh (run by
@@ -148,6 +156,7 @@ function readJson<T>(file: string): T | undefined {
 async function main(): Promise<void> {
   const settings = parseArgs(process.argv.slice(2));
   const prefix = settings.quick ? 'quick-' : '';
+  if (settings.quick) resultsDir = quickResultsDir;
   if (settings.reportOnly) {
     const saved =
       readJson<{ meta: RunMeta }>(`${resultsDir}/${prefix}overhead.json`) ??
@@ -262,7 +271,7 @@ async function main(): Promise<void> {
       save('takeover', takeover);
     }
     if (settings.only.has('transport')) {
-      results.transport = await runTransport(settings.quick ? { burst: 1_000, rounds: 10 } : { burst: 1_000, rounds: 50 });
+      results.transport = await runTransport({ burst: 1_000, rounds: settings.transportRounds });
       save('transport', results.transport);
     }
     const scaleParts = SCALE_PARTS.filter((part) => settings.only.has(part));
@@ -349,7 +358,7 @@ function carriedSections(mdPath: string): string {
   return kept.length > 0 ? `\n${kept.join('\n\n')}\n` : '';
 }
 
-/** Writes BENCHMARKS.md (quick: bench/results/quick-BENCHMARKS.md) and the chart; returns the Markdown path. */
+/** Writes BENCHMARKS.md (quick: .tmp/bench/quick-BENCHMARKS.md) and the chart; returns the Markdown path. */
 function writeReport(results: BenchResults, settings: Settings, prefix: string): string {
   // The report covers the latest results of every scenario (of this run, or of an earlier one
   // when this run skipped it).

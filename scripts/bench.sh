@@ -3,12 +3,13 @@
 #   1. scripts/setup.sh           dependencies, Redis + PostgreSQL, Prisma client, migrations,
 #                                 build-check/ (the bench starts its own redis-servers too)
 #   2. build-check/bench/run.js   extra arguments are passed through:
-#        --quick                  smoke run (about 3 min), results in bench/results/quick-*
+#        --quick                  smoke run (about 3 min), results in .tmp/bench/quick-* (untracked)
 #        --only a,b               scenarios: overhead, fleet, bullmq, takeover, transport,
 #                                 observability, queue, footprint; scale parts (bench/scale.ts):
 #                                 modes, probe, spread, failover, cost (`scale` = all five)
 #        --profile                V8 CPU profiles (scale probe: every instance, over the window)
 #        --fleet-jobs 200,500     fleet sizes
+#        --transport-rounds 500   bursts per variant of `transport` (default 50: its p99 is the slowest)
 # Exit code 0 whenever the scenarios ran: no timing is ever asserted.
 set -euo pipefail
 

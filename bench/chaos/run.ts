@@ -463,7 +463,6 @@ async function main(): Promise<number> {
       rawLogs: keptLogs,
     };
     mkdirSync(path.dirname(args.out), { recursive: true });
-    mkdirSync(path.dirname(args.out), { recursive: true });
     writeFileSync(args.out, `${JSON.stringify(result, null, 2)}\n`);
     log(`wrote ${args.out}; raw logs in ${keptLogs}`);
     return result.pass ? 0 : 1;

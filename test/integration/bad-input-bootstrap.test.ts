@@ -6,8 +6,7 @@
 import { Inject, Injectable, Module, Scope, type DynamicModule, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
-import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   DistributedCron,
   DistributedCronConfigError,
@@ -17,14 +16,10 @@ import {
   type DistributedCronModuleOptions,
 } from '../../src/index.js';
 import { logs } from '../support/app.js';
-import { createPrisma, redisUrl, uniqueName } from '../support/services.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName } from '../support/services.js';
 
-const redis = new Redis(redisUrl(), { maxRetriesPerRequest: 1 });
-const prisma = createPrisma();
-afterAll(async () => {
-  redis.disconnect();
-  await prisma.$disconnect();
-});
+const { prisma, redis } = integrationSetup({ closeApps: 'all', redis: { maxRetriesPerRequest: 1 } });
 
 const forRoot = (extra: Partial<DistributedCronModuleOptions> & { isGlobal?: boolean } = {}): DynamicModule =>
   DistributedCronModule.forRoot({ redis, prisma, timeZone: 'UTC', instanceId: uniqueName('bad-input'), ...extra });

@@ -7,22 +7,19 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
 import { parseAllDocuments } from 'yaml';
 import type { RunRecord } from '../../src/index.js';
 import { KeyBuilder } from '../../src/leasing/lease.store.js';
 import type { CliFixture, CliFixtureJob } from '../fixtures/cli/app.module.js';
 import { integrationSetup } from '../support/integration.setup.js';
-import { redisUrl, uniqueName, waitFor } from '../support/services.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BUILD = join(ROOT, '.tmp', `cli-build-${process.pid}`);
 const MAIN = join(BUILD, 'src/cli/main.js');
 const MODULE = join(BUILD, 'test/fixtures/cli/app.module.js');
 
-const { prisma, atEnd } = integrationSetup({ closeApps: 'all' });
-const redis = new Redis(redisUrl(), { maxRetriesPerRequest: 1 });
-atEnd(() => redis.disconnect());
+const { prisma, redis } = integrationSetup({ closeApps: 'all', redis: { maxRetriesPerRequest: 1 } });
 
 beforeAll(() => {
   // The CLI and the fixture, compiled as a user's app is (Nest needs tsc's decorator metadata).

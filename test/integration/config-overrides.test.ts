@@ -6,7 +6,6 @@
 import { Injectable, Module, type INestApplicationContext, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
-import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import {
   DistributedCron,
@@ -18,11 +17,9 @@ import {
 } from '../../src/index.js';
 import { logs } from '../support/app.js';
 import { integrationSetup } from '../support/integration.setup.js';
-import { redisUrl, uniqueName, waitFor } from '../support/services.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const { prisma, atEnd } = integrationSetup({ closeApps: 'all' });
-const redis = new Redis(redisUrl(), { maxRetriesPerRequest: 1 });
-atEnd(() => redis.disconnect());
+const { prisma, redis } = integrationSetup({ closeApps: 'all', redis: { maxRetriesPerRequest: 1 } });
 
 /** A job whose decorator says yearly; each run is counted. */
 function yearlyJob(name: string, runs: string[] = []): Type {

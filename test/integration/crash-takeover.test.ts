@@ -1,14 +1,12 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
 import { waitForRow } from '../support/faults-kit.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
+const { prisma, atEnd } = integrationSetup({ closeApps: 'all' });
 const instances: ChildInstance[] = [];
-afterAll(async () => {
-  await Promise.all(instances.map((i) => i.kill()));
-  await prisma.$disconnect();
-});
+atEnd(() => Promise.all(instances.map((i) => i.kill())));
 
 const LEASE_MS = 3_000;
 const RENEW_MS = 1_000;

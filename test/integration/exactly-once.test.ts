@@ -1,27 +1,26 @@
-import { afterAll, describe, expect, it } from 'vitest';
-import { closeAll, jobProvider, startApp, startFleet, type RunningApp } from '../support/app.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { describe, expect, it } from 'vitest';
+import { jobProvider, startApp, startFleet } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-afterAll(() => prisma.$disconnect());
+// One test per describe: the apps close after each.
+const { prisma, apps, closeApps } = integrationSetup();
 
 describe('three instances in one process, a job every second', () => {
-  let apps: RunningApp[] = [];
-  afterAll(() => closeAll(apps));
-
   it('runs every slot exactly once: one completed row and one side effect per slot, no slot missed', async () => {
     const name = uniqueName('every-second');
     const effects: Array<{ executionId: string; instance: string; scheduledAt: number; startedAt: number }> = [];
-    apps = await startFleet(3, name, '* * * * * *', { name, lease: '5s' }, (ctx, instance) => {
-      effects.push({ executionId: ctx.executionId, instance, scheduledAt: ctx.scheduledAt.getTime(), startedAt: Date.now() });
-    });
+    apps.push(
+      ...(await startFleet(3, name, '* * * * * *', { name, lease: '5s' }, (ctx, instance) => {
+        effects.push({ executionId: ctx.executionId, instance, scheduledAt: ctx.scheduledAt.getTime(), startedAt: Date.now() });
+      })),
+    );
 
     await waitFor(async () => (await prisma.distributedCronRun.count({ where: { jobName: name, status: 'completed' } })) >= 12, {
       timeoutMs: 30_000,
       message: '12 completed slots',
     });
-    await closeAll(apps);
-    apps = [];
+    await closeApps();
 
     const rows = await prisma.distributedCronRun.findMany({ where: { jobName: name }, orderBy: { scheduledAt: 'asc' } });
     // The first and last slots may straddle start-up and shutdown; the ones between must be perfect.
@@ -52,22 +51,21 @@ describe('three instances in one process, a job every second', () => {
 });
 
 describe('many jobs firing at the same second (batched claims and history writes)', () => {
-  let apps: RunningApp[] = [];
-  afterAll(() => closeAll(apps));
-
   it('runs each slot of each of 25 jobs exactly once across two instances', async () => {
     const prefix = uniqueName('batch');
     const names = Array.from({ length: 25 }, (_, i) => `${prefix}-${i}`);
     const effects: string[] = [];
-    apps = await Promise.all(
-      ['a', 'b'].map((instance) =>
-        startApp({
-          label: `${prefix}-${instance}`,
-          providers: names.map((name) =>
-            jobProvider('* * * * * *', { name, lease: '5s' }, (ctx) => void effects.push(ctx.executionId), instance),
-          ),
-        }),
-      ),
+    apps.push(
+      ...(await Promise.all(
+        ['a', 'b'].map((instance) =>
+          startApp({
+            label: `${prefix}-${instance}`,
+            providers: names.map((name) =>
+              jobProvider('* * * * * *', { name, lease: '5s' }, (ctx) => void effects.push(ctx.executionId), instance),
+            ),
+          }),
+        ),
+      )),
     );
     await waitFor(
       async () => (await prisma.distributedCronRun.count({ where: { jobName: { in: names }, status: 'completed' } })) >= 25 * 4,
@@ -76,8 +74,7 @@ describe('many jobs firing at the same second (batched claims and history writes
         message: 'four slots of every job',
       },
     );
-    await closeAll(apps);
-    apps = [];
+    await closeApps();
 
     const rows = await prisma.distributedCronRun.findMany({ where: { jobName: { in: names } } });
     expect(new Set(effects).size).toBe(effects.length);

@@ -3,16 +3,15 @@
  * one bad value in a shared batch, and a database that stops answering one instance.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { CronContext, DistributedCronOptions, PrismaClientLike } from '../../src/index.js';
 import { closeAll, jobProvider, startApp, type Handler, type RunningApp } from '../support/app.js';
 import { executionIdOf, faultyPrisma, gate, isCompleted, isWritten, keysOf, SQL, waitForRow } from '../support/faults-kit.js';
-import { createPrisma, databaseUrl, redisUrl, uniqueName, waitFor } from '../support/services.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { createPrisma, databaseUrl, uniqueName, waitFor } from '../support/services.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
-const prisma = createPrisma();
-const redis = new Redis(redisUrl());
+const { prisma, redis } = integrationSetup({ redis: true });
 let apps: RunningApp[] = [];
 let proxies: TcpProxy[] = [];
 const cleanups: Array<() => Promise<void>> = [];
@@ -23,10 +22,6 @@ afterEach(async () => {
   await Promise.all(proxies.map((p) => p.close()));
   proxies = [];
   for (const cleanup of cleanups.splice(0)) await cleanup();
-});
-afterAll(async () => {
-  redis.disconnect();
-  await prisma.$disconnect();
 });
 
 const row = (executionId: string) => prisma.distributedCronRun.findUnique({ where: { executionId } });

@@ -5,16 +5,16 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { CronContext, DistributedCronOptions } from '../../src/index.js';
 import { closeAll, jobProvider, startApp, startFleet, type Handler, type RunningApp } from '../support/app.js';
 import { executionIdOf, gate, keysOf } from '../support/faults-kit.js';
 import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
-import { createPrisma, redisUrl, startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
-const prisma = createPrisma();
-const redis = new Redis(redisUrl());
+const { prisma, redis } = integrationSetup({ redis: true });
 let apps: RunningApp[] = [];
 let instances: ChildInstance[] = [];
 let proxy: TcpProxy | undefined;
@@ -31,10 +31,6 @@ afterEach(async () => {
   for (const client of clients.splice(0)) client.disconnect();
   await server?.stop();
   server = undefined;
-});
-afterAll(async () => {
-  redis.disconnect();
-  await prisma.$disconnect();
 });
 
 const row = (executionId: string) => prisma.distributedCronRun.findUnique({ where: { executionId } });

@@ -3,24 +3,14 @@
  * the row says, and whether `recover: true` runs the execution again.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CronContext, DistributedCronOptions } from '../../src/index.js';
-import { closeAll, startFleet, type Handler, type RunningApp } from '../support/app.js';
+import { startFleet, type Handler, type RunningApp } from '../support/app.js';
 import { executionIdOf, isCompleted, keysOf, recentSlot, waitForRow } from '../support/faults-kit.js';
-import { createPrisma, redisUrl, uniqueName, waitFor } from '../support/services.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-const redis = new Redis(redisUrl());
-let apps: RunningApp[] = [];
-afterEach(async () => {
-  await closeAll(apps);
-  apps = [];
-});
-afterAll(async () => {
-  redis.disconnect();
-  await prisma.$disconnect();
-});
+const { prisma, redis, apps } = integrationSetup({ redis: true });
 
 const row = (executionId: string) => prisma.distributedCronRun.findUnique({ where: { executionId } });
 
@@ -44,8 +34,9 @@ function honouring(starts: Start[]): Handler {
 }
 
 async function fleet(count: number, options: DistributedCronOptions, handler: Handler) {
-  apps = await startFleet(count, options.name!, '0 0 1 1 *', options, handler, { sweepEvery: '200ms', shutdownTimeout: '300ms' });
-  return apps;
+  const started = await startFleet(count, options.name!, '0 0 1 1 *', options, handler, { sweepEvery: '200ms', shutdownTimeout: '300ms' });
+  apps.push(...started);
+  return started;
 }
 
 /** Two instances running `honouring`: the first is triggered for a recent slot; resolves once the run started. */
@@ -61,7 +52,7 @@ async function startedRun(prefix: string, options: Omit<DistributedCronOptions, 
 
 /** Shuts one instance down like SIGTERM (its running executions' signals abort after shutdownTimeout). */
 async function shutDown(app: RunningApp): Promise<void> {
-  apps = apps.filter((a) => a !== app);
+  if (apps.includes(app)) apps.splice(apps.indexOf(app), 1);
   await app.close();
 }
 

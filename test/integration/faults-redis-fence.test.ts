@@ -4,21 +4,19 @@
  */
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CronContext } from '../../src/index.js';
-import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
+import { jobProvider, startApp, type RunningApp } from '../support/app.js';
 import { isCompleted, recentSlot, recordRun, waitForRow, type RecordedRun } from '../support/faults-kit.js';
-import { createPrisma, startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
 
-const prisma = createPrisma();
-const apps: RunningApp[] = [];
+const { prisma, apps, atEnd } = integrationSetup({ closeApps: 'all' });
 const servers: TestRedisServer[] = [];
 const admins: Redis[] = [];
-afterAll(async () => {
-  await closeAll(apps);
+atEnd(async () => {
   for (const admin of admins) admin.disconnect();
   await Promise.all(servers.map((s) => s.stop()));
-  await prisma.$disconnect();
 });
 
 /** A client of the app under test: its errors are the app's to log. */

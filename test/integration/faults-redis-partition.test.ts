@@ -6,25 +6,26 @@
  */
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CronContext } from '../../src/index.js';
 import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
 import { recordRun, type RecordedRun } from '../support/faults-kit.js';
-import { createPrisma, startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
-const prisma = createPrisma();
+const { prisma, atEnd } = integrationSetup({ closeApps: 'all' });
+// Not the setup's apps: they close once the proxy lets them through again.
 const apps: RunningApp[] = [];
 let server: TestRedisServer | undefined;
 let proxy: TcpProxy | undefined;
 let admin: Redis | undefined;
-afterAll(async () => {
+atEnd(async () => {
   proxy?.resume();
   await closeAll(apps);
   await proxy?.close();
   admin?.disconnect();
   await server?.stop();
-  await prisma.$disconnect();
 });
 
 const LEASE_MS = 3_000;

@@ -3,21 +3,22 @@
  * SIGSTOP) and then carries on as if nothing happened. Its lease expired in Redis meanwhile.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { PrismaClientLike } from '../../src/index.js';
 import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
 import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
 import { isCompleted, isWritten, waitForRow } from '../support/faults-kit.js';
+import { integrationSetup } from '../support/integration.setup.js';
 import { createPrisma, uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
+const { prisma, atEnd } = integrationSetup({ closeApps: 'all' });
+// Not the setup's apps: the child processes go first.
 const apps: RunningApp[] = [];
 const instances: ChildInstance[] = [];
-afterAll(async () => {
+atEnd(async () => {
   for (const instance of instances) instance.process.kill('SIGCONT');
   await Promise.all(instances.map((i) => i.kill()));
   await closeAll(apps);
-  await prisma.$disconnect();
 });
 
 /** Blocks this thread (the event loop with it) for `ms`, like a long GC pause. */

@@ -4,20 +4,21 @@
  * neither take a live run away from its owner nor wait on a dead one for longer than its lease.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CronContext, DistributedCronOptions } from '../../src/index.js';
 import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
 import { recentSlot, recordRun, type RecordedRun } from '../support/faults-kit.js';
 import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
+const { prisma, atEnd } = integrationSetup({ closeApps: 'all' });
+// Not the setup's apps: the child processes go first.
 const apps: RunningApp[] = [];
 const instances: ChildInstance[] = [];
-afterAll(async () => {
+atEnd(async () => {
   await Promise.all(instances.map((i) => i.kill()));
   await closeAll(apps);
-  await prisma.$disconnect();
 });
 
 const LEASE_MS = 2_000;

@@ -4,8 +4,7 @@
  * fault happened "before" the test.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { CronContext, DistributedCronModuleOptions, DistributedCronOptions } from '../../src/index.js';
 import { closeAll, jobProvider, startApp, startFleet, type Handler, type RunningApp } from '../support/app.js';
 import {
@@ -19,10 +18,10 @@ import {
   waitForRow,
   type FaultyPrisma,
 } from '../support/faults-kit.js';
-import { createPrisma, redisUrl, uniqueName, waitFor } from '../support/services.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-const redis = new Redis(redisUrl());
+const { prisma, redis } = integrationSetup({ redis: true });
 let apps: RunningApp[] = [];
 const faulty: FaultyPrisma[] = [];
 const redisKeys: string[] = [];
@@ -34,10 +33,6 @@ afterEach(async () => {
   await closeAll(apps);
   apps = [];
   if (redisKeys.length > 0) await redis.del(...redisKeys.splice(0));
-});
-afterAll(async () => {
-  redis.disconnect();
-  await prisma.$disconnect();
 });
 
 const row = (executionId: string) => prisma.distributedCronRun.findUnique({ where: { executionId } });

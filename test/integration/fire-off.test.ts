@@ -1,14 +1,11 @@
-import { afterAll, describe, expect, it } from 'vitest';
-import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { describe, expect, it } from 'vitest';
+import { jobProvider, startApp } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-afterAll(() => prisma.$disconnect());
+const { prisma, apps } = integrationSetup({ closeApps: 'all' });
 
 describe("a job overridden with `fire: false` (fired elsewhere, e.g. by a CronJob's pods)", () => {
-  let apps: RunningApp[] = [];
-  afterAll(() => closeAll(apps));
-
   it('fires none of its slots here, but its sweep re-runs a run whose pod died (recover)', async () => {
     const name = uniqueName('fire-off');
     const ran: string[] = [];
@@ -17,7 +14,7 @@ describe("a job overridden with `fire: false` (fired elsewhere, e.g. by a CronJo
       providers: [jobProvider('* * * * * *', { name, lease: '1s', recover: true }, (ctx) => void ran.push(ctx.trigger), `${name}-app`)],
       module: { jobs: { [name]: { fire: false } }, sweepEvery: '200ms' },
     });
-    apps = [app];
+    apps.push(app);
     // A pod ran the slot 3 s ago and was killed: its row says running, no lease holds it.
     const scheduledAt = new Date(Math.floor(Date.now() / 1000) * 1000 - 3_000);
     const executionId = `${name}:${scheduledAt.toISOString()}`;

@@ -1,9 +1,9 @@
-import { afterAll, describe, expect, it } from 'vitest';
-import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { describe, expect, it } from 'vitest';
+import { jobProvider, startApp, type RunningApp } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-afterAll(() => prisma.$disconnect());
+const { prisma, apps } = integrationSetup({ closeApps: 'all' });
 
 const JOBS = 40;
 
@@ -29,13 +29,10 @@ async function fleet(count: number, prefix: string, ran: Map<string, string>): P
 }
 
 describe('who claims a slot first (three instances, 40 jobs every second)', () => {
-  let apps: RunningApp[] = [];
-  afterAll(() => closeAll(apps));
-
   it('runs each slot once, spread evenly over the instances, and keeps running every slot after one is stopped', async () => {
     const prefix = uniqueName('spread');
     const ran = new Map<string, string>();
-    apps = await fleet(3, prefix, ran);
+    apps.push(...(await fleet(3, prefix, ran)));
     // Slots of whole seconds after every instance has joined the member list (renewed every 2 s).
     const from = Math.ceil((Date.now() + 2_500) / 1000) * 1000;
     const seconds = 6;

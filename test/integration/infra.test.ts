@@ -5,10 +5,13 @@
  */
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 
-import { Prisma, type PrismaClient } from '../generated/prisma/client.js';
-import { createPrisma, databaseUrl, pingRedis, redisUrl, startRedisServer, uniqueName, waitFor } from '../support/services.js';
+import { Prisma } from '../generated/prisma/client.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { databaseUrl, pingRedis, redisUrl, startRedisServer, uniqueName, waitFor } from '../support/services.js';
+
+const { prisma } = integrationSetup({ closeApps: 'all' });
 
 function runData(executionId: string): Prisma.DistributedCronRunCreateInput {
   return {
@@ -35,16 +38,10 @@ describe('shared Redis', () => {
 });
 
 describe('distributed_cron_runs (migration + Prisma client)', () => {
-  let prisma: PrismaClient;
   const created: string[] = [];
-
-  beforeAll(() => {
-    prisma = createPrisma();
-  });
 
   afterAll(async () => {
     await prisma.distributedCronRun.deleteMany({ where: { executionId: { in: created } } });
-    await prisma.$disconnect();
   });
 
   it('exists with the columns, indexes and defaults of the model', async () => {

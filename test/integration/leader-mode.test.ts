@@ -1,17 +1,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { closeAll, jobProvider, startApp, startFleet, type RunningApp } from '../support/app.js';
 import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
-import { createPrisma, redisUrl, uniqueName, waitFor } from '../support/services.js';
-import { Redis } from 'ioredis';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-const redis = new Redis(redisUrl(), { maxRetriesPerRequest: 1 });
+const { prisma, redis, atEnd } = integrationSetup({ closeApps: 'all', redis: { maxRetriesPerRequest: 1 } });
 const children: ChildInstance[] = [];
-afterAll(async () => {
-  await Promise.all(children.map((child) => child.kill()));
-  await prisma.$disconnect();
-  redis.disconnect();
-});
+atEnd(() => Promise.all(children.map((child) => child.kill())));
 
 const LEASE_MS = 2_000;
 const RENEW_MS = 400;

@@ -9,12 +9,12 @@ import { context, trace, type Attributes } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { AggregationTemporality, MeterProvider, MetricReader, type MetricData } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DistributedCron, DistributedCronEvents, type CronContext, type RunFinishEvent, type RunRecord } from '../../src/index.js';
 import { METRICS } from '../../src/observability/metrics.catalog.js';
-import { createPrisma, redisUrl, uniqueName, waitFor } from '../support/services.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 import { promSum, startObservedApp, type ObservedApp } from '../observability/observed-app.js';
 
 class CollectingReader extends MetricReader {
@@ -75,8 +75,7 @@ class Listener {
 }
 
 let apps: ObservedApp[] = [];
-const redisClient = new Redis(redisUrl());
-const prisma = createPrisma();
+const { prisma, redis: redisClient, atEnd } = integrationSetup({ closeApps: 'all', redis: true });
 let rows: RunRecord[] = [];
 
 function otelPoints(metrics: MetricData[], name: string, job: string): Array<{ value: unknown; attributes: Attributes }> {
@@ -150,11 +149,9 @@ beforeAll(async () => {
   rows = (await Promise.all([A, B, C, D].map((jobName) => apps[0].cron.history({ jobName, limit: 1000 })))).flat();
 }, 60_000);
 
-afterAll(async () => {
+atEnd(async () => {
   await apps[0]?.cron.resume(A).catch(() => undefined);
   await Promise.all(apps.map((app) => app.close()));
-  redisClient.disconnect();
-  await prisma.$disconnect();
   await tracerProvider.shutdown();
   await meterProvider.shutdown();
 });

@@ -1,19 +1,15 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CronContext, FireOutcome, OverlapPolicy } from '../../src/index.js';
-import { closeAll, startFleet, type RunningApp } from '../support/app.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { startFleet, type RunningApp } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
 /**
  * Each policy with a run slower than the gap between slots. Slots are triggered by hand on
  * different instances and the handler is held open by the test, so the sequence is exact.
  */
 
-const prisma = createPrisma();
-let apps: RunningApp[] = [];
-afterEach(async () => {
-  await closeAll(apps);
-  apps = [];
-});
+const { prisma, apps } = integrationSetup();
 
 interface Recorder {
   starts: string[];
@@ -30,15 +26,17 @@ async function fleet(overlap: OverlapPolicy): Promise<{ name: string; rec: Recor
   const name = uniqueName(`overlap-${overlap}`);
   const rec: Recorder = { starts: [], ends: [], gates: new Map(), contexts: new Map() };
   // Never fires by itself during the test: every slot here is triggered explicitly.
-  apps = await startFleet(3, name, '0 0 1 1 *', { name, overlap, lease: '2s', renewEvery: '200ms' }, async (ctx) => {
-    rec.starts.push(ctx.executionId);
-    rec.contexts.set(ctx.executionId, ctx);
-    await new Promise<void>((resolve, reject) => {
-      rec.gates.set(ctx.executionId, resolve);
-      ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error));
-    });
-    rec.ends.push(ctx.executionId);
-  });
+  apps.push(
+    ...(await startFleet(3, name, '0 0 1 1 *', { name, overlap, lease: '2s', renewEvery: '200ms' }, async (ctx) => {
+      rec.starts.push(ctx.executionId);
+      rec.contexts.set(ctx.executionId, ctx);
+      await new Promise<void>((resolve, reject) => {
+        rec.gates.set(ctx.executionId, resolve);
+        ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error));
+      });
+      rec.ends.push(ctx.executionId);
+    })),
+  );
   return { name, rec, id: (n) => `${name}:${slot(n).toISOString().replace('.000Z', 'Z')}` };
 }
 

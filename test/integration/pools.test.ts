@@ -21,16 +21,17 @@ import {
 } from '../../src/index.js';
 import { closeAll, jobProvider, logs, startApp, type RunningApp } from '../support/app.js';
 import { QueueFleet } from '../support/queue-fleet.js';
-import { createPrisma, redisUrl, uniqueName, waitFor } from '../support/services.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { redisUrl, uniqueName, waitFor } from '../support/services.js';
 import { Redis } from 'ioredis';
 
-const prisma = createPrisma();
+const { prisma, atEnd } = integrationSetup({ closeApps: 'all' });
+// Not the setup's apps: the queue fleet stops first.
 const apps: RunningApp[] = [];
 const fleet = new QueueFleet();
-afterAll(async () => {
+atEnd(async () => {
   await fleet.stopAll();
   await closeAll(apps);
-  await prisma.$disconnect();
 });
 
 interface Interval {

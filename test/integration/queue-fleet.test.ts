@@ -1,14 +1,12 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { QueueFixtureConfig, QueueJobFixture } from '../fixtures/queue-instance.js';
 import { QueueFleet, type QueueEvent } from '../support/queue-fleet.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
+const { prisma, atEnd } = integrationSetup({ closeApps: 'all' });
 const fleet = new QueueFleet();
-afterAll(async () => {
-  await fleet.stopAll();
-  await prisma.$disconnect();
-});
+atEnd(() => fleet.stopAll());
 
 const name = uniqueName('qf');
 const TICK = `${name}-tick`;

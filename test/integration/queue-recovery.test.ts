@@ -3,21 +3,17 @@
  * job run on a worker, and a queue job that Redis lost is put back by the sweep and run once.
  */
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { NonRetryableError, type CronContext, type DistributedCronModuleOptions, type DistributedCronOptions } from '../../src/index.js';
-import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
-import { createPrisma, redisUrl, uniqueName, waitFor } from '../support/services.js';
+import { jobProvider, startApp } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { redisUrl, uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
+const { prisma, apps, atEnd } = integrationSetup({ closeApps: 'all' });
 // Another logical database than the default: BullMQ's connections must follow the app's client options.
 const DB_URL = `${redisUrl()}/5`;
 const admin = new Redis(DB_URL, { maxRetriesPerRequest: 1 });
-const apps: RunningApp[] = [];
-afterAll(async () => {
-  await closeAll(apps);
-  admin.disconnect();
-  await prisma.$disconnect();
-});
+atEnd(() => admin.disconnect());
 
 interface Ran {
   instance: string;

@@ -2,11 +2,9 @@
  * History retention on real PostgreSQL, in a database of its own (a pass deletes across every job
  * of the table, so it must not see other tests' rows), with two app instances sharing Redis.
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { DistributedCronConfigError } from '../../src/errors/distributed-cron-config.error.js';
 import type { DistributedCronModuleOptions } from '../../src/index.js';
 import { resolveRetention } from '../../src/history/retention.config.js';
@@ -14,39 +12,14 @@ import { HistoryRetention } from '../../src/history/retention.runner.js';
 import type { JobFlags } from '../../src/leasing/lease.store.js';
 import { jobProvider, logs, startApp } from '../support/app.js';
 import { integrationSetup } from '../support/integration.setup.js';
-import { createPrisma, databaseUrl, redisUrl, uniqueName, waitFor } from '../support/services.js';
+import { databaseUrl, redisUrl, uniqueName, waitFor } from '../support/services.js';
 
-const DB = 'distributed_cron_retention_test';
 const DAY = 86_400_000;
-const url = (() => {
-  const parsed = new URL(databaseUrl());
-  parsed.pathname = `/${DB}`;
-  return parsed.toString();
-})();
 
-const { apps } = integrationSetup();
-let prisma: ReturnType<typeof createPrisma>;
-
-beforeAll(async () => {
-  const admin = new pg.Client({ connectionString: databaseUrl() });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${DB}`);
-  } catch (error) {
-    if ((error as { code?: string }).code !== '42P04') throw error; // already there
-  } finally {
-    await admin.end();
-  }
-  await promisify(execFile)('node', ['scripts/migrate.mjs'], { env: { ...process.env, DATABASE_URL: url } });
-  prisma = createPrisma(url);
-}, 60_000);
+const { prisma, apps } = integrationSetup({ ownDatabase: true });
 
 beforeEach(async () => {
   await prisma.$executeRawUnsafe('TRUNCATE distributed_cron_runs');
-});
-
-afterAll(async () => {
-  await prisma?.$disconnect();
 });
 
 interface Seed {
@@ -169,7 +142,7 @@ describe('history retention', () => {
       ...Array.from({ length: 1_249 }, (): Seed => ({ fate: 'drop', status: 'completed', age: 40 })),
       { fate: 'keep', status: 'completed', age: 1 },
     ]);
-    const locker = new pg.Client({ connectionString: url });
+    const locker = new pg.Client({ connectionString: databaseUrl() });
     await locker.connect();
     try {
       await locker.query('BEGIN');

@@ -3,20 +3,16 @@
  * handlers, an API instance (`none`) runs nothing on its own but its trigger() runs on a worker.
  * Bad `role`, `queues` and `queue` values fail bootstrap with the option named.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DistributedCronConfigError, type CronContext, type DistributedCronModuleOptions } from '../../src/index.js';
 import { fileURLToPath } from 'node:url';
 import type { QueueFixtureConfig, QueueJobFixture } from '../fixtures/queue-instance.js';
-import { closeAll, jobProvider, logs, startApp, type RunningApp } from '../support/app.js';
+import { jobProvider, logs, startApp } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
 import { QueueFleet } from '../support/queue-fleet.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-const apps: RunningApp[] = [];
-afterAll(async () => {
-  await closeAll(apps);
-  await prisma.$disconnect();
-});
+const { prisma, apps } = integrationSetup({ closeApps: 'all' });
 
 interface Ran {
   instance: string;

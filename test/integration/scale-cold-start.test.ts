@@ -1,16 +1,16 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
+const { prisma, atEnd } = integrationSetup({ closeApps: 'all' });
 const children: ChildInstance[] = [];
 let prefix = '';
 let passed = false;
-afterAll(async () => {
+atEnd(async () => {
   await Promise.all(children.map((child) => child.kill()));
   // Tens of thousands of rows per run: not left to slow the next runs down (kept when it failed, to look at).
   if (passed) await prisma.distributedCronRun.deleteMany({ where: { jobName: { startsWith: prefix } } });
-  await prisma.$disconnect();
 });
 
 const INSTANCES = 5;

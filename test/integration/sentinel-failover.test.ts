@@ -5,19 +5,15 @@
  * and every slot meanwhile is recorded `skipped_overlap` although nothing runs.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, describe, expect, it } from 'vitest';
-import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
+import { describe, expect, it } from 'vitest';
+import { jobProvider, startApp } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
 import { startSentinel, type SentinelSetup } from '../support/sentinel.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-const apps: RunningApp[] = [];
+const { prisma, apps, atEnd } = integrationSetup({ closeApps: 'all' });
 let sentinel: SentinelSetup | undefined;
-afterAll(async () => {
-  await closeAll(apps);
-  await sentinel?.stop();
-  await prisma.$disconnect();
-});
+atEnd(() => sentinel?.stop());
 
 const LEASE_MS = 4_000;
 

@@ -1,15 +1,11 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { PrismaClientLike } from '../../src/index.js';
-import { closeAll, jobProvider, logs, startApp, type RunningApp } from '../support/app.js';
+import { jobProvider, logs, startApp } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
 import { isWritten, waitForRow } from '../support/faults-kit.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-const apps: RunningApp[] = [];
-afterAll(async () => {
-  await closeAll(apps);
-  await prisma.$disconnect();
-});
+const { prisma, apps } = integrationSetup({ closeApps: 'all' });
 
 /** A PrismaClient whose writes take `delayMs` longer, like a database under load. */
 function slow(delayMs: number): PrismaClientLike {

@@ -1,14 +1,10 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { PrismaClientLike } from '../../src/index.js';
-import { closeAll, jobProvider, startApp, type RunningApp } from '../support/app.js';
-import { createPrisma, uniqueName, waitFor } from '../support/services.js';
+import { jobProvider, startApp } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
 
-const prisma = createPrisma();
-const apps: RunningApp[] = [];
-afterAll(async () => {
-  await closeAll(apps);
-  await prisma.$disconnect();
-});
+const { prisma, apps } = integrationSetup({ closeApps: 'all' });
 
 /** A PrismaClient whose UPDATEs (a run's result) take `delayMs` longer, like a database under load. */
 function slowResults(delayMs: number): PrismaClientLike {

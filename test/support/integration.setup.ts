@@ -1,14 +1,16 @@
 /**
  * The per-file set-up of an integration test: one Prisma client for the test's own queries, the
- * apps the tests start, and optionally a fake Slack webhook, all closed by vitest hooks.
+ * apps the tests start, and optionally a Redis client on the shared Redis and a fake Slack
+ * webhook, all closed by vitest hooks.
  *
  *   const { prisma, apps, closeApps } = integrationSetup();
  *   apps.push(...(await startFleet(3, name, '* * * * * *', { name }, handler)));
  */
+import { Redis, type RedisOptions } from 'ioredis';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { closeAll, type RunningApp } from './app.js';
 import { createMigratedDatabase, type ScratchDatabase } from './scratch-database.js';
-import { createPrisma } from './services.js';
+import { createPrisma, redisUrl } from './services.js';
 import { startFakeSlack, type FakeSlack } from './slack.js';
 
 export interface IntegrationSetupOptions {
@@ -23,6 +25,11 @@ export interface IntegrationSetupOptions {
    * 10 minutes"), and other files' sweeps would close theirs. @default false
    */
   ownDatabase?: boolean;
+  /**
+   * A Redis client on the shared Redis for the test's own commands (see `redis`), made at once with
+   * these options (`true`: ioredis' defaults) and disconnected after the file. @default false
+   */
+  redis?: boolean | RedisOptions;
 }
 
 export interface IntegrationSetup {
@@ -33,6 +40,8 @@ export interface IntegrationSetup {
   closeApps: () => Promise<void>;
   /** The fake Slack webhook; usable from `beforeAll` on (only with `slack: true`). */
   readonly slack: FakeSlack;
+  /** The file's Redis client on the shared Redis (only with `redis`). */
+  readonly redis: Redis;
   /** Runs `stop` after the file's tests, after the apps are closed and before Prisma disconnects. */
   atEnd: (stop: () => unknown) => void;
 }
@@ -41,7 +50,18 @@ export function integrationSetup({
   closeApps: when = 'each',
   slack: withSlack = false,
   ownDatabase = false,
+  redis: redisOptions = false,
 }: IntegrationSetupOptions = {}): IntegrationSetup {
+  const redisClient =
+    redisOptions === false ? undefined : redisOptions === true ? new Redis(redisUrl()) : new Redis(redisUrl(), redisOptions);
+  // The client itself (apps take it as their own, and ioredis checks what it is given), or a handle that says what is missing.
+  const redis =
+    redisClient ??
+    new Proxy({} as Redis, {
+      get() {
+        throw new Error('integrationSetup: no Redis client in this file (pass the redis option)');
+      },
+    });
   let client = ownDatabase ? undefined : createPrisma();
   // With its own database, the client exists from beforeAll on; a handle taken at import time forwards to it.
   const prisma = new Proxy({} as ReturnType<typeof createPrisma>, {
@@ -87,6 +107,7 @@ export function integrationSetup({
     await closeApps();
     for (const stop of stops) await stop();
     await fakeSlack?.close();
+    redisClient?.disconnect();
     await client?.$disconnect();
     if (scratch) {
       if (sharedUrl === undefined) delete process.env.DATABASE_URL;
@@ -95,5 +116,5 @@ export function integrationSetup({
     }
   });
 
-  return { prisma, apps, closeApps, slack, atEnd: (stop) => void stops.push(stop) };
+  return { prisma, apps, closeApps, slack, redis, atEnd: (stop) => void stops.push(stop) };
 }
