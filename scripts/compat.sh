@@ -43,6 +43,8 @@ prepare_tree() {
   (cd "$dir" && rm -rf src test prisma scripts build-check dist .tmp tsconfig*.json vitest.config.ts prisma.config.ts)
   cp -r src test prisma scripts "$dir"/
   rm -rf "$dir/test/generated"
+  # Tests of the repository itself rather than of the peers (rows.mjs excludedTests).
+  "${rows_cli[@]}" excluded-tests | while read -r f; do rm -f "$dir/$f"; done
   cp tsconfig*.json vitest.config.ts prisma.config.ts "$dir"/
   if [[ -n "$overlay" ]]; then
     cp -r "scripts/compat/overlays/$overlay/." "$dir"/
