@@ -7,6 +7,7 @@ import {
   DISTRIBUTED_CRON_JOB_BIRTHS,
   DISTRIBUTED_CRON_LEASE_STORE,
   DISTRIBUTED_CRON_RUN_HISTORY,
+  SHARED_PART_PROVIDERS,
   STORE_PROVIDERS,
 } from './distributed-cron.providers.js';
 import { DistributedCronRuntime } from './distributed-cron.runtime.js';
@@ -30,6 +31,7 @@ import { DistributedCronObservability } from './observability.provider.js';
   imports: [DiscoveryModule],
   providers: [
     ...STORE_PROVIDERS,
+    ...SHARED_PART_PROVIDERS,
     DistributedCronRuntime,
     DistributedCronExplorer,
     DistributedCronService,

@@ -1,9 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { AlertDispatcher } from '../alerting/alert.dispatcher.js';
 import type { ModuleConfig } from '../config/module.config.js';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import type { JobExecutor } from '../execution/job.executor.js';
-import { ResourcePools } from '../execution/resource.pool.js';
 import type { JobBirths } from '../history/job-births.js';
 import type { RunHistory } from '../history/run-history.js';
 import { resolveRetention, type RetentionConfig } from '../history/retention.config.js';
@@ -11,9 +9,7 @@ import type { CoordinationSlices, FailureStreaks, JobFlags, LeaderStore, LeaseSt
 import type { LeaderElector } from '../leasing/leader.elector.js';
 import type { JobTimer } from '../scheduling/job.timer.js';
 import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
-import { hooksSubscriber } from '../observability/hooks.subscriber.js';
 import { resolveObservability, type ObservabilitySettings } from '../observability/observability.options.js';
-import { RunEventSink } from '../observability/run-event.sink.js';
 import {
   DISTRIBUTED_CRON_CONFIG,
   DISTRIBUTED_CRON_JOB_BIRTHS,
@@ -37,7 +33,6 @@ export class DistributedCronRuntime {
   readonly logger = new Logger(LOGGER_CONTEXT);
   readonly instanceId: string;
   readonly clock: () => number;
-  readonly alerts: AlertDispatcher;
   readonly shutdownTimeoutMs: number;
   readonly sweepEveryMs: number;
   readonly auditPlainSchedules: boolean;
@@ -47,16 +42,12 @@ export class DistributedCronRuntime {
   readonly retention: RetentionConfig | undefined;
   readonly jobs = new Map<string, MountedJob>();
   readonly options: DistributedCronModuleOptions;
-  /** Where every job reports its runs; hooks, metrics, traces and heartbeats subscribe to it. */
-  readonly events: RunEventSink;
   /** The options `metrics`, `tracing` and `heartbeat`, checked. */
   readonly observability: ObservabilitySettings;
   /** `mode: 'leader'`: the leadership's timing; undefined in the default mode. */
   readonly leaderTiming: ModuleConfig['leader'];
   /** `mode: 'leader'`: this instance's part in the election, once it fires slots. */
   elector: LeaderElector | undefined;
-  /** The resource pools (module option `pools`) that this instance's jobs share. */
-  readonly pools: ResourcePools;
   /** The coordination slices beside the leases (module option `stores`). */
   readonly retryLine: RetryLine;
   readonly flags: JobFlags;
@@ -74,13 +65,6 @@ export class DistributedCronRuntime {
     this.options = config.options;
     this.instanceId = config.instanceId;
     this.clock = config.clock;
-    this.alerts = new AlertDispatcher(
-      config.options.alerter,
-      slices.streaks,
-      { dedupMs: config.dedupMs, escalateAfter: config.escalateAfter },
-      this.clock,
-      this.logger,
-    );
     this.sweepEveryMs = config.sweepEveryMs;
     this.shutdownTimeoutMs = config.shutdownTimeoutMs;
     this.auditPlainSchedules = config.auditPlainSchedules;
@@ -88,8 +72,5 @@ export class DistributedCronRuntime {
     this.retention = resolveRetention(config.options);
     this.observability = resolveObservability(config.options);
     this.leaderTiming = config.leader;
-    this.events = new RunEventSink(this.logger);
-    this.pools = new ResourcePools(config.pools);
-    if (config.options.hooks) this.events.subscribe(hooksSubscriber(config.options.hooks));
   }
 }

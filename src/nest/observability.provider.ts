@@ -4,6 +4,7 @@ import { DistributedCronConfigError } from '../errors/distributed-cron-config.er
 import { DistributedCronRuntime } from './distributed-cron.runtime.js';
 import { HeartbeatPinger } from '../observability/heartbeat.pinger.js';
 import { emitterSubscriber, type EmitterLike } from '../observability/hooks.subscriber.js';
+import { RunEventSink } from '../observability/run-event.sink.js';
 import { MetricsSubscriber } from '../observability/metrics.subscriber.js';
 import { openTelemetryMetricsBackend } from '../observability/otel-metrics.backend.js';
 import { OpenTelemetryTracingSubscriber } from '../observability/otel-tracing.subscriber.js';
@@ -37,16 +38,17 @@ export class DistributedCronObservability implements OnModuleInit, OnApplication
 
   constructor(
     private readonly runtime: DistributedCronRuntime,
+    private readonly events: RunEventSink,
     private readonly moduleRef: ModuleRef,
   ) {
     this.since = runtime.clock();
   }
 
   async onModuleInit(): Promise<void> {
-    const { runtime } = this;
+    const { runtime, events } = this;
     const settings = runtime.observability;
     const emitter = await this.eventEmitter();
-    if (emitter) this.unsubscribe.push(runtime.events.subscribe(emitterSubscriber(emitter)));
+    if (emitter) this.unsubscribe.push(events.subscribe(emitterSubscriber(emitter)));
 
     const jobOf = (name: string) => runtime.jobs.get(name)?.executor.job;
     if (settings.prometheus || settings.openTelemetryMetrics) {
@@ -66,15 +68,15 @@ export class DistributedCronObservability implements OnModuleInit, OnApplication
         const api = await peer(() => import('@opentelemetry/api'), 'metrics.openTelemetry', '@opentelemetry/api');
         metrics.attach(openTelemetryMetricsBackend(api, settings.openTelemetryMetrics.meterProvider, metrics.gauges));
       }
-      this.unsubscribe.push(runtime.events.subscribe(metrics));
+      this.unsubscribe.push(events.subscribe(metrics));
     }
     if (settings.tracing) {
       const api = await peer(() => import('@opentelemetry/api'), 'tracing', '@opentelemetry/api');
-      this.unsubscribe.push(runtime.events.subscribe(new OpenTelemetryTracingSubscriber(api, settings.tracing.tracerProvider, jobOf)));
+      this.unsubscribe.push(events.subscribe(new OpenTelemetryTracingSubscriber(api, settings.tracing.tracerProvider, jobOf)));
     }
     // Jobs are mounted beside this hook: their heartbeat URLs are looked up per run.
     this.heartbeats = new HeartbeatPinger((name) => jobOf(name)?.heartbeatUrl, settings.heartbeatTimeoutMs, runtime.logger);
-    this.unsubscribe.push(runtime.events.subscribe(this.heartbeats));
+    this.unsubscribe.push(events.subscribe(this.heartbeats));
   }
 
   async onApplicationShutdown(): Promise<void> {
