@@ -17,6 +17,7 @@ import { DistributedCronConfigError } from '../errors/distributed-cron-config.er
 import { checkOverriddenJobsExist, resolveJobConfig } from '../config/job.config.js';
 import { JobExecutor } from '../execution/job.executor.js';
 import { ResourcePools } from '../execution/resource.pool.js';
+import { RunSweeper } from '../execution/run.sweeper.js';
 import { AlertDispatcher } from '../alerting/alert.dispatcher.js';
 import { RunEventSink } from '../observability/run-event.sink.js';
 import { claimAheadMs, JobTimer } from '../scheduling/job.timer.js';
@@ -56,6 +57,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
     private readonly alerts: AlertDispatcher,
     private readonly events: RunEventSink,
     private readonly pools: ResourcePools,
+    private readonly sweeper: RunSweeper,
     @Optional() private readonly schedulerRegistry?: SchedulerRegistry,
   ) {}
 
@@ -63,7 +65,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
     const { runtime } = this;
     this.refuseSecondImport();
     const topology = new Topology(runtime);
-    this.orchestrator = new DistributedCronOrchestrator(runtime, topology);
+    this.orchestrator = new DistributedCronOrchestrator(runtime, topology, this.sweeper);
     const sources = new Map<string, string>();
     for (const found of this.methods()) {
       const method = (found.instance as Record<string, unknown>)[found.methodName] as (ctx: CronContext) => unknown;

@@ -1,14 +1,13 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { ModuleConfig } from '../config/module.config.js';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
-import type { JobExecutor } from '../execution/job.executor.js';
 import type { JobBirths } from '../history/job-births.js';
 import type { RunHistory } from '../history/run-history.js';
 import { resolveRetention, type RetentionConfig } from '../history/retention.config.js';
 import type { CoordinationSlices, FailureStreaks, JobFlags, LeaderStore, LeaseStore, RetryLine } from '../leasing/lease.store.js';
 import type { LeaderElector } from '../leasing/leader.elector.js';
-import type { JobTimer } from '../scheduling/job.timer.js';
 import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
+import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from './job.registry.js';
 import { resolveObservability, type ObservabilitySettings } from '../observability/observability.options.js';
 import {
   DISTRIBUTED_CRON_CONFIG,
@@ -18,11 +17,7 @@ import {
   DISTRIBUTED_CRON_STORE_SLICES,
 } from './distributed-cron.providers.js';
 
-/** A scheduled job on this instance. */
-export interface MountedJob {
-  readonly executor: JobExecutor;
-  readonly timer: JobTimer;
-}
+export type { MountedJob } from './job.registry.js';
 
 /**
  * Everything one module instance owns: validated options, stores and its jobs. Nothing lives at
@@ -40,7 +35,6 @@ export class DistributedCronRuntime {
   readonly scheduling: boolean;
   /** The module option `retention`, checked; undefined: rows are kept. */
   readonly retention: RetentionConfig | undefined;
-  readonly jobs = new Map<string, MountedJob>();
   readonly options: DistributedCronModuleOptions;
   /** The options `metrics`, `tracing` and `heartbeat`, checked. */
   readonly observability: ObservabilitySettings;
@@ -60,6 +54,7 @@ export class DistributedCronRuntime {
     @Inject(DISTRIBUTED_CRON_RUN_HISTORY) readonly history: RunHistory,
     @Inject(DISTRIBUTED_CRON_JOB_BIRTHS) readonly births: JobBirths,
     @Inject(DISTRIBUTED_CRON_STORE_SLICES) slices: CoordinationSlices,
+    @Inject(DISTRIBUTED_CRON_JOBS) readonly jobs: JobRegistry,
   ) {
     ({ retryLine: this.retryLine, flags: this.flags, streaks: this.streaks, leader: this.leader } = slices);
     this.options = config.options;

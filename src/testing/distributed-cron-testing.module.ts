@@ -7,6 +7,7 @@ import { LOGGER_CONTEXT } from '../nest/distributed-cron.constants.js';
 import { RunEventSink } from '../observability/run-event.sink.js';
 import { resolvePools } from '../config/module.config.js';
 import { ResourcePools } from '../execution/resource.pool.js';
+import { RunSweeper } from '../execution/run.sweeper.js';
 import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { CronTestController } from './cron-test.controller.js';
@@ -75,7 +76,7 @@ export function testingRuntime(options: DistributedCronTestingOptions, clock: Te
   return runtime;
 }
 
-/** The alert dispatcher, event sink and pools the jobs share, as `DistributedCronModule` provides them. */
+/** The alert dispatcher, event sink, pools and sweeper the jobs share, as `DistributedCronModule` provides them. */
 function testingParts(): Provider[] {
   return [
     {
@@ -88,6 +89,13 @@ function testingParts(): Provider[] {
     {
       provide: RunEventSink,
       useFactory: (runtime: DistributedCronRuntime) => new RunEventSink(runtime.logger),
+      inject: [DistributedCronRuntime],
+    },
+    // Built, never started: the testing explorer starts no sweep.
+    {
+      provide: RunSweeper,
+      useFactory: ({ jobs, history, leases, logger, clock, instanceId, sweepEveryMs }: DistributedCronRuntime) =>
+        new RunSweeper({ jobs, history, leases, logger, clock, instanceId }, sweepEveryMs),
       inject: [DistributedCronRuntime],
     },
     {
