@@ -9,6 +9,8 @@ import { resolvePools } from '../config/module.config.js';
 import { ResourcePools } from '../execution/resource.pool.js';
 import { RunSweeper } from '../execution/run.sweeper.js';
 import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
+import { DISTRIBUTED_CRON_RUN_HISTORY } from '../nest/distributed-cron.providers.js';
+import { DISTRIBUTED_CRON_JOBS } from '../nest/job.registry.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { CronTestController } from './cron-test.controller.js';
 import { InMemoryLeaseStore } from './in-memory-lease.store.js';
@@ -76,7 +78,7 @@ export function testingRuntime(options: DistributedCronTestingOptions, clock: Te
   return runtime;
 }
 
-/** The alert dispatcher, event sink, pools and sweeper the jobs share, as `DistributedCronModule` provides them. */
+/** The alert dispatcher, event sink, pools, sweeper, run history and job registry the jobs share, as `DistributedCronModule` provides them. */
 function testingParts(): Provider[] {
   return [
     {
@@ -91,6 +93,13 @@ function testingParts(): Provider[] {
       useFactory: (runtime: DistributedCronRuntime) => new RunEventSink(runtime.logger),
       inject: [DistributedCronRuntime],
     },
+    // The stores and the registry by their tokens, as `DistributedCronModule` provides them.
+    {
+      provide: DISTRIBUTED_CRON_RUN_HISTORY,
+      useFactory: (runtime: DistributedCronRuntime) => runtime.history,
+      inject: [DistributedCronRuntime],
+    },
+    { provide: DISTRIBUTED_CRON_JOBS, useFactory: (runtime: DistributedCronRuntime) => runtime.jobs, inject: [DistributedCronRuntime] },
     // Built, never started: the testing explorer starts no sweep.
     {
       provide: RunSweeper,
