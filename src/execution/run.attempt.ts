@@ -9,7 +9,7 @@ import type { HeldLease } from '../leasing/lease.store.js';
 import type { FinalStatus } from '../history/run-history.js';
 import { doubling, retryDelay } from '../config/backoff.js';
 import type { JobConfig } from '../config/job.config.js';
-import type { ExecutorContext } from './executor.context.js';
+import type { ExecutorContext, ExecutorDeps } from './executor.context.js';
 import { decideOutcome, type HandlerEnd } from './run.outcome.js';
 import type { RunScope } from '../observability/run-event.sink.js';
 import { unitToRun } from './pool.gate.js';
@@ -285,7 +285,9 @@ async function slowerThan(work: Promise<unknown>, ms: number): Promise<boolean> 
  * so nobody re-runs or closes the execution meanwhile. True when the row now says this result.
  */
 async function recordFinish(
-  ctx: ExecutorContext,
+  ctx: Pick<ExecutorContext, 'job' | 'db' | 'stopping' | 'alertFailure'> & {
+    readonly deps: Pick<ExecutorDeps, 'history' | 'clock' | 'logger'>;
+  },
   executionId: string,
   lease: HeldLease,
   status: FinalStatus,
