@@ -8,7 +8,6 @@ import type { CoordinationSlices, FailureStreaks, JobFlags, LeaderStore, LeaseSt
 import type { LeaderElector } from '../leasing/leader.elector.js';
 import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
 import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from './job.registry.js';
-import { resolveObservability, type ObservabilitySettings } from '../observability/observability.options.js';
 import {
   DISTRIBUTED_CRON_CONFIG,
   DISTRIBUTED_CRON_JOB_BIRTHS,
@@ -36,8 +35,6 @@ export class DistributedCronRuntime {
   /** The module option `retention`, checked; undefined: rows are kept. */
   readonly retention: RetentionConfig | undefined;
   readonly options: DistributedCronModuleOptions;
-  /** The options `metrics`, `tracing` and `heartbeat`, checked. */
-  readonly observability: ObservabilitySettings;
   /** `mode: 'leader'`: the leadership's timing; undefined in the default mode. */
   readonly leaderTiming: ModuleConfig['leader'];
   /** `mode: 'leader'`: this instance's part in the election, once it fires slots. */
@@ -65,7 +62,6 @@ export class DistributedCronRuntime {
     this.auditPlainSchedules = config.auditPlainSchedules;
     this.scheduling = config.scheduling;
     this.retention = resolveRetention(config.options);
-    this.observability = resolveObservability(config.options);
     this.leaderTiming = config.leader;
   }
 }

@@ -67,7 +67,6 @@ export function testingRuntime(options: DistributedCronTestingOptions, clock: Te
     // No history table to trim.
     retention: undefined,
     jobs: new Map(),
-    observability: { prometheus: false, openTelemetryMetrics: false, tracing: false, heartbeatTimeoutMs: 5_000 },
     // Only `timeZone`, `jobDefaults` and `pools` are read once the stores exist; there is no Redis or PostgreSQL.
     options: {
       timeZone: options.timeZone ?? 'UTC',
