@@ -17,11 +17,9 @@ import { DistributedCronConfigError } from '../errors/distributed-cron-config.er
 import { checkOverriddenJobsExist, resolveJobConfig } from '../config/job.config.js';
 import { JobExecutor } from '../execution/job.executor.js';
 import { ResourcePools } from '../execution/resource.pool.js';
-import { RunSweeper } from '../execution/run.sweeper.js';
 import { AlertDispatcher } from '../alerting/alert.dispatcher.js';
 import { RunEventSink } from '../observability/run-event.sink.js';
 import { claimAheadMs, JobTimer } from '../scheduling/job.timer.js';
-import { Topology } from './instance.topology.js';
 import { DistributedCronOrchestrator } from './distributed-cron.orchestrator.js';
 import { registerInSchedulerRegistry } from './scheduler-registry.bridge.js';
 
@@ -57,15 +55,16 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
     private readonly alerts: AlertDispatcher,
     private readonly events: RunEventSink,
     private readonly pools: ResourcePools,
-    private readonly sweeper: RunSweeper,
+    private readonly mountedBy: DistributedCronOrchestrator,
     @Optional() private readonly schedulerRegistry?: SchedulerRegistry,
   ) {}
 
   onModuleInit(): void {
     const { runtime } = this;
     this.refuseSecondImport();
-    const topology = new Topology(runtime);
-    this.orchestrator = new DistributedCronOrchestrator(runtime, topology, this.sweeper);
+    // Set here, not in the constructor: an explorer whose jobs were never mounted stops nothing.
+    this.orchestrator = this.mountedBy;
+    const { topology } = this.orchestrator;
     const sources = new Map<string, string>();
     for (const found of this.methods()) {
       const method = (found.instance as Record<string, unknown>)[found.methodName] as (ctx: CronContext) => unknown;

@@ -13,6 +13,7 @@ import {
 import { DistributedCronRuntime } from './distributed-cron.runtime.js';
 import { DistributedCronService } from './distributed-cron.service.js';
 import { DistributedCronObservability } from './observability.provider.js';
+import { ORCHESTRATION_PROVIDERS } from './orchestration.providers.js';
 
 /**
  * Runs `@DistributedCron` methods once per slot across every instance of the app.
@@ -33,6 +34,7 @@ import { DistributedCronObservability } from './observability.provider.js';
     ...STORE_PROVIDERS,
     ...SHARED_PART_PROVIDERS,
     DistributedCronRuntime,
+    ...ORCHESTRATION_PROVIDERS,
     DistributedCronExplorer,
     DistributedCronService,
     DistributedCronObservability,

@@ -11,6 +11,7 @@ import { RunSweeper } from '../execution/run.sweeper.js';
 import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
 import { DISTRIBUTED_CRON_RUN_HISTORY } from '../nest/distributed-cron.providers.js';
 import { DISTRIBUTED_CRON_JOBS } from '../nest/job.registry.js';
+import { ORCHESTRATION_PROVIDERS } from '../nest/orchestration.providers.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { CronTestController } from './cron-test.controller.js';
 import { InMemoryLeaseStore } from './in-memory-lease.store.js';
@@ -139,6 +140,7 @@ export class DistributedCronTestingModule {
         { provide: TestClock, useFactory: (o: DistributedCronTestingOptions) => o.clock ?? new TestClock(), inject: [TESTING_OPTIONS] },
         { provide: DistributedCronRuntime, useFactory: testingRuntime, inject: [TESTING_OPTIONS, TestClock] },
         ...testingParts(),
+        ...ORCHESTRATION_PROVIDERS,
         TestingExplorer,
         DistributedCronService,
         CronTestController,
