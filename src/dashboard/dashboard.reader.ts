@@ -1,12 +1,13 @@
 /**
- * What the dashboard shows, read from the module's runtime: jobs with their schedule, state and
+ * What the dashboard shows, read from the module's jobs, clock, leases and run history: jobs with their schedule, state and
  * leases, the timeline, history pages and chart data. Reads only: every action goes through
  * DistributedCronService.
  */
 import { withDeadline } from '../promise.deadline.js';
 import type { RunRecord, RunStatus } from '../distributed-cron.interfaces.js';
 import type { LeaseState, LeaseStore, LeaseView } from '../leasing/lease.store.js';
-import type { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
+import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
+import type { JobRegistry } from '../nest/job.registry.js';
 import type { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { PrismaRunReadModel } from '../history/prisma-read-model.js';
 import type { DayCount, HistoryPage, HistoryPageQuery, JobTimings, RunReadModel } from '../history/read-model.js';
@@ -64,13 +65,21 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined>
   ).catch(() => undefined);
 }
 
+/** What the dashboard reads of its module (the runtime has all of it). */
+export interface DashboardSource {
+  readonly options: Pick<DistributedCronModuleOptions, 'prisma' | 'timeZone'>;
+  readonly jobs: Pick<JobRegistry, 'get' | 'keys'>;
+  readonly clock: () => number;
+  readonly leases: LeaseStore;
+}
+
 export class DashboardReader {
   /** Every run-history read of the dashboard goes through the read model. */
   readonly queries: RunReadModel;
   private readonly cache = new Map<string, { until: number; value: Promise<unknown> }>();
 
   constructor(
-    private readonly runtime: DistributedCronRuntime,
+    private readonly runtime: DashboardSource,
     private readonly cron: DistributedCronService,
   ) {
     const { prisma } = runtime.options;

@@ -23,7 +23,10 @@ export function claimWaitMs(leaseMs: number): number {
  * for room, so that an instance with room claims first and wins the slot. Undefined: the job has
  * no pool, or no unit freed up in time (the claim goes ahead; the run start then decides).
  */
-export async function roomToClaim(ctx: ExecutorContext, trigger: RunTrigger): Promise<PoolUnit | undefined> {
+export async function roomToClaim(
+  ctx: Pick<ExecutorContext, 'pool' | 'job' | 'stopping'>,
+  trigger: RunTrigger,
+): Promise<PoolUnit | undefined> {
   const { pool } = ctx;
   // Queue-mode handlers run on workers: their pool is taken there, by the attempt.
   if (!pool || trigger !== 'schedule' || ctx.job.queue) return undefined;
@@ -54,7 +57,7 @@ export function releaseUnit(keeper: LeaseKeeper): void {
  * slot waits for room, holding (renewing) its lease. Undefined: go on.
  */
 export async function roomToStart(
-  ctx: ExecutorContext,
+  ctx: Pick<ExecutorContext, 'pool' | 'job' | 'stats' | 'notStarted' | 'lapsed' | 'stopping'>,
   slot: SlotInfo,
   executionId: string,
   keeper: LeaseKeeper,
@@ -94,7 +97,7 @@ export async function roomToStart(
  * or with shutdown, through `abort`; then this rejects with the signal's reason.
  */
 export async function unitToRun(
-  ctx: ExecutorContext,
+  ctx: Pick<ExecutorContext, 'pool' | 'stopping'>,
   keeper: LeaseKeeper,
   signal: AbortSignal,
   abort: (reason: Error) => void,

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FireOutcome, RunRecord, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
 import { describeError } from '../errors/error.redact.js';
-import type { ExecutorContext } from './executor.context.js';
+import type { ExecutorContext, ExecutorDeps } from './executor.context.js';
 import { SweepChecks, type StartAgain } from './sweep.checks.js';
 import type { LeaseKeeper } from '../leasing/lease.keeper.js';
 import type { QueueStep, StepResult } from '../topology/queue.step.js';
@@ -14,7 +14,10 @@ import { withDeadline } from '../promise.deadline.js';
  * when a worker picks it up, so a duplicate, late or re-delivered job runs nothing twice.
  */
 
-async function enqueue(ctx: ExecutorContext, step: Omit<QueueStep, 'jobName'>): Promise<boolean> {
+/** What putting a step on the job's queue reads of its executor context. */
+type Enqueuer = Pick<ExecutorContext, 'job' | 'historyTimeoutMs'> & { readonly deps: Pick<ExecutorDeps, 'queue' | 'logger'> };
+
+async function enqueue(ctx: Enqueuer, step: Omit<QueueStep, 'jobName'>): Promise<boolean> {
   try {
     if (!ctx.deps.queue) throw new Error('the queue is not connected');
     const { queue } = ctx.deps;
@@ -70,7 +73,7 @@ export async function handOff(
 }
 
 /** The sweep's start of an existing row, in queue mode: a step for a worker, never a run here. */
-export function enqueueAgain(ctx: ExecutorContext): StartAgain {
+export function enqueueAgain(ctx: Enqueuer): StartAgain {
   return async (row, _trigger, deadFence) => {
     const step: Omit<QueueStep, 'jobName'> =
       deadFence !== undefined
@@ -147,7 +150,12 @@ async function judge(ctx: ExecutorContext, row: RunRecord, step: QueueStep, star
  * `replay()` of a queue job: one replay step for a worker, once fleet-wide (a second caller of the
  * same attempt gets `lost`); resolves when the replayed attempt has finished.
  */
-export async function replayOnQueue(ctx: ExecutorContext, row: RunRecord): Promise<FireOutcome> {
+export async function replayOnQueue(
+  ctx: Pick<ExecutorContext, 'job' | 'historyTimeoutMs' | 'stopping'> & {
+    readonly deps: Pick<ExecutorDeps, 'queue' | 'logger' | 'flags' | 'history'>;
+  },
+  row: RunRecord,
+): Promise<FireOutcome> {
   const first = await ctx.deps.flags.once(ctx.job.name, `replay:${row.executionId}:${row.attempt}`, Math.max(ctx.job.leaseMs, 60_000));
   if (!first) return 'lost';
   if (!(await enqueue(ctx, { executionId: row.executionId, kind: 'replay', ref: row.attempt }))) return 'unavailable';

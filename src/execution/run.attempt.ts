@@ -8,7 +8,8 @@ import { MAX_TIMER_MS } from '../config/duration.parse.js';
 import type { HeldLease } from '../leasing/lease.store.js';
 import type { FinalStatus } from '../history/run-history.js';
 import { doubling, retryDelay } from '../config/backoff.js';
-import type { ExecutorContext } from './executor.context.js';
+import type { JobConfig } from '../config/job.config.js';
+import type { ExecutorContext, ExecutorDeps } from './executor.context.js';
 import { decideOutcome, type HandlerEnd } from './run.outcome.js';
 import type { RunScope } from '../observability/run-event.sink.js';
 import { unitToRun } from './pool.gate.js';
@@ -210,7 +211,7 @@ export async function execute(
   if (
     !leaseLost &&
     keeper.lease.on === 'lease' &&
-    (await slowerThan(finishing, untilNextSlotNear(ctx, trigger === 'schedule' ? slot.scheduledAt : undefined)))
+    (await slowerThan(finishing, untilNextSlotNear(ctx.job, ctx.deps.clock(), trigger === 'schedule' ? slot.scheduledAt : undefined)))
   ) {
     const sentAt = performance.now();
     const kept = await ctx.letGo(keeper.lease, succeeded);
@@ -255,9 +256,8 @@ export async function execute(
  * starting up) lets go at once, so that slot, waiting for the job, does not wait for its row too.
  * Other runs (retries, recoveries) count from now.
  */
-function untilNextSlotNear(ctx: ExecutorContext, scheduledAt: Date | undefined): number {
-  const now = ctx.deps.clock();
-  const claimAt = ctx.job.schedule.next(scheduledAt ?? new Date(now)).getTime() - claimAheadMs(ctx.job.overlap) - 50;
+function untilNextSlotNear(job: Pick<JobConfig, 'schedule' | 'overlap'>, now: number, scheduledAt: Date | undefined): number {
+  const claimAt = job.schedule.next(scheduledAt ?? new Date(now)).getTime() - claimAheadMs(job.overlap) - 50;
   return Math.min(Math.max(0, claimAt - now), MAX_TIMER_MS);
 }
 
@@ -285,7 +285,9 @@ async function slowerThan(work: Promise<unknown>, ms: number): Promise<boolean> 
  * so nobody re-runs or closes the execution meanwhile. True when the row now says this result.
  */
 async function recordFinish(
-  ctx: ExecutorContext,
+  ctx: Pick<ExecutorContext, 'job' | 'db' | 'stopping' | 'alertFailure'> & {
+    readonly deps: Pick<ExecutorDeps, 'history' | 'clock' | 'logger'>;
+  },
   executionId: string,
   lease: HeldLease,
   status: FinalStatus,

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FireOutcome, RunRecord, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
 import type { LeaseKeeper } from '../leasing/lease.keeper.js';
 import type { StaleFence } from '../history/run-history.js';
-import type { ExecutorContext, Started } from './executor.context.js';
+import type { ExecutorContext, ExecutorDeps, Started } from './executor.context.js';
 import { releaseUnit, roomToStart } from './pool.gate.js';
 
 /*
@@ -142,8 +142,13 @@ async function continueExisting(
   return restarted;
 }
 
+/** What restarting a row reads of the job's executor context. */
+type RowRestarter = Pick<ExecutorContext, 'job' | 'stats' | 'db'> & {
+  readonly deps: Pick<ExecutorDeps, 'history' | 'instanceId' | 'clock' | 'logger'>;
+};
+
 export async function restartRow(
-  ctx: ExecutorContext,
+  ctx: RowRestarter,
   row: RunRecord,
   keeper: LeaseKeeper,
   trigger: RunTrigger,
@@ -182,7 +187,11 @@ export async function restartRow(
  * order (a later slot's row first): the raised token is all it takes.
  * Returns an outcome when the run must not go on.
  */
-export async function refence(ctx: ExecutorContext, keeper: LeaseKeeper, stale: StaleFence): Promise<FireOutcome | undefined> {
+export async function refence(
+  ctx: Pick<ExecutorContext, 'job' | 'lapsed' | 'stopping'> & { readonly deps: Pick<ExecutorDeps, 'leases' | 'logger'> },
+  keeper: LeaseKeeper,
+  stale: StaleFence,
+): Promise<FireOutcome | undefined> {
   const { job } = ctx;
   const before = keeper.lease.fencingToken;
   const sentAt = performance.now();

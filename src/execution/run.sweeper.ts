@@ -45,7 +45,8 @@ const ORPHAN_EVERY_SWEEPS = 30;
 export class RunSweeper {
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
-  private readonly startedAt: number;
+  /** When this sweeper started (or was built, if never started): a job's success is expected from here. */
+  private startedAt: number;
   private readonly lastSuccessCheck = new Map<string, number>();
   /** Execution IDs not looked at again before performance.now() reaches the value. */
   private readonly deferred = new Map<string, number>();
@@ -65,6 +66,8 @@ export class RunSweeper {
   /** Sweeps now (which also opens the run history's connection before the first slot) and every `everyMs`. */
   start(): void {
     if (this.timer || this.deps.jobs.size === 0) return;
+    // A built-in sweeper is built with the module and started at bootstrap: it watches from here.
+    this.startedAt = this.deps.clock();
     const pass = (): void => {
       if (this.sweeping) return;
       this.sweeping = this.sweep().finally(() => {

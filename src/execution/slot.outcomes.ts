@@ -3,12 +3,15 @@ import { describeError } from '../errors/error.redact.js';
 import type { QueuedSlot } from '../leasing/lease.store.js';
 import type { ExecutorContext } from './executor.context.js';
 
+/** What closing a waiting slot reads of the job's executor context. */
+type QueuedSlotCloser = Pick<ExecutorContext, 'job' | 'deps' | 'stats' | 'db' | 'notStarted'>;
+
 /*
  * Slots that end without running under the job's overlap policy: their rows say why.
  */
 
 /** A slot that waited in the job's queue and was pushed out by a newer one. */
-export async function recordSuperseded(ctx: ExecutorContext, superseded: QueuedSlot | undefined): Promise<void> {
+export async function recordSuperseded(ctx: QueuedSlotCloser, superseded: QueuedSlot | undefined): Promise<void> {
   if (!superseded) return;
   const slot = ctx.job.slotInfo(new Date(superseded.scheduledAt));
   await giveUpQueued(
@@ -22,7 +25,7 @@ export async function recordSuperseded(ctx: ExecutorContext, superseded: QueuedS
 
 /** A waiting slot that will not run: its `queued` row (or a new row) says `skipped_overlap`. */
 export async function giveUpQueued(
-  ctx: ExecutorContext,
+  ctx: QueuedSlotCloser,
   slot: SlotInfo,
   executionId: string,
   why: string,
@@ -44,7 +47,7 @@ export async function giveUpQueued(
 
 /** A slot that will not run because the previous run of its job holds the lease: its row says why. */
 export async function skippedOverlap(
-  ctx: ExecutorContext,
+  ctx: Pick<ExecutorContext, 'stats' | 'notStarted'>,
   slot: SlotInfo,
   executionId: string,
   why: string,

@@ -16,8 +16,10 @@ import { DistributedCronRuntime } from './distributed-cron.runtime.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
 import { checkOverriddenJobsExist, resolveJobConfig } from '../config/job.config.js';
 import { JobExecutor } from '../execution/job.executor.js';
+import { ResourcePools } from '../execution/resource.pool.js';
+import { AlertDispatcher } from '../alerting/alert.dispatcher.js';
+import { RunEventSink } from '../observability/run-event.sink.js';
 import { claimAheadMs, JobTimer } from '../scheduling/job.timer.js';
-import { Topology } from './instance.topology.js';
 import { DistributedCronOrchestrator } from './distributed-cron.orchestrator.js';
 import { registerInSchedulerRegistry } from './scheduler-registry.bridge.js';
 
@@ -50,14 +52,19 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
     private readonly reflector: Reflector,
     private readonly runtime: DistributedCronRuntime,
     private readonly modules: ModulesContainer,
+    private readonly alerts: AlertDispatcher,
+    private readonly events: RunEventSink,
+    private readonly pools: ResourcePools,
+    private readonly mountedBy: DistributedCronOrchestrator,
     @Optional() private readonly schedulerRegistry?: SchedulerRegistry,
   ) {}
 
   onModuleInit(): void {
     const { runtime } = this;
     this.refuseSecondImport();
-    const topology = new Topology(runtime);
-    this.orchestrator = new DistributedCronOrchestrator(runtime, topology);
+    // Set here, not in the constructor: an explorer whose jobs were never mounted stops nothing.
+    this.orchestrator = this.mountedBy;
+    const { topology } = this.orchestrator;
     const sources = new Map<string, string>();
     for (const found of this.methods()) {
       const method = (found.instance as Record<string, unknown>)[found.methodName] as (ctx: CronContext) => unknown;
@@ -74,13 +81,13 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         flags: runtime.flags,
         retryLine: runtime.retryLine,
         history: runtime.history,
-        alerts: runtime.alerts,
+        alerts: this.alerts,
         instanceId: runtime.instanceId,
         clock: runtime.clock,
         logger: runtime.logger,
-        events: runtime.events,
+        events: this.events,
         queue: topology.link,
-        pools: runtime.pools,
+        pools: this.pools,
       });
       const timer = new JobTimer(
         job.schedule,

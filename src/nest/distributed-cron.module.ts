@@ -7,11 +7,13 @@ import {
   DISTRIBUTED_CRON_JOB_BIRTHS,
   DISTRIBUTED_CRON_LEASE_STORE,
   DISTRIBUTED_CRON_RUN_HISTORY,
+  SHARED_PART_PROVIDERS,
   STORE_PROVIDERS,
 } from './distributed-cron.providers.js';
 import { DistributedCronRuntime } from './distributed-cron.runtime.js';
 import { DistributedCronService } from './distributed-cron.service.js';
 import { DistributedCronObservability } from './observability.provider.js';
+import { ORCHESTRATION_PROVIDERS } from './orchestration.providers.js';
 
 /**
  * Runs `@DistributedCron` methods once per slot across every instance of the app.
@@ -30,7 +32,9 @@ import { DistributedCronObservability } from './observability.provider.js';
   imports: [DiscoveryModule],
   providers: [
     ...STORE_PROVIDERS,
+    ...SHARED_PART_PROVIDERS,
     DistributedCronRuntime,
+    ...ORCHESTRATION_PROVIDERS,
     DistributedCronExplorer,
     DistributedCronService,
     DistributedCronObservability,

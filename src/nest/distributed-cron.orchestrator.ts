@@ -3,7 +3,7 @@ import * as messages from '../distributed-cron.messages.js';
 import type { DistributedCronRuntime } from './distributed-cron.runtime.js';
 import { describeError } from '../errors/error.redact.js';
 import { catchUpMissedSlots } from '../execution/catch-up.js';
-import { RunSweeper } from '../execution/run.sweeper.js';
+import type { RunSweeper } from '../execution/run.sweeper.js';
 import { HistoryRetention } from '../history/retention.runner.js';
 import type { Topology } from './instance.topology.js';
 import { jobSetGroup, SlotDispatcher } from '../execution/slot.dispatcher.js';
@@ -36,6 +36,8 @@ export class DistributedCronOrchestrator {
   constructor(
     private readonly runtime: DistributedCronRuntime,
     readonly topology: Topology,
+    /** Started here once the timers are, when this instance fires slots. */
+    private readonly runSweeper: RunSweeper,
   ) {}
 
   async start(): Promise<void> {
@@ -92,8 +94,7 @@ export class DistributedCronOrchestrator {
     }
     this.dispatcher.timersStarted();
     void births.then((born) => this.catchUp(born, timersAt));
-    const { history, leases, logger, clock, instanceId } = runtime;
-    this.sweeper = new RunSweeper({ jobs: runtime.jobs, history, leases, logger, clock, instanceId }, runtime.sweepEveryMs);
+    this.sweeper = this.runSweeper;
     this.sweeper.start();
     if (runtime.retention && runtime.options.prisma) {
       const { prisma } = runtime.options;

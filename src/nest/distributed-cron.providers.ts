@@ -1,7 +1,10 @@
-import type { Provider } from '@nestjs/common';
+import { Logger, type Provider } from '@nestjs/common';
+import { AlertDispatcher } from '../alerting/alert.dispatcher.js';
 import type { Cluster, Redis } from 'ioredis';
 import { resolveModuleConfig, type ModuleConfig } from '../config/module.config.js';
 import type { DistributedCronModuleOptions, PrismaClientLike } from '../distributed-cron.interfaces.js';
+import { ResourcePools } from '../execution/resource.pool.js';
+import { RunSweeper } from '../execution/run.sweeper.js';
 import type { JobBirths } from '../history/job-births.js';
 import { PrismaJobBirths } from '../history/prisma-job-births.js';
 import { PrismaRunHistory } from '../history/prisma-run-history.js';
@@ -9,7 +12,10 @@ import type { RunHistory } from '../history/run-history.js';
 import type { CoordinationSlices, LeaseStore } from '../leasing/lease.store.js';
 import { RedisLeaseStore } from '../leasing/redis-lease.store.js';
 import { composeSlices } from '../leasing/store.slices.js';
-import { DISTRIBUTED_CRON_OPTION_OVERRIDES } from './distributed-cron.constants.js';
+import { hooksSubscriber } from '../observability/hooks.subscriber.js';
+import { RunEventSink } from '../observability/run-event.sink.js';
+import { DISTRIBUTED_CRON_OPTION_OVERRIDES, LOGGER_CONTEXT } from './distributed-cron.constants.js';
+import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from './job.registry.js';
 import { DISTRIBUTED_CRON_OPTIONS } from './distributed-cron.module-definition.js';
 
 /** The checked module options (`ModuleConfig`). */
@@ -55,5 +61,50 @@ export const STORE_PROVIDERS: Provider[] = [
     provide: DISTRIBUTED_CRON_JOB_BIRTHS,
     useFactory: ({ options }: ModuleConfig): JobBirths => options.stores?.births ?? new PrismaJobBirths(options.prisma as PrismaClientLike),
     inject: [DISTRIBUTED_CRON_CONFIG],
+  },
+];
+
+/**
+ * The parts every job of the module shares, each built from the slice of the config it needs and
+ * injected by its class (the registry by its token) where used: the job registry, the alert
+ * dispatcher (`alerter`, `alerts`, the failure streaks), the run event sink (with the `hooks`
+ * subscribed), the resource pools (`pools`) and the sweeper (started by the orchestrator).
+ */
+export const SHARED_PART_PROVIDERS: Provider[] = [
+  { provide: DISTRIBUTED_CRON_JOBS, useFactory: (): JobRegistry => new Map() },
+  {
+    provide: AlertDispatcher,
+    useFactory: (config: ModuleConfig, slices: CoordinationSlices): AlertDispatcher =>
+      new AlertDispatcher(
+        config.options.alerter,
+        slices.streaks,
+        { dedupMs: config.dedupMs, escalateAfter: config.escalateAfter },
+        config.clock,
+        new Logger(LOGGER_CONTEXT),
+      ),
+    inject: [DISTRIBUTED_CRON_CONFIG, DISTRIBUTED_CRON_STORE_SLICES],
+  },
+  {
+    provide: RunEventSink,
+    useFactory: ({ options }: ModuleConfig): RunEventSink => {
+      const events = new RunEventSink(new Logger(LOGGER_CONTEXT));
+      if (options.hooks) events.subscribe(hooksSubscriber(options.hooks));
+      return events;
+    },
+    inject: [DISTRIBUTED_CRON_CONFIG],
+  },
+  {
+    provide: ResourcePools,
+    useFactory: (config: ModuleConfig): ResourcePools => new ResourcePools(config.pools),
+    inject: [DISTRIBUTED_CRON_CONFIG],
+  },
+  {
+    provide: RunSweeper,
+    useFactory: (config: ModuleConfig, jobs: JobRegistry, history: RunHistory, leases: LeaseStore): RunSweeper =>
+      new RunSweeper(
+        { jobs, history, leases, logger: new Logger(LOGGER_CONTEXT), clock: config.clock, instanceId: config.instanceId },
+        config.sweepEveryMs,
+      ),
+    inject: [DISTRIBUTED_CRON_CONFIG, DISTRIBUTED_CRON_JOBS, DISTRIBUTED_CRON_RUN_HISTORY, DISTRIBUTED_CRON_LEASE_STORE],
   },
 ];

@@ -1,19 +1,13 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { AlertDispatcher } from '../alerting/alert.dispatcher.js';
 import type { ModuleConfig } from '../config/module.config.js';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
-import type { JobExecutor } from '../execution/job.executor.js';
-import { ResourcePools } from '../execution/resource.pool.js';
 import type { JobBirths } from '../history/job-births.js';
 import type { RunHistory } from '../history/run-history.js';
 import { resolveRetention, type RetentionConfig } from '../history/retention.config.js';
 import type { CoordinationSlices, FailureStreaks, JobFlags, LeaderStore, LeaseStore, RetryLine } from '../leasing/lease.store.js';
 import type { LeaderElector } from '../leasing/leader.elector.js';
-import type { JobTimer } from '../scheduling/job.timer.js';
 import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
-import { hooksSubscriber } from '../observability/hooks.subscriber.js';
-import { resolveObservability, type ObservabilitySettings } from '../observability/observability.options.js';
-import { RunEventSink } from '../observability/run-event.sink.js';
+import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from './job.registry.js';
 import {
   DISTRIBUTED_CRON_CONFIG,
   DISTRIBUTED_CRON_JOB_BIRTHS,
@@ -22,11 +16,7 @@ import {
   DISTRIBUTED_CRON_STORE_SLICES,
 } from './distributed-cron.providers.js';
 
-/** A scheduled job on this instance. */
-export interface MountedJob {
-  readonly executor: JobExecutor;
-  readonly timer: JobTimer;
-}
+export type { MountedJob } from './job.registry.js';
 
 /**
  * Everything one module instance owns: validated options, stores and its jobs. Nothing lives at
@@ -37,7 +27,6 @@ export class DistributedCronRuntime {
   readonly logger = new Logger(LOGGER_CONTEXT);
   readonly instanceId: string;
   readonly clock: () => number;
-  readonly alerts: AlertDispatcher;
   readonly shutdownTimeoutMs: number;
   readonly sweepEveryMs: number;
   readonly auditPlainSchedules: boolean;
@@ -45,18 +34,11 @@ export class DistributedCronRuntime {
   readonly scheduling: boolean;
   /** The module option `retention`, checked; undefined: rows are kept. */
   readonly retention: RetentionConfig | undefined;
-  readonly jobs = new Map<string, MountedJob>();
   readonly options: DistributedCronModuleOptions;
-  /** Where every job reports its runs; hooks, metrics, traces and heartbeats subscribe to it. */
-  readonly events: RunEventSink;
-  /** The options `metrics`, `tracing` and `heartbeat`, checked. */
-  readonly observability: ObservabilitySettings;
   /** `mode: 'leader'`: the leadership's timing; undefined in the default mode. */
   readonly leaderTiming: ModuleConfig['leader'];
   /** `mode: 'leader'`: this instance's part in the election, once it fires slots. */
   elector: LeaderElector | undefined;
-  /** The resource pools (module option `pools`) that this instance's jobs share. */
-  readonly pools: ResourcePools;
   /** The coordination slices beside the leases (module option `stores`). */
   readonly retryLine: RetryLine;
   readonly flags: JobFlags;
@@ -69,27 +51,17 @@ export class DistributedCronRuntime {
     @Inject(DISTRIBUTED_CRON_RUN_HISTORY) readonly history: RunHistory,
     @Inject(DISTRIBUTED_CRON_JOB_BIRTHS) readonly births: JobBirths,
     @Inject(DISTRIBUTED_CRON_STORE_SLICES) slices: CoordinationSlices,
+    @Inject(DISTRIBUTED_CRON_JOBS) readonly jobs: JobRegistry,
   ) {
     ({ retryLine: this.retryLine, flags: this.flags, streaks: this.streaks, leader: this.leader } = slices);
     this.options = config.options;
     this.instanceId = config.instanceId;
     this.clock = config.clock;
-    this.alerts = new AlertDispatcher(
-      config.options.alerter,
-      slices.streaks,
-      { dedupMs: config.dedupMs, escalateAfter: config.escalateAfter },
-      this.clock,
-      this.logger,
-    );
     this.sweepEveryMs = config.sweepEveryMs;
     this.shutdownTimeoutMs = config.shutdownTimeoutMs;
     this.auditPlainSchedules = config.auditPlainSchedules;
     this.scheduling = config.scheduling;
     this.retention = resolveRetention(config.options);
-    this.observability = resolveObservability(config.options);
     this.leaderTiming = config.leader;
-    this.events = new RunEventSink(this.logger);
-    this.pools = new ResourcePools(config.pools);
-    if (config.options.hooks) this.events.subscribe(hooksSubscriber(config.options.hooks));
   }
 }

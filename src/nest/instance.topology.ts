@@ -1,4 +1,6 @@
-import type { DistributedCronRuntime } from './distributed-cron.runtime.js';
+import type { LoggerService } from '@nestjs/common';
+import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
+import type { JobRegistry } from './job.registry.js';
 import { BullMQBridge } from '../topology/bullmq.bridge.js';
 import type { QueueLink } from '../topology/queue.step.js';
 import { resolveTopology, type TopologyConfig } from '../topology/topology.config.js';
@@ -7,6 +9,14 @@ const MIN_LOCK_MS = 5_000;
 const MAX_LOCK_MS = 30_000;
 /** A step that is not due yet (the job's lease is held, it is paused) is looked at again this much later, at most. */
 const LATER_MS = 250;
+
+/** What the topology reads of its module: the options, the mounted jobs, the log and the instance. */
+export interface TopologyHost {
+  readonly options: DistributedCronModuleOptions;
+  readonly jobs: Pick<JobRegistry, 'get' | 'values'>;
+  readonly logger: LoggerService;
+  readonly instanceId: string;
+}
 
 /**
  * What this instance does with its jobs, by its `role`: whether it fires slots (timers, catch-up,
@@ -25,7 +35,7 @@ export class Topology {
     },
   };
 
-  constructor(private readonly runtime: DistributedCronRuntime) {
+  constructor(private readonly runtime: TopologyHost) {
     this.config = resolveTopology(runtime.options);
   }
 

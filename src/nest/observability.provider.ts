@@ -1,9 +1,14 @@
-import { Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
-import { DistributedCronRuntime } from './distributed-cron.runtime.js';
+import type { ModuleConfig } from '../config/module.config.js';
+import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
+import { DISTRIBUTED_CRON_CONFIG } from './distributed-cron.providers.js';
+import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from './job.registry.js';
+import { resolveObservability, type ObservabilitySettings } from '../observability/observability.options.js';
 import { HeartbeatPinger } from '../observability/heartbeat.pinger.js';
 import { emitterSubscriber, type EmitterLike } from '../observability/hooks.subscriber.js';
+import { RunEventSink } from '../observability/run-event.sink.js';
 import { MetricsSubscriber } from '../observability/metrics.subscriber.js';
 import { openTelemetryMetricsBackend } from '../observability/otel-metrics.backend.js';
 import { OpenTelemetryTracingSubscriber } from '../observability/otel-tracing.subscriber.js';
@@ -34,28 +39,35 @@ export class DistributedCronObservability implements OnModuleInit, OnApplication
   private readonly unsubscribe: Array<() => void> = [];
   private metrics: MetricsSubscriber | undefined;
   private heartbeats: HeartbeatPinger | undefined;
+  /** The options `metrics`, `tracing` and `heartbeat`, checked. */
+  private readonly settings: ObservabilitySettings;
+  private readonly clock: () => number;
+  private readonly logger = new Logger(LOGGER_CONTEXT);
 
   constructor(
-    private readonly runtime: DistributedCronRuntime,
+    @Inject(DISTRIBUTED_CRON_CONFIG) config: ModuleConfig,
+    @Inject(DISTRIBUTED_CRON_JOBS) private readonly jobs: JobRegistry,
+    private readonly events: RunEventSink,
     private readonly moduleRef: ModuleRef,
   ) {
-    this.since = runtime.clock();
+    this.settings = resolveObservability(config.options);
+    this.clock = config.clock;
+    this.since = config.clock();
   }
 
   async onModuleInit(): Promise<void> {
-    const { runtime } = this;
-    const settings = runtime.observability;
+    const { jobs, events, settings } = this;
     const emitter = await this.eventEmitter();
-    if (emitter) this.unsubscribe.push(runtime.events.subscribe(emitterSubscriber(emitter)));
+    if (emitter) this.unsubscribe.push(events.subscribe(emitterSubscriber(emitter)));
 
-    const jobOf = (name: string) => runtime.jobs.get(name)?.executor.job;
+    const jobOf = (name: string) => jobs.get(name)?.executor.job;
     if (settings.prometheus || settings.openTelemetryMetrics) {
       const metrics = new MetricsSubscriber(
         () =>
-          [...runtime.jobs.values()]
+          [...jobs.values()]
             .filter(({ timer, executor }) => timer.active && !executor.job.disabled)
             .map(({ executor }) => ({ name: executor.job.name, next: (now: Date) => executor.job.schedule.next(now) })),
-        runtime.clock,
+        this.clock,
       );
       this.metrics = metrics;
       if (settings.prometheus) {
@@ -66,19 +78,19 @@ export class DistributedCronObservability implements OnModuleInit, OnApplication
         const api = await peer(() => import('@opentelemetry/api'), 'metrics.openTelemetry', '@opentelemetry/api');
         metrics.attach(openTelemetryMetricsBackend(api, settings.openTelemetryMetrics.meterProvider, metrics.gauges));
       }
-      this.unsubscribe.push(runtime.events.subscribe(metrics));
+      this.unsubscribe.push(events.subscribe(metrics));
     }
     if (settings.tracing) {
       const api = await peer(() => import('@opentelemetry/api'), 'tracing', '@opentelemetry/api');
-      this.unsubscribe.push(runtime.events.subscribe(new OpenTelemetryTracingSubscriber(api, settings.tracing.tracerProvider, jobOf)));
+      this.unsubscribe.push(events.subscribe(new OpenTelemetryTracingSubscriber(api, settings.tracing.tracerProvider, jobOf)));
     }
     // Jobs are mounted beside this hook: their heartbeat URLs are looked up per run.
-    this.heartbeats = new HeartbeatPinger((name) => jobOf(name)?.heartbeatUrl, settings.heartbeatTimeoutMs, runtime.logger);
-    this.unsubscribe.push(runtime.events.subscribe(this.heartbeats));
+    this.heartbeats = new HeartbeatPinger((name) => jobOf(name)?.heartbeatUrl, settings.heartbeatTimeoutMs, this.logger);
+    this.unsubscribe.push(events.subscribe(this.heartbeats));
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.heartbeats?.flush(this.runtime.observability.heartbeatTimeoutMs);
+    await this.heartbeats?.flush(this.settings.heartbeatTimeoutMs);
     for (const stop of this.unsubscribe.splice(0)) stop();
     this.metrics?.close();
   }

@@ -1,3 +1,4 @@
+import type { LoggerService } from '@nestjs/common';
 import type { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import * as messages from '../distributed-cron.messages.js';
@@ -5,16 +6,16 @@ import { describeError } from '../errors/error.redact.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
 import type { JobExecutor } from '../execution/job.executor.js';
 import type { JobTimer } from '../scheduling/job.timer.js';
-import type { DistributedCronRuntime } from './distributed-cron.runtime.js';
 
 /**
  * Shows a job in @nestjs/schedule's SchedulerRegistry under its name. Its start()/stop() drive
  * this instance's timer, so the usual registry calls keep working; pausing fleet-wide is
  * DistributedCronService.pause(). `fires`: whether this instance's role fires slots at all.
+ * `host`: the clock a manual tick reads, and where a job the registry cannot list is logged.
  */
 export function registerInSchedulerRegistry(
   registry: SchedulerRegistry,
-  runtime: DistributedCronRuntime,
+  host: { readonly clock: () => number; readonly logger: LoggerService },
   name: string,
   { timer, executor }: { timer: JobTimer; executor: JobExecutor },
   fires: () => boolean,
@@ -32,7 +33,7 @@ export function registerInSchedulerRegistry(
       name,
     });
   } catch (error) {
-    runtime.logger.warn(`job '${name}' is scheduled but not listed in SchedulerRegistry: ${describeError(error)}`);
+    host.logger.warn(`job '${name}' is scheduled but not listed in SchedulerRegistry: ${describeError(error)}`);
     return;
   }
   const method = (value: unknown): PropertyDescriptor => ({ value, writable: true, configurable: true });
@@ -44,7 +45,7 @@ export function registerInSchedulerRegistry(
     lastDate: method(() => timer.lastFired),
     // The registry wraps fireOnTick; a manual tick triggers the latest slot through the normal claim.
     fireOnTick: method(() => {
-      const now = new Date(runtime.clock());
+      const now = new Date(host.clock());
       return executor.fire(executor.job.schedule.previous(now) ?? now, 'manual');
     }),
   });

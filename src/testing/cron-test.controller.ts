@@ -1,9 +1,10 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { defaultExecutionId } from '../config/job.config.js';
 import type { FireOutcome, RunRecord } from '../distributed-cron.interfaces.js';
 import type { JobExecutor } from '../execution/job.executor.js';
-import type { HistoryFilter } from '../history/run-history.js';
-import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
+import type { HistoryFilter, RunHistory } from '../history/run-history.js';
+import { DISTRIBUTED_CRON_RUN_HISTORY } from '../nest/distributed-cron.providers.js';
+import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from '../nest/job.registry.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { TestClock } from './test.clock.js';
 import { TestingExplorer } from './testing.explorer.js';
@@ -18,7 +19,8 @@ const END_OF_TIME = new Date(8.64e15);
 @Injectable()
 export class CronTestController {
   constructor(
-    private readonly runtime: DistributedCronRuntime,
+    @Inject(DISTRIBUTED_CRON_RUN_HISTORY) private readonly runs: RunHistory,
+    @Inject(DISTRIBUTED_CRON_JOBS) private readonly jobs: JobRegistry,
     private readonly explorer: TestingExplorer,
     private readonly service: DistributedCronService,
     private readonly clock: TestClock,
@@ -64,13 +66,13 @@ export class CronTestController {
    */
   async runNextRetry(jobName: string): Promise<RunRecord> {
     const executor = this.executor('runNextRetry', jobName);
-    const [row] = await this.runtime.history.dueRetries([jobName], END_OF_TIME, 1, []);
+    const [row] = await this.runs.dueRetries([jobName], END_OF_TIME, 1, []);
     if (!row || (row.status !== 'failed' && row.status !== 'timed_out')) {
       throw new Error(`runNextRetry('${jobName}'): the job has no failed execution with attempts left`);
     }
     if (row.nextAttemptAt && row.nextAttemptAt.getTime() > this.clock.now()) this.clock.set(row.nextAttemptAt);
     const outcome = await executor.retry(row, 'retry');
-    const after = await this.runtime.history.get(row.executionId);
+    const after = await this.runs.get(row.executionId);
     if (!after) throw new Error(`runNextRetry('${jobName}'): ${row.executionId} has no row (${outcome})`);
     return after;
   }
@@ -82,9 +84,9 @@ export class CronTestController {
 
   private executor(method: string, jobName: string): JobExecutor {
     this.explorer.mount();
-    const mounted = this.runtime.jobs.get(jobName);
+    const mounted = this.jobs.get(jobName);
     if (!mounted) {
-      const known = [...this.runtime.jobs.keys()].map((name) => `'${name}'`).join(', ') || 'none';
+      const known = [...this.jobs.keys()].map((name) => `'${name}'`).join(', ') || 'none';
       throw new Error(`${method}(): no job '${jobName}' is mounted (known: ${known}); is its provider in the testing module?`);
     }
     return mounted.executor;
@@ -98,7 +100,7 @@ export class CronTestController {
     } catch {
       executionId = defaultExecutionId(info);
     }
-    const row = await this.runtime.history.get(executionId);
+    const row = await this.runs.get(executionId);
     if (!row) throw new Error(`${method}('${executor.job.name}'): slot ${slot.toISOString()} has no row (the trigger ended ${outcome})`);
     return row;
   }

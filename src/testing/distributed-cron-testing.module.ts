@@ -1,4 +1,4 @@
-import { Logger, Module, type DynamicModule } from '@nestjs/common';
+import { Logger, Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { AlertDispatcher } from '../alerting/alert.dispatcher.js';
 import type { Alerter } from '../alerting/alert.interfaces.js';
@@ -7,7 +7,11 @@ import { LOGGER_CONTEXT } from '../nest/distributed-cron.constants.js';
 import { RunEventSink } from '../observability/run-event.sink.js';
 import { resolvePools } from '../config/module.config.js';
 import { ResourcePools } from '../execution/resource.pool.js';
+import { RunSweeper } from '../execution/run.sweeper.js';
 import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
+import { DISTRIBUTED_CRON_RUN_HISTORY } from '../nest/distributed-cron.providers.js';
+import { DISTRIBUTED_CRON_JOBS } from '../nest/job.registry.js';
+import { ORCHESTRATION_PROVIDERS } from '../nest/orchestration.providers.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { CronTestController } from './cron-test.controller.js';
 import { InMemoryLeaseStore } from './in-memory-lease.store.js';
@@ -53,7 +57,6 @@ export function testingRuntime(options: DistributedCronTestingOptions, clock: Te
     leader: leases,
     history: new InMemoryRunHistory(),
     births: new InMemoryJobBirths(),
-    alerts: new AlertDispatcher(options.alerter, leases, { dedupMs: 3_600_000, escalateAfter: 3 }, now, logger),
     shutdownTimeoutMs: 10_000,
     sweepEveryMs: 2_000,
     auditPlainSchedules: false,
@@ -65,10 +68,6 @@ export function testingRuntime(options: DistributedCronTestingOptions, clock: Te
     // No history table to trim.
     retention: undefined,
     jobs: new Map(),
-    // No hooks, metrics, traces or heartbeats in unit tests.
-    events: new RunEventSink(logger),
-    observability: { prometheus: false, openTelemetryMetrics: false, tracing: false, heartbeatTimeoutMs: 5_000 },
-    pools: new ResourcePools(resolvePools(options.pools)),
     // Only `timeZone`, `jobDefaults` and `pools` are read once the stores exist; there is no Redis or PostgreSQL.
     options: {
       timeZone: options.timeZone ?? 'UTC',
@@ -77,6 +76,43 @@ export function testingRuntime(options: DistributedCronTestingOptions, clock: Te
     } as DistributedCronModuleOptions,
   };
   return runtime;
+}
+
+/** The alert dispatcher, event sink, pools, sweeper, run history and job registry the jobs share, as `DistributedCronModule` provides them. */
+function testingParts(): Provider[] {
+  return [
+    {
+      provide: AlertDispatcher,
+      useFactory: (options: DistributedCronTestingOptions, runtime: DistributedCronRuntime) =>
+        new AlertDispatcher(options.alerter, runtime.streaks, { dedupMs: 3_600_000, escalateAfter: 3 }, runtime.clock, runtime.logger),
+      inject: [TESTING_OPTIONS, DistributedCronRuntime],
+    },
+    // No hooks, metrics, traces or heartbeats in unit tests.
+    {
+      provide: RunEventSink,
+      useFactory: (runtime: DistributedCronRuntime) => new RunEventSink(runtime.logger),
+      inject: [DistributedCronRuntime],
+    },
+    // The stores and the registry by their tokens, as `DistributedCronModule` provides them.
+    {
+      provide: DISTRIBUTED_CRON_RUN_HISTORY,
+      useFactory: (runtime: DistributedCronRuntime) => runtime.history,
+      inject: [DistributedCronRuntime],
+    },
+    { provide: DISTRIBUTED_CRON_JOBS, useFactory: (runtime: DistributedCronRuntime) => runtime.jobs, inject: [DistributedCronRuntime] },
+    // Built, never started: the testing explorer starts no sweep.
+    {
+      provide: RunSweeper,
+      useFactory: ({ jobs, history, leases, logger, clock, instanceId, sweepEveryMs }: DistributedCronRuntime) =>
+        new RunSweeper({ jobs, history, leases, logger, clock, instanceId }, sweepEveryMs),
+      inject: [DistributedCronRuntime],
+    },
+    {
+      provide: ResourcePools,
+      useFactory: (options: DistributedCronTestingOptions) => new ResourcePools(resolvePools(options.pools)),
+      inject: [TESTING_OPTIONS],
+    },
+  ];
 }
 
 /**
@@ -103,6 +139,8 @@ export class DistributedCronTestingModule {
         { provide: TESTING_OPTIONS, useValue: options },
         { provide: TestClock, useFactory: (o: DistributedCronTestingOptions) => o.clock ?? new TestClock(), inject: [TESTING_OPTIONS] },
         { provide: DistributedCronRuntime, useFactory: testingRuntime, inject: [TESTING_OPTIONS, TestClock] },
+        ...testingParts(),
+        ...ORCHESTRATION_PROVIDERS,
         TestingExplorer,
         DistributedCronService,
         CronTestController,
