@@ -11,6 +11,7 @@
 import type { PrismaClientLike, RunStatus, RunTrigger } from '../distributed-cron.interfaces.js';
 import { withDeadline } from '../promise.deadline.js';
 import { COLUMN_NAMES } from './prisma-run.sql.js';
+import { queryRows } from './raw-sql.js';
 
 /** The commands that add what is missing. */
 export const SCHEMA_FIX =
@@ -170,12 +171,11 @@ export async function checkSchema(
 ): Promise<SchemaCheckOutcome> {
   try {
     const rows = await withDeadline(
-      () => prisma.$queryRawUnsafe<unknown>(SCHEMA_QUERY),
+      () => queryRows(prisma, SCHEMA_QUERY),
       timeoutMs,
       () => new Error(`no answer within ${timeoutMs} ms`),
     );
-    if (!Array.isArray(rows)) return { kind: 'unavailable', reason: new TypeError('the catalog query returned no rows array') };
-    const missing = missingFromCatalog(rows as CatalogRow[], tables);
+    const missing = missingFromCatalog(rows as unknown as CatalogRow[], tables);
     return missing.length === 0 ? { kind: 'ok' } : { kind: 'missing', missing };
   } catch (reason) {
     return { kind: 'unavailable', reason };
