@@ -1,12 +1,13 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { DISTRIBUTED_CRON_RUNTIME_ALIAS, DISTRIBUTED_CRON_SERVICE_ALIAS } from './distributed-cron.constants.js';
+import { DISTRIBUTED_CRON_SERVICE_ALIAS } from './distributed-cron.constants.js';
 import { DistributedCronExplorer } from './distributed-cron.explorer.js';
 import { DistributedCronConfigurableModule } from './distributed-cron.module-definition.js';
 import {
   DISTRIBUTED_CRON_JOB_BIRTHS,
   DISTRIBUTED_CRON_LEASE_STORE,
   DISTRIBUTED_CRON_RUN_HISTORY,
+  PORT_PROVIDERS,
   SHARED_PART_PROVIDERS,
   STORE_PROVIDERS,
 } from './distributed-cron.providers.js';
@@ -32,6 +33,7 @@ import { ORCHESTRATION_PROVIDERS } from './orchestration.providers.js';
   imports: [DiscoveryModule],
   providers: [
     ...STORE_PROVIDERS,
+    ...PORT_PROVIDERS,
     ...SHARED_PART_PROVIDERS,
     DistributedCronRuntime,
     ...ORCHESTRATION_PROVIDERS,
@@ -39,7 +41,6 @@ import { ORCHESTRATION_PROVIDERS } from './orchestration.providers.js';
     DistributedCronService,
     DistributedCronObservability,
     { provide: DISTRIBUTED_CRON_SERVICE_ALIAS, useExisting: DistributedCronService },
-    { provide: DISTRIBUTED_CRON_RUNTIME_ALIAS, useExisting: DistributedCronRuntime },
   ],
   exports: [DistributedCronService, DISTRIBUTED_CRON_LEASE_STORE, DISTRIBUTED_CRON_RUN_HISTORY, DISTRIBUTED_CRON_JOB_BIRTHS],
 })

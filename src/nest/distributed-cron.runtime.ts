@@ -2,12 +2,13 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { ModuleConfig } from '../config/module.config.js';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import type { JobBirths } from '../history/job-births.js';
-import type { RunHistory } from '../history/run-history.js';
+import type { RunHistoryPorts } from '../history/run-history.js';
 import { resolveRetention, type RetentionConfig } from '../history/retention.config.js';
 import type { CoordinationSlices, FailureStreaks, JobFlags, LeaderStore, LeaseStore, RetryLine } from '../leasing/lease.store.js';
 import type { LeaderElector } from '../leasing/leader.elector.js';
 import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
 import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from './job.registry.js';
+import { DISTRIBUTED_CRON_LEADERSHIP, type LeadershipSeat } from './leadership.seat.js';
 import {
   DISTRIBUTED_CRON_CONFIG,
   DISTRIBUTED_CRON_JOB_BIRTHS,
@@ -37,8 +38,6 @@ export class DistributedCronRuntime {
   readonly options: DistributedCronModuleOptions;
   /** `mode: 'leader'`: the leadership's timing; undefined in the default mode. */
   readonly leaderTiming: ModuleConfig['leader'];
-  /** `mode: 'leader'`: this instance's part in the election, once it fires slots. */
-  elector: LeaderElector | undefined;
   /** The coordination slices beside the leases (module option `stores`). */
   readonly retryLine: RetryLine;
   readonly flags: JobFlags;
@@ -48,10 +47,11 @@ export class DistributedCronRuntime {
   constructor(
     @Inject(DISTRIBUTED_CRON_CONFIG) config: ModuleConfig,
     @Inject(DISTRIBUTED_CRON_LEASE_STORE) readonly leases: LeaseStore,
-    @Inject(DISTRIBUTED_CRON_RUN_HISTORY) readonly history: RunHistory,
+    @Inject(DISTRIBUTED_CRON_RUN_HISTORY) readonly history: RunHistoryPorts,
     @Inject(DISTRIBUTED_CRON_JOB_BIRTHS) readonly births: JobBirths,
     @Inject(DISTRIBUTED_CRON_STORE_SLICES) slices: CoordinationSlices,
     @Inject(DISTRIBUTED_CRON_JOBS) readonly jobs: JobRegistry,
+    @Inject(DISTRIBUTED_CRON_LEADERSHIP) readonly leadership: LeadershipSeat,
   ) {
     ({ retryLine: this.retryLine, flags: this.flags, streaks: this.streaks, leader: this.leader } = slices);
     this.options = config.options;
@@ -63,5 +63,14 @@ export class DistributedCronRuntime {
     this.scheduling = config.scheduling;
     this.retention = resolveRetention(config.options);
     this.leaderTiming = config.leader;
+  }
+
+  /** `mode: 'leader'`: this instance's part in the election, once it fires slots (kept in the `leadership` seat). */
+  get elector(): LeaderElector | undefined {
+    return this.leadership.elector;
+  }
+
+  set elector(elector: LeaderElector | undefined) {
+    this.leadership.elector = elector;
   }
 }

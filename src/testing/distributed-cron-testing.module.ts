@@ -9,8 +9,16 @@ import { resolvePools } from '../config/module.config.js';
 import { ResourcePools } from '../execution/resource.pool.js';
 import { RunSweeper } from '../execution/run.sweeper.js';
 import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
-import { DISTRIBUTED_CRON_RUN_HISTORY } from '../nest/distributed-cron.providers.js';
+import {
+  DISTRIBUTED_CRON_CLOCK,
+  DISTRIBUTED_CRON_INSTANCE_ID,
+  DISTRIBUTED_CRON_JOB_FLAGS,
+  DISTRIBUTED_CRON_LEASE_STORE,
+  DISTRIBUTED_CRON_RUN_HISTORY,
+  PORT_PROVIDERS,
+} from '../nest/distributed-cron.providers.js';
 import { DISTRIBUTED_CRON_JOBS } from '../nest/job.registry.js';
+import { DISTRIBUTED_CRON_LEADERSHIP, type LeadershipSeat } from '../nest/leadership.seat.js';
 import { ORCHESTRATION_PROVIDERS } from '../nest/orchestration.providers.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { CronTestController } from './cron-test.controller.js';
@@ -42,10 +50,15 @@ export const TESTING_OPTIONS = 'nestjs-distributed-cron:testing-options';
  * The runtime of `DistributedCronModule`, on in-memory stores and a test clock. Its shape is
  * checked against the real runtime's, so a field added there fails to compile here.
  */
-export function testingRuntime(options: DistributedCronTestingOptions, clock: TestClock): DistributedCronRuntime {
+export function testingRuntime(
+  options: DistributedCronTestingOptions,
+  clock: TestClock,
+  leadership: LeadershipSeat,
+): DistributedCronRuntime {
   const now = (): number => clock.now();
   const logger = new Logger(LOGGER_CONTEXT);
   const leases = new InMemoryLeaseStore(now);
+  const history = new InMemoryRunHistory();
   const runtime: { [K in keyof DistributedCronRuntime]: DistributedCronRuntime[K] } = {
     logger,
     instanceId: options.instanceId ?? 'test',
@@ -55,7 +68,7 @@ export function testingRuntime(options: DistributedCronTestingOptions, clock: Te
     flags: leases,
     streaks: leases,
     leader: leases,
-    history: new InMemoryRunHistory(),
+    history: { writes: history, sweeps: history, reads: history },
     births: new InMemoryJobBirths(),
     shutdownTimeoutMs: 10_000,
     sweepEveryMs: 2_000,
@@ -64,7 +77,13 @@ export function testingRuntime(options: DistributedCronTestingOptions, clock: Te
     scheduling: true,
     // One instance: no leader election.
     leaderTiming: undefined,
-    elector: undefined,
+    leadership,
+    get elector() {
+      return leadership.elector;
+    },
+    set elector(elector) {
+      leadership.elector = elector;
+    },
     // No history table to trim.
     retention: undefined,
     jobs: new Map(),
@@ -76,6 +95,11 @@ export function testingRuntime(options: DistributedCronTestingOptions, clock: Te
     } as DistributedCronModuleOptions,
   };
   return runtime;
+}
+
+/** Providers of parts of the testing runtime, by token. */
+function runtimeParts(parts: Record<string, (runtime: DistributedCronRuntime) => unknown>): Provider[] {
+  return Object.entries(parts).map(([provide, part]) => ({ provide, useFactory: part, inject: [DistributedCronRuntime] }));
 }
 
 /** The alert dispatcher, event sink, pools, sweeper, run history and job registry the jobs share, as `DistributedCronModule` provides them. */
@@ -99,12 +123,19 @@ function testingParts(): Provider[] {
       useFactory: (runtime: DistributedCronRuntime) => runtime.history,
       inject: [DistributedCronRuntime],
     },
-    { provide: DISTRIBUTED_CRON_JOBS, useFactory: (runtime: DistributedCronRuntime) => runtime.jobs, inject: [DistributedCronRuntime] },
+    ...PORT_PROVIDERS,
+    ...runtimeParts({
+      [DISTRIBUTED_CRON_JOBS]: (runtime) => runtime.jobs,
+      [DISTRIBUTED_CRON_LEASE_STORE]: (runtime) => runtime.leases,
+      [DISTRIBUTED_CRON_JOB_FLAGS]: (runtime) => runtime.flags,
+      [DISTRIBUTED_CRON_CLOCK]: (runtime) => runtime.clock,
+      [DISTRIBUTED_CRON_INSTANCE_ID]: (runtime) => runtime.instanceId,
+    }),
     // Built, never started: the testing explorer starts no sweep.
     {
       provide: RunSweeper,
       useFactory: ({ jobs, history, leases, logger, clock, instanceId, sweepEveryMs }: DistributedCronRuntime) =>
-        new RunSweeper({ jobs, history, leases, logger, clock, instanceId }, sweepEveryMs),
+        new RunSweeper({ jobs, history: history.sweeps, leases, logger, clock, instanceId }, sweepEveryMs),
       inject: [DistributedCronRuntime],
     },
     {
@@ -138,7 +169,7 @@ export class DistributedCronTestingModule {
       providers: [
         { provide: TESTING_OPTIONS, useValue: options },
         { provide: TestClock, useFactory: (o: DistributedCronTestingOptions) => o.clock ?? new TestClock(), inject: [TESTING_OPTIONS] },
-        { provide: DistributedCronRuntime, useFactory: testingRuntime, inject: [TESTING_OPTIONS, TestClock] },
+        { provide: DistributedCronRuntime, useFactory: testingRuntime, inject: [TESTING_OPTIONS, TestClock, DISTRIBUTED_CRON_LEADERSHIP] },
         ...testingParts(),
         ...ORCHESTRATION_PROVIDERS,
         TestingExplorer,
