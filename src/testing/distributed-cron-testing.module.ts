@@ -1,24 +1,10 @@
-import { Logger, Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { AlertDispatcher } from '../alerting/alert.dispatcher.js';
 import type { Alerter } from '../alerting/alert.interfaces.js';
+import { resolveModuleConfig, type ModuleConfig } from '../config/module.config.js';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
-import { LOGGER_CONTEXT } from '../nest/distributed-cron.constants.js';
-import { RunEventSink } from '../observability/run-event.sink.js';
-import { resolvePools } from '../config/module.config.js';
-import { ResourcePools } from '../execution/resource.pool.js';
-import { RunSweeper } from '../execution/run.sweeper.js';
 import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
-import {
-  DISTRIBUTED_CRON_CLOCK,
-  DISTRIBUTED_CRON_INSTANCE_ID,
-  DISTRIBUTED_CRON_JOB_FLAGS,
-  DISTRIBUTED_CRON_LEASE_STORE,
-  DISTRIBUTED_CRON_RUN_HISTORY,
-  PORT_PROVIDERS,
-} from '../nest/distributed-cron.providers.js';
-import { DISTRIBUTED_CRON_JOBS } from '../nest/job.registry.js';
-import { DISTRIBUTED_CRON_LEADERSHIP, type LeadershipSeat } from '../nest/leadership.seat.js';
+import { DISTRIBUTED_CRON_CONFIG, PORT_PROVIDERS, SHARED_PART_PROVIDERS, STORE_PROVIDERS } from '../nest/distributed-cron.providers.js';
 import { ORCHESTRATION_PROVIDERS } from '../nest/orchestration.providers.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { CronTestController } from './cron-test.controller.js';
@@ -47,104 +33,44 @@ export interface DistributedCronTestingOptions {
 export const TESTING_OPTIONS = 'nestjs-distributed-cron:testing-options';
 
 /**
- * The runtime of `DistributedCronModule`, on in-memory stores and a test clock. Its shape is
- * checked against the real runtime's, so a field added there fails to compile here.
+ * The module config of `DistributedCronModule` on in-memory stores and the test clock, checked as
+ * the module checks its options: one in-memory store serves every coordination slice, one
+ * in-memory history the run history's three ports; there is no Redis or PostgreSQL.
  */
-export function testingRuntime(
-  options: DistributedCronTestingOptions,
-  clock: TestClock,
-  leadership: LeadershipSeat,
-): DistributedCronRuntime {
+function testingConfig(options: DistributedCronTestingOptions, clock: TestClock): ModuleConfig {
   const now = (): number => clock.now();
-  const logger = new Logger(LOGGER_CONTEXT);
-  const leases = new InMemoryLeaseStore(now);
   const history = new InMemoryRunHistory();
-  const runtime: { [K in keyof DistributedCronRuntime]: DistributedCronRuntime[K] } = {
-    logger,
+  return resolveModuleConfig({
+    timeZone: options.timeZone ?? 'UTC',
     instanceId: options.instanceId ?? 'test',
     clock: now,
-    leases,
-    retryLine: leases,
-    flags: leases,
-    streaks: leases,
-    leader: leases,
-    history: { writes: history, sweeps: history, reads: history },
-    births: new InMemoryJobBirths(),
-    shutdownTimeoutMs: 10_000,
-    sweepEveryMs: 2_000,
-    auditPlainSchedules: false,
-    // The test clock fires the jobs (the testing explorer); no orchestrator starts timers here.
-    scheduling: true,
-    // One instance: no leader election.
-    leaderTiming: undefined,
-    leadership,
-    get elector() {
-      return leadership.elector;
+    alerter: options.alerter,
+    jobDefaults: options.jobDefaults,
+    pools: options.pools,
+    stores: {
+      leases: new InMemoryLeaseStore(now),
+      history: { writes: history, sweeps: history, reads: history },
+      births: new InMemoryJobBirths(),
     },
-    set elector(elector) {
-      leadership.elector = elector;
-    },
-    // No history table to trim.
-    retention: undefined,
-    jobs: new Map(),
-    // Only `timeZone`, `jobDefaults` and `pools` are read once the stores exist; there is no Redis or PostgreSQL.
-    options: {
-      timeZone: options.timeZone ?? 'UTC',
-      jobDefaults: options.jobDefaults,
-      pools: options.pools,
-    } as DistributedCronModuleOptions,
-  };
-  return runtime;
+  });
 }
 
-/** Providers of parts of the testing runtime, by token. */
-function runtimeParts(parts: Record<string, (runtime: DistributedCronRuntime) => unknown>): Provider[] {
-  return Object.entries(parts).map(([provide, part]) => ({ provide, useFactory: part, inject: [DistributedCronRuntime] }));
-}
-
-/** The alert dispatcher, event sink, pools, sweeper, run history and job registry the jobs share, as `DistributedCronModule` provides them. */
-function testingParts(): Provider[] {
-  return [
-    {
-      provide: AlertDispatcher,
-      useFactory: (options: DistributedCronTestingOptions, runtime: DistributedCronRuntime) =>
-        new AlertDispatcher(options.alerter, runtime.streaks, { dedupMs: 3_600_000, escalateAfter: 3 }, runtime.clock, runtime.logger),
-      inject: [TESTING_OPTIONS, DistributedCronRuntime],
-    },
-    // No hooks, metrics, traces or heartbeats in unit tests.
-    {
-      provide: RunEventSink,
-      useFactory: (runtime: DistributedCronRuntime) => new RunEventSink(runtime.logger),
-      inject: [DistributedCronRuntime],
-    },
-    // The stores and the registry by their tokens, as `DistributedCronModule` provides them.
-    {
-      provide: DISTRIBUTED_CRON_RUN_HISTORY,
-      useFactory: (runtime: DistributedCronRuntime) => runtime.history,
-      inject: [DistributedCronRuntime],
-    },
-    ...PORT_PROVIDERS,
-    ...runtimeParts({
-      [DISTRIBUTED_CRON_JOBS]: (runtime) => runtime.jobs,
-      [DISTRIBUTED_CRON_LEASE_STORE]: (runtime) => runtime.leases,
-      [DISTRIBUTED_CRON_JOB_FLAGS]: (runtime) => runtime.flags,
-      [DISTRIBUTED_CRON_CLOCK]: (runtime) => runtime.clock,
-      [DISTRIBUTED_CRON_INSTANCE_ID]: (runtime) => runtime.instanceId,
-    }),
-    // Built, never started: the testing explorer starts no sweep.
-    {
-      provide: RunSweeper,
-      useFactory: ({ jobs, history, leases, logger, clock, instanceId, sweepEveryMs }: DistributedCronRuntime) =>
-        new RunSweeper({ jobs, history: history.sweeps, leases, logger, clock, instanceId }, sweepEveryMs),
-      inject: [DistributedCronRuntime],
-    },
-    {
-      provide: ResourcePools,
-      useFactory: (options: DistributedCronTestingOptions) => new ResourcePools(resolvePools(options.pools)),
-      inject: [TESTING_OPTIONS],
-    },
-  ];
-}
+/**
+ * The providers of `DistributedCronModule` (its stores by token, the parts built from them, the
+ * runtime the explorer mounts jobs into), on the testing config. The sweeper is built, never
+ * started: the testing explorer starts no sweep, catch-up or timer.
+ */
+const TESTING_PROVIDERS: Provider[] = [
+  {
+    provide: DISTRIBUTED_CRON_CONFIG,
+    useFactory: testingConfig,
+    inject: [TESTING_OPTIONS, TestClock],
+  },
+  ...STORE_PROVIDERS.filter((provider) => (provider as { provide?: unknown }).provide !== DISTRIBUTED_CRON_CONFIG),
+  ...PORT_PROVIDERS,
+  ...SHARED_PART_PROVIDERS,
+  DistributedCronRuntime,
+];
 
 /**
  * Runs your `@DistributedCron` methods in unit tests with the library's real executor on an
@@ -169,8 +95,7 @@ export class DistributedCronTestingModule {
       providers: [
         { provide: TESTING_OPTIONS, useValue: options },
         { provide: TestClock, useFactory: (o: DistributedCronTestingOptions) => o.clock ?? new TestClock(), inject: [TESTING_OPTIONS] },
-        { provide: DistributedCronRuntime, useFactory: testingRuntime, inject: [TESTING_OPTIONS, TestClock, DISTRIBUTED_CRON_LEADERSHIP] },
-        ...testingParts(),
+        ...TESTING_PROVIDERS,
         ...ORCHESTRATION_PROVIDERS,
         TestingExplorer,
         DistributedCronService,
