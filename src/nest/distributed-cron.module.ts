@@ -7,7 +7,6 @@ import {
   DISTRIBUTED_CRON_JOB_BIRTHS,
   DISTRIBUTED_CRON_LEASE_STORE,
   DISTRIBUTED_CRON_RUN_HISTORY,
-  PORT_PROVIDERS,
   SHARED_PART_PROVIDERS,
   STORE_PROVIDERS,
 } from './distributed-cron.providers.js';
@@ -33,7 +32,6 @@ import { ORCHESTRATION_PROVIDERS } from './orchestration.providers.js';
   imports: [DiscoveryModule],
   providers: [
     ...STORE_PROVIDERS,
-    ...PORT_PROVIDERS,
     ...SHARED_PART_PROVIDERS,
     DistributedCronRuntime,
     ...ORCHESTRATION_PROVIDERS,

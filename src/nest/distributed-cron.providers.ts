@@ -44,7 +44,10 @@ export const DISTRIBUTED_CRON_INSTANCE_ID = 'nestjs-distributed-cron:instance-id
 /** Injection token of the `JobBirths` in use: Prisma by default, or the module option `stores.births`. */
 export const DISTRIBUTED_CRON_JOB_BIRTHS = 'nestjs-distributed-cron:job-births';
 
-/** The config, the coordination slices, the stores and the config's clock and instance ID, each a provider of its own (replaceable with `overrideProvider` in tests). */
+/**
+ * The config, the coordination slices, the stores (the run history also port by port) and the
+ * config's clock and instance ID, each a provider of its own (replaceable with `overrideProvider` in tests).
+ */
 export const STORE_PROVIDERS: Provider[] = [
   {
     provide: DISTRIBUTED_CRON_CONFIG,
@@ -75,6 +78,12 @@ export const STORE_PROVIDERS: Provider[] = [
     },
     inject: [DISTRIBUTED_CRON_CONFIG],
   },
+  { provide: DISTRIBUTED_CRON_RUN_READS, useFactory: (h: RunHistoryPorts): RunReads => h.reads, inject: [DISTRIBUTED_CRON_RUN_HISTORY] },
+  {
+    provide: DISTRIBUTED_CRON_SWEEP_QUERIES,
+    useFactory: (h: RunHistoryPorts): SweepQueries => h.sweeps,
+    inject: [DISTRIBUTED_CRON_RUN_HISTORY],
+  },
   {
     provide: DISTRIBUTED_CRON_JOB_FLAGS,
     useFactory: (slices: CoordinationSlices): JobFlags => slices.flags,
@@ -102,6 +111,7 @@ export const STORE_PROVIDERS: Provider[] = [
  */
 export const SHARED_PART_PROVIDERS: Provider[] = [
   { provide: DISTRIBUTED_CRON_JOBS, useFactory: (): JobRegistry => new Map() },
+  { provide: DISTRIBUTED_CRON_LEADERSHIP, useFactory: (): LeadershipSeat => ({ elector: undefined }) },
   {
     provide: AlertDispatcher,
     useFactory: (config: ModuleConfig, slices: CoordinationSlices): AlertDispatcher =>
@@ -137,18 +147,4 @@ export const SHARED_PART_PROVIDERS: Provider[] = [
       ),
     inject: [DISTRIBUTED_CRON_CONFIG, DISTRIBUTED_CRON_JOBS, DISTRIBUTED_CRON_SWEEP_QUERIES, DISTRIBUTED_CRON_LEASE_STORE],
   },
-];
-
-/**
- * The run history's ports, each by its token, and this instance's leadership seat: shared by
- * `DistributedCronModule` and the testing module (each provides `DISTRIBUTED_CRON_RUN_HISTORY`).
- */
-export const PORT_PROVIDERS: Provider[] = [
-  { provide: DISTRIBUTED_CRON_RUN_READS, useFactory: (h: RunHistoryPorts): RunReads => h.reads, inject: [DISTRIBUTED_CRON_RUN_HISTORY] },
-  {
-    provide: DISTRIBUTED_CRON_SWEEP_QUERIES,
-    useFactory: (h: RunHistoryPorts): SweepQueries => h.sweeps,
-    inject: [DISTRIBUTED_CRON_RUN_HISTORY],
-  },
-  { provide: DISTRIBUTED_CRON_LEADERSHIP, useFactory: (): LeadershipSeat => ({ elector: undefined }) },
 ];

@@ -4,7 +4,7 @@ import type { Alerter } from '../alerting/alert.interfaces.js';
 import { resolveModuleConfig, type ModuleConfig } from '../config/module.config.js';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
-import { DISTRIBUTED_CRON_CONFIG, PORT_PROVIDERS, SHARED_PART_PROVIDERS, STORE_PROVIDERS } from '../nest/distributed-cron.providers.js';
+import { DISTRIBUTED_CRON_CONFIG, SHARED_PART_PROVIDERS, STORE_PROVIDERS } from '../nest/distributed-cron.providers.js';
 import { ORCHESTRATION_PROVIDERS } from '../nest/orchestration.providers.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { CronTestController } from './cron-test.controller.js';
@@ -67,7 +67,6 @@ const TESTING_PROVIDERS: Provider[] = [
     inject: [TESTING_OPTIONS, TestClock],
   },
   ...STORE_PROVIDERS.filter((provider) => (provider as { provide?: unknown }).provide !== DISTRIBUTED_CRON_CONFIG),
-  ...PORT_PROVIDERS,
   ...SHARED_PART_PROVIDERS,
   DistributedCronRuntime,
 ];
