@@ -11,6 +11,7 @@ import { Redis as Valkey } from 'iovalkey';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  DistributedCronService,
   DISTRIBUTED_CRON_LEASE_STORE,
   DISTRIBUTED_CRON_RUN_HISTORY,
   DistributedCronModule,
@@ -62,10 +63,16 @@ describe('iovalkey as the Redis client', () => {
 });
 
 describe('stores as providers', () => {
-  it('keeps the run history in a store the app brings, with no PrismaClient at all', async () => {
+  it('keeps the run history in a store the app brings, its reads apart, with no PrismaClient at all', async () => {
     const name = uniqueName('own-history');
     const history = new InMemoryRunHistory();
-    const ports: RunHistoryPorts = { writes: history, sweeps: history, reads: history };
+    // The reads given apart from the other two ports, as a replica or a cache would be.
+    const reads: RunHistoryPorts['reads'] = {
+      get: (executionId) => history.get(executionId),
+      list: (filter) => history.list(filter),
+      lastSuccess: (jobName) => history.lastSuccess(jobName),
+    };
+    const ports: RunHistoryPorts = { writes: history, sweeps: history, reads };
     const { seen, handler } = counter();
     const redis = new Valkey(redisUrl(), { maxRetriesPerRequest: 1 });
     @Module({
@@ -90,6 +97,8 @@ describe('stores as providers', () => {
         message: 'a completed row in the app-provided history',
       });
       expect(seen.get(row.executionId)).toBe(1);
+      // The service reads the row through the reads given.
+      expect((await app.get(DistributedCronService).execution(row.executionId))?.status).toBe('completed');
     } finally {
       await app.close();
       redis.disconnect();
