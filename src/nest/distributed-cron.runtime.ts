@@ -4,7 +4,7 @@ import type { DistributedCronModuleOptions } from '../distributed-cron.interface
 import type { JobBirths } from '../history/job-births.js';
 import type { RunHistoryPorts } from '../history/run-history.js';
 import { resolveRetention, type RetentionConfig } from '../history/retention.config.js';
-import type { CoordinationSlices, FailureStreaks, JobFlags, LeaderStore, LeaseStore, RetryLine } from '../leasing/lease.store.js';
+import type { CoordinationSlices, JobFlags, LeaderStore, LeaseStore, RetryLine } from '../leasing/lease.store.js';
 import type { LeaderElector } from '../leasing/leader.elector.js';
 import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
 import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from './job.registry.js';
@@ -20,8 +20,10 @@ import {
 export type { MountedJob } from './job.registry.js';
 
 /**
- * Everything one module instance owns: validated options, stores and its jobs. Nothing lives at
- * module level, so several apps in one process stay independent.
+ * What the explorer and the orchestrator coordinate for one module instance: validated options,
+ * stores and its jobs. Nothing lives at module level, so several apps in one process stay
+ * independent. Other parts take only the providers they use (the job registry, the run history's
+ * ports, the flags, the clock …), never this.
  */
 @Injectable()
 export class DistributedCronRuntime {
@@ -29,7 +31,6 @@ export class DistributedCronRuntime {
   readonly instanceId: string;
   readonly clock: () => number;
   readonly shutdownTimeoutMs: number;
-  readonly sweepEveryMs: number;
   readonly auditPlainSchedules: boolean;
   /** The module option `scheduling`: false starts no timer, catch-up, sweep or queue consumer. */
   readonly scheduling: boolean;
@@ -41,7 +42,6 @@ export class DistributedCronRuntime {
   /** The coordination slices beside the leases (module option `stores`). */
   readonly retryLine: RetryLine;
   readonly flags: JobFlags;
-  readonly streaks: FailureStreaks;
   readonly leader: LeaderStore;
 
   constructor(
@@ -51,13 +51,12 @@ export class DistributedCronRuntime {
     @Inject(DISTRIBUTED_CRON_JOB_BIRTHS) readonly births: JobBirths,
     @Inject(DISTRIBUTED_CRON_STORE_SLICES) slices: CoordinationSlices,
     @Inject(DISTRIBUTED_CRON_JOBS) readonly jobs: JobRegistry,
-    @Inject(DISTRIBUTED_CRON_LEADERSHIP) readonly leadership: LeadershipSeat,
+    @Inject(DISTRIBUTED_CRON_LEADERSHIP) private readonly leadership: LeadershipSeat,
   ) {
-    ({ retryLine: this.retryLine, flags: this.flags, streaks: this.streaks, leader: this.leader } = slices);
+    ({ retryLine: this.retryLine, flags: this.flags, leader: this.leader } = slices);
     this.options = config.options;
     this.instanceId = config.instanceId;
     this.clock = config.clock;
-    this.sweepEveryMs = config.sweepEveryMs;
     this.shutdownTimeoutMs = config.shutdownTimeoutMs;
     this.auditPlainSchedules = config.auditPlainSchedules;
     this.scheduling = config.scheduling;
