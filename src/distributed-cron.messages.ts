@@ -126,3 +126,17 @@ export const RESIGN_FAILED = (error: string) =>
   `leader election: could not resign the leadership (the leader key expires by itself within the lease): ${error}`;
 
 export const LEADER_LISTENER_FAILED = (error: string) => `leader election: a leadership listener threw (ignored): ${error}`;
+
+/** A store given under `stores` without some of its port's methods. */
+export const STORE_LACKS = (missing: readonly string[], methods: readonly string[]) =>
+  `lacks ${missing.map((m) => `\`${m}\``).join(', ')}; its port is ${methods.join(', ')}`;
+
+/** `stores.history` given as something other than the run history's ports. */
+export const HISTORY_NOT_PORTS = (value: unknown) =>
+  `must be the run history's ports { writes, sweeps, reads }, got ${shown(value)}; ` +
+  'one object implementing all three may be given for each: { writes: h, sweeps: h, reads: h }';
+
+/** One of the run history's ports left out of `stores.history`. */
+export const HISTORY_PORT_MISSING =
+  'missing: the three ports share one table and its fencing floor, so they are given together ' +
+  '(one object implementing all three may be given for each)';

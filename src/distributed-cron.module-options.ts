@@ -3,7 +3,7 @@ import type { Cluster, Redis } from 'ioredis';
 import type { Alerter } from './alerting/alert.interfaces.js';
 import type { Duration, DistributedCronOptions } from './distributed-cron.interfaces.js';
 import type { JobBirths } from './history/job-births.js';
-import type { RunHistory } from './history/run-history.js';
+import type { RunHistoryPorts } from './history/run-history.js';
 import type { FailureStreaks, JobFlags, LeaderStore, LeaseStore, RetryLine } from './leasing/lease.store.js';
 import type {
   DistributedCronHooks,
@@ -131,7 +131,15 @@ export interface DistributedCronModuleOptions {
     streaks?: FailureStreaks;
     /** The fleet's leadership (`mode: 'leader'`). */
     leader?: LeaderStore;
-    history?: RunHistory;
+    /**
+     * The run history, as its three ports: `writes` (a run's life), `sweeps` (the sweep's queries)
+     * and `reads` (the service, the CLI, the health check). They share one table and its fencing
+     * floor, so they are given together; one object implementing all three may be given for each.
+     * @default Prisma (`prisma`)
+     * @example history: { writes: myHistory, sweeps: myHistory, reads: myHistory }
+     */
+    history?: RunHistoryPorts;
+    /** When the fleet first saw each job (catch-up never runs a slot before it). @default Prisma (`prisma`) */
     births?: JobBirths;
   };
   /** Default IANA time zone for jobs that do not set one. There is no silent fallback. */

@@ -29,7 +29,7 @@ export type {
   RetryLine,
   TakeResult,
 } from './leasing/lease.store.js';
-export type { RunHistory, RunReads, RunWrites, SweepQueries } from './history/run-history.js';
+export type { RunHistoryPorts, RunReads, RunWrites, SweepQueries } from './history/run-history.js';
 export type { RunReadModel } from './history/read-model.js';
 export type { JobBirths } from './history/job-births.js';
 export {

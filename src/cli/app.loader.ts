@@ -1,25 +1,40 @@
-import { ConsoleLogger, type DynamicModule, type INestApplicationContext, type LogLevel, type Type } from '@nestjs/common';
+import {
+  ConsoleLogger,
+  Logger,
+  type DynamicModule,
+  type INestApplicationContext,
+  type LoggerService,
+  type LogLevel,
+  type Type,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describeError } from '../errors/error.redact.js';
-import {
-  DISTRIBUTED_CRON_OPTION_OVERRIDES,
-  DISTRIBUTED_CRON_RUNTIME_ALIAS,
-  DISTRIBUTED_CRON_SERVICE_ALIAS,
-} from '../nest/distributed-cron.constants.js';
+import { DISTRIBUTED_CRON_OPTION_OVERRIDES, DISTRIBUTED_CRON_SERVICE_ALIAS, LOGGER_CONTEXT } from '../nest/distributed-cron.constants.js';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
-import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
+import type { RunReads, SweepQueries } from '../history/run-history.js';
+import { DISTRIBUTED_CRON_CLOCK, DISTRIBUTED_CRON_RUN_READS, DISTRIBUTED_CRON_SWEEP_QUERIES } from '../nest/distributed-cron.providers.js';
+import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from '../nest/job.registry.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { UsageError } from './cli.args.js';
 
-/** The user's app, booted without its schedules. */
+/**
+ * The user's app, booted without its schedules, and the parts of its module the commands use. The
+ * parts are found by string tokens, the same in the CommonJS and the ESM build.
+ */
 export interface LoadedApp {
   readonly app: INestApplicationContext;
   readonly service: DistributedCronService;
-  readonly runtime: DistributedCronRuntime;
+  /** The jobs mounted in the app. */
+  readonly jobs: JobRegistry;
+  readonly reads: RunReads;
+  /** `running` rows of a job (a CronJob pod closes dead runs before its slot, as a sweep would). */
+  readonly sweeps: Pick<SweepQueries, 'running'>;
+  readonly clock: () => number;
+  readonly logger: LoggerService;
 }
 
 /** Nest's console logger with every line on stderr, so that stdout carries only the command's output (a table, JSON, YAML). */
@@ -109,10 +124,15 @@ export async function bootApp(modulePath: string, verbose: boolean): Promise<Loa
   // An app with its own copy of @nestjs/schedule registered its jobs past the patch: stopped here.
   stopPlainSchedules(app);
   try {
+    const part = <T>(token: string): T => app.get<T>(token, { strict: false });
     return {
       app,
       service: findService(app, DistributedCronService, DISTRIBUTED_CRON_SERVICE_ALIAS),
-      runtime: findService(app, DistributedCronRuntime, DISTRIBUTED_CRON_RUNTIME_ALIAS),
+      jobs: part<JobRegistry>(DISTRIBUTED_CRON_JOBS),
+      reads: part<RunReads>(DISTRIBUTED_CRON_RUN_READS),
+      sweeps: part<SweepQueries>(DISTRIBUTED_CRON_SWEEP_QUERIES),
+      clock: part<() => number>(DISTRIBUTED_CRON_CLOCK),
+      logger: new Logger(LOGGER_CONTEXT),
     };
   } catch {
     await app.close().catch(() => undefined);

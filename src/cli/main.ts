@@ -50,7 +50,7 @@ async function perform(loaded: LoadedApp, line: CommandLine): Promise<ExitCode> 
       return print(await pauseOrResume(loaded, line));
     case 'manifest': {
       const { job, image, namespace } = line.values as { job?: string; image?: string; namespace?: string };
-      const configs = [...loaded.runtime.jobs.values()].map(({ executor }) => executor.job);
+      const configs = [...loaded.jobs.values()].map(({ executor }) => executor.job);
       const result = manifest(configs, { modulePath: line.modulePath!, image, namespace }, job);
       for (const why of result.skipped) err(why);
       out(result.yaml);

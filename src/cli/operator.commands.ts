@@ -67,7 +67,7 @@ export async function jobs(loaded: LoadedApp): Promise<Printed> {
   const described = await Promise.all(
     service.jobs().map(async (job) => {
       const paused = await service.isPaused(job.name).catch(() => undefined);
-      const mounted = loaded.runtime.jobs.get(job.name);
+      const mounted = loaded.jobs.get(job.name);
       const disabled = mounted?.executor.job.disabled ?? false;
       const next = service.nextRuns(job.name, 1)[0]!;
       return {

@@ -39,12 +39,12 @@ export async function fireSlot(
   slotText: string | undefined,
   trigger: 'schedule' | 'manual',
 ): Promise<SlotResult> {
-  const mounted = loaded.runtime.jobs.get(jobName);
-  if (!mounted) throw new UsageError(`job '${jobName}' ${messages.UNKNOWN_JOB(jobName, [...loaded.runtime.jobs.keys()])}`);
+  const mounted = loaded.jobs.get(jobName);
+  if (!mounted) throw new UsageError(`job '${jobName}' ${messages.UNKNOWN_JOB(jobName, [...loaded.jobs.keys()])}`);
   const { executor } = mounted;
   const { job } = executor;
   if (job.queue !== undefined) throw new UsageError(queueModeRefusal(job));
-  const now = new Date(loaded.runtime.clock());
+  const now = new Date(loaded.clock());
   const slot = slotText === undefined ? job.schedule.slotFor(now, job.skewToleranceMs) : checkedSlot(job, slotText, now);
   const executionId = executionIdOf(job, slot);
   if (trigger === 'schedule' && job.disabled) {
@@ -67,17 +67,17 @@ const DEAD_RUNS_BATCH = 100;
 async function closeDeadRuns(loaded: LoadedApp, executor: JobExecutor, executionId: string): Promise<void> {
   if (executor.job.recover) return;
   try {
-    const rows = await loaded.runtime.history.running([executor.job.name], DEAD_RUNS_BATCH, [executionId]);
+    const rows = await loaded.sweeps.running([executor.job.name], DEAD_RUNS_BATCH, [executionId]);
     for (const row of rows) await executor.checks.checkOwner(row);
   } catch (error) {
-    loaded.runtime.logger.warn(`job '${executor.job.name}': looking for dead runs failed: ${describeError(error)}`);
+    loaded.logger.warn(`job '${executor.job.name}': looking for dead runs failed: ${describeError(error)}`);
   }
 }
 
 /** `replay <executionId>`: DistributedCronService.replay, then the row decides the exit code. */
 export async function replaySlot(loaded: LoadedApp, executionId: string): Promise<SlotResult> {
-  const found = await loaded.runtime.history.get(executionId);
-  const queued = loaded.runtime.jobs.get(found?.jobName ?? '')?.executor.job;
+  const found = await loaded.reads.get(executionId);
+  const queued = loaded.jobs.get(found?.jobName ?? '')?.executor.job;
   if (queued?.queue !== undefined) throw new UsageError(queueModeRefusal(queued));
   if (!found) throw new UsageError(`no execution '${executionId}' in the run history`);
   let outcome: FireOutcome;
@@ -87,11 +87,11 @@ export async function replaySlot(loaded: LoadedApp, executionId: string): Promis
     throw error instanceof TypeError ? new UsageError(error.message) : error;
   }
   if (outcome === 'not_replayable') {
-    const row = await loaded.runtime.history.get(executionId);
+    const row = await loaded.reads.get(executionId);
     const message = `${executionId} is ${row?.status ?? 'gone'}: only dead, failed, timed_out, lease_lost or aborted executions can be replayed`;
     return { exitCode: EXIT.usage, outcome, executionId, run: row, message };
   }
-  return settle(loaded, loaded.runtime.jobs.get(found?.jobName ?? '')?.executor, executionId, outcome);
+  return settle(loaded, loaded.jobs.get(found?.jobName ?? '')?.executor, executionId, outcome);
 }
 
 async function settle(
@@ -105,7 +105,7 @@ async function settle(
   if (outcome === 'unavailable') return result(EXIT.unavailable, `${executionId} not run: Redis or the database could not be reached`);
   let row: RunRecord | undefined;
   try {
-    row = await loaded.runtime.history.get(executionId);
+    row = await loaded.reads.get(executionId);
     if (executor && !HELD_ELSEWHERE.has(outcome)) row = await retriesDue(loaded, executor, row);
   } catch (error) {
     return result(EXIT.unavailable, `${executionId}: ${outcome}, but its row could not be read: ${describeError(error)}`);
@@ -128,12 +128,12 @@ async function settle(
  * CronJob mode no sweep does. Another process taking an attempt first ends the loop.
  */
 async function retriesDue(loaded: LoadedApp, executor: JobExecutor, row: RunRecord | undefined): Promise<RunRecord | undefined> {
-  for (let current = row; current; current = await loaded.runtime.history.get(current.executionId)) {
+  for (let current = row; current; current = await loaded.reads.get(current.executionId)) {
     if (!RETRYABLE.has(current.status) || current.nextAttemptAt === null || current.attempt >= current.maxAttempts) return current;
-    const wait = current.nextAttemptAt.getTime() - loaded.runtime.clock();
+    const wait = current.nextAttemptAt.getTime() - loaded.clock();
     if (wait > 0) await sleep(wait);
     const outcome = await executor.retry(current, 'retry');
-    if (outcome !== 'ran') return loaded.runtime.history.get(current.executionId);
+    if (outcome !== 'ran') return loaded.reads.get(current.executionId);
   }
   return undefined;
 }

@@ -6,7 +6,7 @@ import { DistributedCronConfigError } from '../errors/distributed-cron-config.er
 import { isValidTimeZone } from '../scheduling/cron.schedule.js';
 import { MAX_TIMER_MS, parseDuration } from './duration.parse.js';
 import { leaderTimingProblem } from './lease.timing.js';
-import { DEFAULT_KEY_PREFIX, hasMethods, STORE_METHODS } from './store.options.js';
+import { DEFAULT_KEY_PREFIX, hasMethods, missingMethods, optionAt, STORE_METHODS } from './store.options.js';
 
 const KEY_PREFIX_PATTERN = /^[A-Za-z0-9:_\-.]{1,64}$/;
 const POOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,100}$/;
@@ -44,15 +44,28 @@ function servedSlices(stores: NonNullable<DistributedCronModuleOptions['stores']
   );
 }
 
+const HISTORY_PORTS = ['writes', 'sweeps', 'reads'] as const;
+
+/** `stores.history` is the run history's three ports; their methods are checked with the other stores'. */
+function checkHistoryPorts(history: unknown): void {
+  if (history === undefined) return;
+  const given = typeof history === 'object' && history !== null ? HISTORY_PORTS.filter((port) => port in history) : [];
+  if (given.length === 0) fail('stores.history', messages.HISTORY_NOT_PORTS(history));
+  const absent = HISTORY_PORTS.find((port) => (history as Record<string, unknown>)[port] === undefined);
+  if (absent !== undefined) fail(`stores.history.${absent}`, messages.HISTORY_PORT_MISSING);
+}
+
 /** Checks the module options; every problem names the option. */
 export function resolveModuleConfig(options: DistributedCronModuleOptions): ModuleConfig {
   if (!options || typeof options !== 'object') fail('options', 'missing: pass { redis, prisma, timeZone }');
   const stores = options.stores ?? {};
   if (typeof stores !== 'object')
     fail('stores', 'must be an object: { leases?, retryLine?, flags?, streaks?, leader?, history?, births? }');
+  checkHistoryPorts(stores.history);
   for (const [option, methods] of Object.entries(STORE_METHODS)) {
-    const store = stores[option.slice('stores.'.length) as keyof typeof stores];
-    if (store !== undefined && !hasMethods(store, methods)) fail(option, `must implement ${methods.join(', ')}`);
+    const store = optionAt(options, option);
+    const missing = store === undefined ? [] : missingMethods(store, methods);
+    if (missing.length > 0) fail(option, messages.STORE_LACKS(missing, methods));
   }
   if (!(stores.leases && servedSlices(stores)) && !hasMethods(options.redis, REDIS_METHODS)) {
     fail('redis', "missing or not an ioredis client (Redis or Cluster); pass the app's client, e.g. `redis: new Redis(url)`");

@@ -14,13 +14,22 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost, ModuleRef } from '@nestjs/core';
 import type { FireOutcome, RunRecord } from '../distributed-cron.interfaces.js';
-import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
+import type { ModuleConfig } from '../config/module.config.js';
+import type { LeaseStore } from '../leasing/lease.store.js';
+import type { RunReadModel } from '../history/read-model.js';
+import {
+  DISTRIBUTED_CRON_CLOCK,
+  DISTRIBUTED_CRON_CONFIG,
+  DISTRIBUTED_CRON_LEASE_STORE,
+  DISTRIBUTED_CRON_READ_MODEL,
+} from '../nest/distributed-cron.providers.js';
+import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from '../nest/job.registry.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { escapeHtml, loadAssets, type Asset } from './dashboard.assets.js';
 import { DASHBOARD_OPTIONS, type DashboardRequest, type ResolvedDashboardOptions } from './dashboard.options.js';
 import { parseHistoryQuery, parseStatsDays, parseWindow, STATUSES, TRIGGERS, type QueryParams } from './dashboard.params.js';
 import type { HistoryPage } from '../history/read-model.js';
-import { DashboardReader, type JobView, type StatsView } from './dashboard.reader.js';
+import { DashboardReader, type DashboardSource, type JobView, type StatsView } from './dashboard.reader.js';
 import { ActionRateLimit, checkCsrf, csrfCookie, csrfToken, SECURITY_HEADERS } from './dashboard.security.js';
 
 /** An action answers once its outcome is known, or after this long with `running` (it goes on). */
@@ -50,16 +59,23 @@ export class DashboardController implements OnModuleInit {
   }
 
   onModuleInit(): void {
-    let runtime: DistributedCronRuntime;
+    const get = <T>(token: string): T => this.moduleRef.get<T>(token, { strict: false });
+    let source: DashboardSource;
     try {
       this.cron = this.moduleRef.get(DistributedCronService, { strict: false });
-      runtime = this.moduleRef.get(DistributedCronRuntime, { strict: false });
+      source = {
+        timeZone: get<ModuleConfig>(DISTRIBUTED_CRON_CONFIG).options.timeZone,
+        jobs: get<JobRegistry>(DISTRIBUTED_CRON_JOBS),
+        clock: get<() => number>(DISTRIBUTED_CRON_CLOCK),
+        leases: get<LeaseStore>(DISTRIBUTED_CRON_LEASE_STORE),
+        readModel: get<RunReadModel | null>(DISTRIBUTED_CRON_READ_MODEL),
+      };
     } catch {
       throw new Error(
         'DistributedCronDashboardModule needs DistributedCronModule: import DistributedCronModule.forRoot(...) in the app too',
       );
     }
-    this.reader = new DashboardReader(runtime, this.cron);
+    this.reader = new DashboardReader(source, this.cron);
   }
 
   private send(response: unknown, status: number, type: string, body: string, extra: Record<string, string> = {}): void {

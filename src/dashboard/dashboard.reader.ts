@@ -1,15 +1,13 @@
 /**
- * What the dashboard shows, read from the module's jobs, clock, leases and run history: jobs with their schedule, state and
+ * What the dashboard shows, read from the module's jobs, clock, leases and run history read model: jobs with their schedule, state and
  * leases, the timeline, history pages and chart data. Reads only: every action goes through
  * DistributedCronService.
  */
 import { withDeadline } from '../promise.deadline.js';
 import type { RunRecord, RunStatus } from '../distributed-cron.interfaces.js';
 import type { LeaseState, LeaseStore, LeaseView } from '../leasing/lease.store.js';
-import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import type { JobRegistry } from '../nest/job.registry.js';
 import type { DistributedCronService } from '../nest/distributed-cron.service.js';
-import { PrismaRunReadModel } from '../history/prisma-read-model.js';
 import type { DayCount, HistoryPage, HistoryPageQuery, JobTimings, RunReadModel } from '../history/read-model.js';
 
 /** A Redis read of lease state gives up after this long: the page shows "unknown" instead. */
@@ -65,12 +63,15 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined>
   ).catch(() => undefined);
 }
 
-/** What the dashboard reads of its module (the runtime has all of it). */
+/** What the dashboard reads of its module, each part by its token. */
 export interface DashboardSource {
-  readonly options: Pick<DistributedCronModuleOptions, 'prisma' | 'timeZone'>;
+  /** The module option `timeZone`: the charts' days are days there. */
+  readonly timeZone: string | undefined;
   readonly jobs: Pick<JobRegistry, 'get' | 'keys'>;
   readonly clock: () => number;
   readonly leases: LeaseStore;
+  /** Null when the module has no `prisma` client. */
+  readonly readModel: RunReadModel | null;
 }
 
 export class DashboardReader {
@@ -79,24 +80,23 @@ export class DashboardReader {
   private readonly cache = new Map<string, { until: number; value: Promise<unknown> }>();
 
   constructor(
-    private readonly runtime: DashboardSource,
+    private readonly source: DashboardSource,
     private readonly cron: DistributedCronService,
   ) {
-    const { prisma } = runtime.options;
-    if (!prisma) {
+    if (!source.readModel) {
       throw new Error(
         'DistributedCronDashboardModule reads the run history with the `prisma` client of DistributedCronModule: pass `prisma`',
       );
     }
-    this.queries = new PrismaRunReadModel(prisma);
+    this.queries = source.readModel;
   }
 
   get jobNames(): string[] {
-    return [...this.runtime.jobs.keys()];
+    return [...this.source.jobs.keys()];
   }
 
   now(): Date {
-    return new Date(this.runtime.clock());
+    return new Date(this.source.clock());
   }
 
   async jobs(): Promise<JobView[]> {
@@ -111,7 +111,7 @@ export class DashboardReader {
     const views: JobView[] = [];
     for (const [index, description] of this.cron.jobs().entries()) {
       const { name } = description;
-      const job = this.runtime.jobs.get(name)!.executor.job;
+      const job = this.source.jobs.get(name)!.executor.job;
       const summary = summaries.get(name)!;
       const runs = running.filter((row) => row.jobName === name);
       const leases = await withTimeout(this.leaseState(name, runs), LEASE_READ_TIMEOUT_MS);
@@ -149,7 +149,7 @@ export class DashboardReader {
    * the lease store when it can tell (`LeaseView`: the built-in stores can; a store of your own may not).
    */
   private async leaseState(jobName: string, runs: RunRecord[]): Promise<LeaseState> {
-    const leases = this.runtime.leases as LeaseStore & Partial<LeaseView>;
+    const leases = this.source.leases as LeaseStore & Partial<LeaseView>;
     if (typeof leases.leaseState !== 'function') return { remaining: new Map() };
     return leases.leaseState(jobName, runs);
   }
@@ -182,7 +182,7 @@ export class DashboardReader {
 
   private async readStats(days: number): Promise<StatsView> {
     const now = this.now();
-    const timeZone = this.runtime.options.timeZone ?? 'UTC';
+    const timeZone = this.source.timeZone ?? 'UTC';
     const [perDay, timings] = await Promise.all([
       this.queries.perDay(this.jobNames, new Date(now.getTime() - days * 86_400_000), timeZone),
       this.queries.timings(this.jobNames, new Date(now.getTime() - 7 * 86_400_000)),

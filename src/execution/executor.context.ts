@@ -6,7 +6,7 @@ import { describeError } from '../errors/error.redact.js';
 import type { JobConfig } from '../config/job.config.js';
 import { LeaseKeeper } from '../leasing/lease.keeper.js';
 import type { HeldLease, JobFlags, LeaseStore, ReleaseResult, RetryLine } from '../leasing/lease.store.js';
-import type { NotStartedRequest, RunHistory } from '../history/run-history.js';
+import type { NotStartedRequest, RunLedger } from '../history/run-history.js';
 import { RunEventSink } from '../observability/run-event.sink.js';
 import type { QueueLink } from '../topology/queue.step.js';
 import type { ResourcePool, ResourcePools } from './resource.pool.js';
@@ -18,7 +18,8 @@ export interface ExecutorDeps {
   readonly flags: Pick<JobFlags, 'once'>;
   /** Where a due retry that found its job busy waits for the lease. */
   readonly retryLine: RetryLine;
-  readonly history: RunHistory;
+  /** The run history as a run uses it (its writes and reads, and closing a dead owner's row). */
+  readonly history: RunLedger;
   readonly alerts: AlertDispatcher;
   readonly instanceId: string;
   readonly clock: () => number;

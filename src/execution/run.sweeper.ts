@@ -1,6 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { describeError } from '../errors/error.redact.js';
-import type { RunHistory } from '../history/run-history.js';
+import type { SweepQueries } from '../history/run-history.js';
 import type { LeaseStore } from '../leasing/lease.store.js';
 import type { JobExecutor } from './job.executor.js';
 import type { RunRecord } from '../distributed-cron.interfaces.js';
@@ -9,7 +9,7 @@ import type { RunRecord } from '../distributed-cron.interfaces.js';
 export interface SweeperDeps {
   /** Every job mounted on this instance, by name; a job whose timer is not active is not swept here. */
   readonly jobs: ReadonlyMap<string, { readonly executor: JobExecutor; readonly timer: { readonly active: boolean } }>;
-  readonly history: RunHistory;
+  readonly history: SweepQueries;
   /** Whether an orphaned `running` row's run still holds its lease. */
   readonly leases: Pick<LeaseStore, 'owner'>;
   readonly logger: LoggerService;

@@ -1,6 +1,6 @@
 import type { PrismaClientLike, RunRecord } from '../distributed-cron.interfaces.js';
 import type { BeginOutcome, BeginRequest, FinishRequest, HistoryFilter, NotStartedRequest } from './run-history.js';
-import type { QueuedRow, RestartOutcome, RestartRequest, RunHistory, StaleFence } from './run-history.js';
+import type { QueuedRow, RestartOutcome, RestartRequest, RunReads, RunWrites, StaleFence, SweepQueries } from './run-history.js';
 
 import { MicroBatcher } from './micro.batcher.js';
 import {
@@ -21,7 +21,7 @@ import { executeStatement, instantOut, queryRows, toBigIntText, toBool, toDateOr
  * Run history in the user's database through their PrismaClient, with raw SQL so that one
  * statement can insert-or-detect (`ON CONFLICT DO NOTHING`) and fence updates by token.
  */
-export class PrismaRunHistory implements RunHistory {
+export class PrismaRunHistory implements RunWrites, SweepQueries, RunReads {
   /** Rows of runs starting in the same event-loop turn go in one INSERT. */
   private readonly inserts = new MicroBatcher((requests: BeginRequest[]) => insertMany(this.prisma, requests), 500);
   /** Rows of slots that did not start (overlap, store outage) in the same turn go in one INSERT. */

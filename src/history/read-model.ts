@@ -1,7 +1,7 @@
 /**
  * The run history's read model: what the dashboard shows (job summaries, counts, the timeline,
  * history pages, charts). Reads only; `PrismaRunReadModel` is the PostgreSQL implementation. Rows
- * by execution ID, lists and the last success are `RunReads`, part of every `RunHistory`.
+ * by execution ID, lists and the last success are `RunReads`, one of the run history's ports.
  */
 import type { RunRecord, RunStatus, RunTrigger } from '../distributed-cron.interfaces.js';
 

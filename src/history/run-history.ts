@@ -151,8 +151,40 @@ export interface RunReads {
 }
 
 /**
- * The run history: the ground truth of which execution IDs ran. One store of one table, seen by
- * its consumers through three ports: the writes of a run's life, the sweep's queries, and the
- * reads. `stores.history` takes all three (they share the table and its fencing floor).
+ * The run history: the ground truth of which execution IDs ran. One table, seen by its consumers
+ * through three ports: the writes of a run's life (the executor), the sweep's queries (the
+ * sweeper) and the reads (the service, the CLI, the health check). The module option
+ * `stores.history` takes the three together, since they share the table and its fencing floor;
+ * one object that implements all three may be given for each.
+ * @example stores: { history: { writes: mine, sweeps: mine, reads: mine } }
  */
-export type RunHistory = RunWrites & SweepQueries & RunReads;
+export interface RunHistoryPorts {
+  readonly writes: RunWrites;
+  readonly sweeps: SweepQueries;
+  readonly reads: RunReads;
+}
+
+/** The run history as a run uses it: its writes, reads of rows, and closing the row of an owner that died. */
+export type RunLedger = RunWrites & RunReads & Pick<SweepQueries, 'markLeaseLost'>;
+
+/**
+ * The ports as one `RunLedger`: the object itself when one object serves all three (the built-in
+ * stores), else each method taken from its port.
+ */
+export function runLedger({ writes, sweeps, reads }: RunHistoryPorts): RunLedger {
+  if ((writes as object) === sweeps && (writes as object) === reads) return writes as RunLedger;
+  return {
+    ...(writes.warmUp ? { warmUp: () => writes.warmUp!() } : {}),
+    begin: (request) => writes.begin(request),
+    finish: (request) => writes.finish(request),
+    recordNotStarted: (request) => writes.recordNotStarted(request),
+    settleQueued: (executionId, status, error, now) => writes.settleQueued(executionId, status, error, now),
+    skippedTrigger: (executionId) => writes.skippedTrigger(executionId),
+    restart: (request) => writes.restart(request),
+    get: (executionId) => reads.get(executionId),
+    list: (filter) => reads.list(filter),
+    lastSuccess: (jobName) => reads.lastSuccess(jobName),
+    markLeaseLost: (executionId, fencingToken, now, error, nextAttemptAt) =>
+      sweeps.markLeaseLost(executionId, fencingToken, now, error, nextAttemptAt),
+  };
+}

@@ -12,9 +12,9 @@ export const LOGGER_CONTEXT = 'DistributedCron';
 export const DISTRIBUTED_CRON_OPTION_OVERRIDES = 'nestjs-distributed-cron:option-overrides';
 
 /**
- * Names under which the module also provides `DistributedCronService` and `DistributedCronRuntime`.
- * A class token is one build's class; these strings are the same in the CommonJS and the ESM
- * build, so the CLI finds the services of an app that loaded the other build (cli/app.loader.ts).
+ * Name under which the module also provides `DistributedCronService`. A class token is one
+ * build's class; this string is the same in the CommonJS and the ESM build, so the CLI finds the
+ * service of an app that loaded the other build (cli/app.loader.ts). The parts the CLI reads
+ * besides have string tokens of their own.
  */
 export const DISTRIBUTED_CRON_SERVICE_ALIAS = 'nestjs-distributed-cron:service';
-export const DISTRIBUTED_CRON_RUNTIME_ALIAS = 'nestjs-distributed-cron:runtime';

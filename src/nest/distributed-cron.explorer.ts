@@ -17,6 +17,7 @@ import { DistributedCronConfigError } from '../errors/distributed-cron-config.er
 import { checkOverriddenJobsExist, resolveJobConfig } from '../config/job.config.js';
 import { JobExecutor } from '../execution/job.executor.js';
 import { ResourcePools } from '../execution/resource.pool.js';
+import { runLedger } from '../history/run-history.js';
 import { AlertDispatcher } from '../alerting/alert.dispatcher.js';
 import { RunEventSink } from '../observability/run-event.sink.js';
 import { claimAheadMs, JobTimer } from '../scheduling/job.timer.js';
@@ -66,6 +67,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
     this.orchestrator = this.mountedBy;
     const { topology } = this.orchestrator;
     const sources = new Map<string, string>();
+    const ledger = runLedger(runtime.history);
     for (const found of this.methods()) {
       const method = (found.instance as Record<string, unknown>)[found.methodName] as (ctx: CronContext) => unknown;
       const metadata = this.reflector.get<DistributedCronMetadata | undefined>(DISTRIBUTED_CRON_METADATA, method);
@@ -80,7 +82,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         leases: runtime.leases,
         flags: runtime.flags,
         retryLine: runtime.retryLine,
-        history: runtime.history,
+        history: ledger,
         alerts: this.alerts,
         instanceId: runtime.instanceId,
         clock: runtime.clock,

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { DISTRIBUTED_CRON_RUNTIME_ALIAS, DISTRIBUTED_CRON_SERVICE_ALIAS } from './distributed-cron.constants.js';
+import { DISTRIBUTED_CRON_SERVICE_ALIAS } from './distributed-cron.constants.js';
 import { DistributedCronExplorer } from './distributed-cron.explorer.js';
 import { DistributedCronConfigurableModule } from './distributed-cron.module-definition.js';
 import {
@@ -39,7 +39,6 @@ import { ORCHESTRATION_PROVIDERS } from './orchestration.providers.js';
     DistributedCronService,
     DistributedCronObservability,
     { provide: DISTRIBUTED_CRON_SERVICE_ALIAS, useExisting: DistributedCronService },
-    { provide: DISTRIBUTED_CRON_RUNTIME_ALIAS, useExisting: DistributedCronRuntime },
   ],
   exports: [DistributedCronService, DISTRIBUTED_CRON_LEASE_STORE, DISTRIBUTED_CRON_RUN_HISTORY, DISTRIBUTED_CRON_JOB_BIRTHS],
 })

@@ -76,7 +76,7 @@ export class DistributedCronOrchestrator {
             lineWaitMs: timing.renewMs + 1_000,
             clock: runtime.clock,
             jobs: () => runtime.jobs.values(),
-            recorded: (executionIds) => runtime.history.existing(executionIds),
+            recorded: (executionIds) => runtime.history.sweeps.existing(executionIds),
           }
         : undefined,
     );
@@ -84,7 +84,7 @@ export class DistributedCronOrchestrator {
     if (runtime.jobs.size > 0) {
       // The first slots find a warm database client and a read member list. Bounded: a database
       // that is down or slow delays no start by more than WARM_UP_WAIT_MS (its slots then say so).
-      const warm = Promise.allSettled([births, runtime.history.warmUp?.(), this.dispatcher.start()]);
+      const warm = Promise.allSettled([births, runtime.history.writes.warmUp?.(), this.dispatcher.start()]);
       await Promise.race([warm, sleep(WARM_UP_WAIT_MS, undefined, { ref: false })]);
     }
     // Catch-up covers the slots before the timers start; the timers, those after.
@@ -114,7 +114,10 @@ export class DistributedCronOrchestrator {
   private async checkSchema(): Promise<void> {
     const { runtime } = this;
     const { prisma, schemaCheck } = runtime.options;
-    const tables = { runs: runtime.history instanceof PrismaRunHistory, jobs: runtime.births instanceof PrismaJobBirths };
+    const tables = {
+      runs: Object.values(runtime.history).some((port) => port instanceof PrismaRunHistory),
+      jobs: runtime.births instanceof PrismaJobBirths,
+    };
     if (schemaCheck === false || !prisma || (!tables.runs && !tables.jobs)) return;
     const outcome = await checkSchema(prisma, tables);
     if (outcome.kind === 'missing') throw new DistributedCronConfigError(undefined, 'prisma', schemaProblem(outcome.missing));
@@ -149,7 +152,7 @@ export class DistributedCronOrchestrator {
     const { executors, births } = born;
     for (const executor of executors) {
       if (executor.job.catchUp.policy === 'none' || !executor.job.fires) continue;
-      void catchUpMissedSlots(executor, this.runtime.history, now, this.runtime.logger, births.get(executor.job.name) ?? now);
+      void catchUpMissedSlots(executor, this.runtime.history.sweeps, now, this.runtime.logger, births.get(executor.job.name) ?? now);
     }
   }
 

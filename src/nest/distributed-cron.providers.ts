@@ -8,14 +8,17 @@ import { RunSweeper } from '../execution/run.sweeper.js';
 import type { JobBirths } from '../history/job-births.js';
 import { PrismaJobBirths } from '../history/prisma-job-births.js';
 import { PrismaRunHistory } from '../history/prisma-run-history.js';
-import type { RunHistory } from '../history/run-history.js';
-import type { CoordinationSlices, LeaseStore } from '../leasing/lease.store.js';
+import { PrismaRunReadModel } from '../history/prisma-read-model.js';
+import type { RunReadModel } from '../history/read-model.js';
+import type { RunHistoryPorts, RunReads, SweepQueries } from '../history/run-history.js';
+import type { CoordinationSlices, JobFlags, LeaseStore } from '../leasing/lease.store.js';
 import { RedisLeaseStore } from '../leasing/redis-lease.store.js';
 import { composeSlices } from '../leasing/store.slices.js';
 import { hooksSubscriber } from '../observability/hooks.subscriber.js';
 import { RunEventSink } from '../observability/run-event.sink.js';
 import { DISTRIBUTED_CRON_OPTION_OVERRIDES, LOGGER_CONTEXT } from './distributed-cron.constants.js';
 import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from './job.registry.js';
+import { DISTRIBUTED_CRON_LEADERSHIP, type LeadershipSeat } from './leadership.seat.js';
 import { DISTRIBUTED_CRON_OPTIONS } from './distributed-cron.module-definition.js';
 
 /** The checked module options (`ModuleConfig`). */
@@ -24,12 +27,27 @@ export const DISTRIBUTED_CRON_CONFIG = 'nestjs-distributed-cron:config';
 export const DISTRIBUTED_CRON_LEASE_STORE = 'nestjs-distributed-cron:lease-store';
 /** Injection token of every coordination slice in use (`CoordinationSlices`): each the built-in one or its `stores` option. */
 export const DISTRIBUTED_CRON_STORE_SLICES = 'nestjs-distributed-cron:store-slices';
-/** Injection token of the `RunHistory` in use: Prisma by default, or the module option `stores.history`. */
+/** Injection token of the run history's ports in use (`RunHistoryPorts`): Prisma by default, or the module option `stores.history`. */
 export const DISTRIBUTED_CRON_RUN_HISTORY = 'nestjs-distributed-cron:run-history';
+/** The run history's reads (`RunReads`): the service, the CLI, the health check and the testing kit read rows through it. */
+export const DISTRIBUTED_CRON_RUN_READS = 'nestjs-distributed-cron:run-reads';
+/** The run history's sweep queries (`SweepQueries`). */
+export const DISTRIBUTED_CRON_SWEEP_QUERIES = 'nestjs-distributed-cron:sweep-queries';
+/** The dashboard's read model (`RunReadModel`) on the module's `prisma`, or null without one. */
+export const DISTRIBUTED_CRON_READ_MODEL = 'nestjs-distributed-cron:read-model';
+/** The pause flags and once-keys in use (`JobFlags`). */
+export const DISTRIBUTED_CRON_JOB_FLAGS = 'nestjs-distributed-cron:job-flags';
+/** The module's wall clock (`() => number`, epoch milliseconds; the module option `clock`). */
+export const DISTRIBUTED_CRON_CLOCK = 'nestjs-distributed-cron:clock';
+/** This process's instance ID (a string; the module option `instanceId`). */
+export const DISTRIBUTED_CRON_INSTANCE_ID = 'nestjs-distributed-cron:instance-id';
 /** Injection token of the `JobBirths` in use: Prisma by default, or the module option `stores.births`. */
 export const DISTRIBUTED_CRON_JOB_BIRTHS = 'nestjs-distributed-cron:job-births';
 
-/** The config, the coordination slices and the three stores, each a provider of its own (replaceable with `overrideProvider` in tests). */
+/**
+ * The config, the coordination slices, the stores (the run history also port by port) and the
+ * config's clock and instance ID, each a provider of its own (replaceable with `overrideProvider` in tests).
+ */
 export const STORE_PROVIDERS: Provider[] = [
   {
     provide: DISTRIBUTED_CRON_CONFIG,
@@ -53,10 +71,31 @@ export const STORE_PROVIDERS: Provider[] = [
   },
   {
     provide: DISTRIBUTED_CRON_RUN_HISTORY,
-    useFactory: ({ options }: ModuleConfig): RunHistory =>
-      options.stores?.history ?? new PrismaRunHistory(options.prisma as PrismaClientLike),
+    useFactory: ({ options }: ModuleConfig): RunHistoryPorts => {
+      if (options.stores?.history) return options.stores.history;
+      const prisma = new PrismaRunHistory(options.prisma as PrismaClientLike);
+      return { writes: prisma, sweeps: prisma, reads: prisma };
+    },
     inject: [DISTRIBUTED_CRON_CONFIG],
   },
+  { provide: DISTRIBUTED_CRON_RUN_READS, useFactory: (h: RunHistoryPorts): RunReads => h.reads, inject: [DISTRIBUTED_CRON_RUN_HISTORY] },
+  {
+    provide: DISTRIBUTED_CRON_SWEEP_QUERIES,
+    useFactory: (h: RunHistoryPorts): SweepQueries => h.sweeps,
+    inject: [DISTRIBUTED_CRON_RUN_HISTORY],
+  },
+  {
+    provide: DISTRIBUTED_CRON_JOB_FLAGS,
+    useFactory: (slices: CoordinationSlices): JobFlags => slices.flags,
+    inject: [DISTRIBUTED_CRON_STORE_SLICES],
+  },
+  {
+    provide: DISTRIBUTED_CRON_READ_MODEL,
+    useFactory: ({ options }: ModuleConfig): RunReadModel | null => (options.prisma ? new PrismaRunReadModel(options.prisma) : null),
+    inject: [DISTRIBUTED_CRON_CONFIG],
+  },
+  { provide: DISTRIBUTED_CRON_CLOCK, useFactory: (config: ModuleConfig) => config.clock, inject: [DISTRIBUTED_CRON_CONFIG] },
+  { provide: DISTRIBUTED_CRON_INSTANCE_ID, useFactory: (config: ModuleConfig) => config.instanceId, inject: [DISTRIBUTED_CRON_CONFIG] },
   {
     provide: DISTRIBUTED_CRON_JOB_BIRTHS,
     useFactory: ({ options }: ModuleConfig): JobBirths => options.stores?.births ?? new PrismaJobBirths(options.prisma as PrismaClientLike),
@@ -72,6 +111,7 @@ export const STORE_PROVIDERS: Provider[] = [
  */
 export const SHARED_PART_PROVIDERS: Provider[] = [
   { provide: DISTRIBUTED_CRON_JOBS, useFactory: (): JobRegistry => new Map() },
+  { provide: DISTRIBUTED_CRON_LEADERSHIP, useFactory: (): LeadershipSeat => ({ elector: undefined }) },
   {
     provide: AlertDispatcher,
     useFactory: (config: ModuleConfig, slices: CoordinationSlices): AlertDispatcher =>
@@ -100,11 +140,11 @@ export const SHARED_PART_PROVIDERS: Provider[] = [
   },
   {
     provide: RunSweeper,
-    useFactory: (config: ModuleConfig, jobs: JobRegistry, history: RunHistory, leases: LeaseStore): RunSweeper =>
+    useFactory: (config: ModuleConfig, jobs: JobRegistry, history: SweepQueries, leases: LeaseStore): RunSweeper =>
       new RunSweeper(
         { jobs, history, leases, logger: new Logger(LOGGER_CONTEXT), clock: config.clock, instanceId: config.instanceId },
         config.sweepEveryMs,
       ),
-    inject: [DISTRIBUTED_CRON_CONFIG, DISTRIBUTED_CRON_JOBS, DISTRIBUTED_CRON_RUN_HISTORY, DISTRIBUTED_CRON_LEASE_STORE],
+    inject: [DISTRIBUTED_CRON_CONFIG, DISTRIBUTED_CRON_JOBS, DISTRIBUTED_CRON_SWEEP_QUERIES, DISTRIBUTED_CRON_LEASE_STORE],
   },
 ];

@@ -2,12 +2,13 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { ModuleConfig } from '../config/module.config.js';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
 import type { JobBirths } from '../history/job-births.js';
-import type { RunHistory } from '../history/run-history.js';
+import type { RunHistoryPorts } from '../history/run-history.js';
 import { resolveRetention, type RetentionConfig } from '../history/retention.config.js';
-import type { CoordinationSlices, FailureStreaks, JobFlags, LeaderStore, LeaseStore, RetryLine } from '../leasing/lease.store.js';
+import type { CoordinationSlices, JobFlags, LeaderStore, LeaseStore, RetryLine } from '../leasing/lease.store.js';
 import type { LeaderElector } from '../leasing/leader.elector.js';
 import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
 import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from './job.registry.js';
+import { DISTRIBUTED_CRON_LEADERSHIP, type LeadershipSeat } from './leadership.seat.js';
 import {
   DISTRIBUTED_CRON_CONFIG,
   DISTRIBUTED_CRON_JOB_BIRTHS,
@@ -19,8 +20,10 @@ import {
 export type { MountedJob } from './job.registry.js';
 
 /**
- * Everything one module instance owns: validated options, stores and its jobs. Nothing lives at
- * module level, so several apps in one process stay independent.
+ * What the explorer and the orchestrator coordinate for one module instance: validated options,
+ * stores and its jobs. Nothing lives at module level, so several apps in one process stay
+ * independent. Other parts take only the providers they use (the job registry, the run history's
+ * ports, the flags, the clock …), never this.
  */
 @Injectable()
 export class DistributedCronRuntime {
@@ -28,7 +31,6 @@ export class DistributedCronRuntime {
   readonly instanceId: string;
   readonly clock: () => number;
   readonly shutdownTimeoutMs: number;
-  readonly sweepEveryMs: number;
   readonly auditPlainSchedules: boolean;
   /** The module option `scheduling`: false starts no timer, catch-up, sweep or queue consumer. */
   readonly scheduling: boolean;
@@ -37,31 +39,37 @@ export class DistributedCronRuntime {
   readonly options: DistributedCronModuleOptions;
   /** `mode: 'leader'`: the leadership's timing; undefined in the default mode. */
   readonly leaderTiming: ModuleConfig['leader'];
-  /** `mode: 'leader'`: this instance's part in the election, once it fires slots. */
-  elector: LeaderElector | undefined;
   /** The coordination slices beside the leases (module option `stores`). */
   readonly retryLine: RetryLine;
   readonly flags: JobFlags;
-  readonly streaks: FailureStreaks;
   readonly leader: LeaderStore;
 
   constructor(
     @Inject(DISTRIBUTED_CRON_CONFIG) config: ModuleConfig,
     @Inject(DISTRIBUTED_CRON_LEASE_STORE) readonly leases: LeaseStore,
-    @Inject(DISTRIBUTED_CRON_RUN_HISTORY) readonly history: RunHistory,
+    @Inject(DISTRIBUTED_CRON_RUN_HISTORY) readonly history: RunHistoryPorts,
     @Inject(DISTRIBUTED_CRON_JOB_BIRTHS) readonly births: JobBirths,
     @Inject(DISTRIBUTED_CRON_STORE_SLICES) slices: CoordinationSlices,
     @Inject(DISTRIBUTED_CRON_JOBS) readonly jobs: JobRegistry,
+    @Inject(DISTRIBUTED_CRON_LEADERSHIP) private readonly leadership: LeadershipSeat,
   ) {
-    ({ retryLine: this.retryLine, flags: this.flags, streaks: this.streaks, leader: this.leader } = slices);
+    ({ retryLine: this.retryLine, flags: this.flags, leader: this.leader } = slices);
     this.options = config.options;
     this.instanceId = config.instanceId;
     this.clock = config.clock;
-    this.sweepEveryMs = config.sweepEveryMs;
     this.shutdownTimeoutMs = config.shutdownTimeoutMs;
     this.auditPlainSchedules = config.auditPlainSchedules;
     this.scheduling = config.scheduling;
     this.retention = resolveRetention(config.options);
     this.leaderTiming = config.leader;
+  }
+
+  /** `mode: 'leader'`: this instance's part in the election, once it fires slots (kept in the `leadership` seat). */
+  get elector(): LeaderElector | undefined {
+    return this.leadership.elector;
+  }
+
+  set elector(elector: LeaderElector | undefined) {
+    this.leadership.elector = elector;
   }
 }

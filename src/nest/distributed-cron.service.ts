@@ -1,32 +1,25 @@
-import { Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { formatInZone } from '../scheduling/cron.schedule.js';
-import type { FireOutcome, OverlapPolicy, RunRecord, RunStatus } from '../distributed-cron.interfaces.js';
+import type { FireOutcome, OverlapPolicy, RunRecord } from '../distributed-cron.interfaces.js';
 import * as messages from '../distributed-cron.messages.js';
-import { DistributedCronRuntime, type MountedJob } from './distributed-cron.runtime.js';
 import { DistributedCronArgumentError } from '../errors/distributed-cron-argument.error.js';
 import type { JobExecutor, JobStats } from '../execution/job.executor.js';
 import { defaultExecutionId } from '../config/job.config.js';
-import type { HistoryFilter } from '../history/run-history.js';
-import type { LeaderInfo } from '../leasing/lease.store.js';
+import type { HistoryFilter, RunReads, SweepQueries } from '../history/run-history.js';
+import type { JobFlags, LeaderInfo, LeaseStore } from '../leasing/lease.store.js';
+import {
+  DISTRIBUTED_CRON_CLOCK,
+  DISTRIBUTED_CRON_INSTANCE_ID,
+  DISTRIBUTED_CRON_JOB_FLAGS,
+  DISTRIBUTED_CRON_LEASE_STORE,
+  DISTRIBUTED_CRON_RUN_READS,
+  DISTRIBUTED_CRON_SWEEP_QUERIES,
+} from './distributed-cron.providers.js';
+import { DISTRIBUTED_CRON_JOBS, type JobRegistry, type MountedJob } from './job.registry.js';
+import { DISTRIBUTED_CRON_LEADERSHIP, type LeadershipSeat } from './leadership.seat.js';
+import { checkFilter, isNonEmptyString, isValidDate } from './service.arguments.js';
 
-// Written as records so that a status or filter key added to the types fails to compile here.
-const RUN_STATUSES = Object.keys({
-  queued: true,
-  running: true,
-  completed: true,
-  completed_with_errors: true,
-  failed: true,
-  timed_out: true,
-  lease_lost: true,
-  aborted: true,
-  skipped_overlap: true,
-  dead: true,
-} satisfies Record<RunStatus, true>);
-const FILTER_KEYS = Object.keys({ jobName: true, status: true, since: true, until: true, limit: true } satisfies Record<
-  keyof HistoryFilter,
-  true
->);
 /** nextRuns() computes every slot in one go; more than this is a mistake, not a schedule. */
 const MAX_NEXT_RUNS = 1_000;
 /** backfill() lists every slot of its range in one go, and reports on each. */
@@ -37,10 +30,6 @@ const BACKFILL_OPTION_KEYS = Object.keys({ overlap: true } satisfies Record<keyo
 const BACKFILL_POLL_MS = 100;
 /** After these outcomes the rest of a backfill's range is left (call backfill again for it). */
 const BACKFILL_STOPS: ReadonlySet<FireOutcome> = new Set<FireOutcome>(['paused', 'shutting_down', 'unavailable']);
-
-const isValidDate = (value: unknown): value is Date =>
-  Object.prototype.toString.call(value) === '[object Date]' && !Number.isNaN((value as Date).getTime());
-const isNonEmptyString = (value: unknown): value is string => typeof value === 'string' && value.length > 0;
 
 /** A job as this instance sees it. */
 export interface JobDescription {
@@ -106,30 +95,36 @@ export class DistributedCronService implements BeforeApplicationShutdown {
   /** Ends the waits of running backfills when the application shuts down. */
   private readonly closing = new AbortController();
 
-  constructor(private readonly runtime: DistributedCronRuntime) {}
+  constructor(
+    @Inject(DISTRIBUTED_CRON_JOBS) private readonly registry: JobRegistry,
+    @Inject(DISTRIBUTED_CRON_RUN_READS) private readonly reads: RunReads,
+    /** Which slots of a backfill have a row; which runs of a job are going. */
+    @Inject(DISTRIBUTED_CRON_SWEEP_QUERIES) private readonly sweeps: Pick<SweepQueries, 'existing' | 'running'>,
+    @Inject(DISTRIBUTED_CRON_LEASE_STORE) private readonly leases: Pick<LeaseStore, 'owner'>,
+    @Inject(DISTRIBUTED_CRON_JOB_FLAGS) private readonly flags: Pick<JobFlags, 'setPaused' | 'isPaused'>,
+    @Inject(DISTRIBUTED_CRON_LEADERSHIP) private readonly leadership: LeadershipSeat,
+    @Inject(DISTRIBUTED_CRON_CLOCK) private readonly clock: () => number,
+    /** This process's instance ID, as written in the run history. */
+    @Inject(DISTRIBUTED_CRON_INSTANCE_ID) readonly instanceId: string,
+  ) {}
 
   beforeApplicationShutdown(): void {
     this.closing.abort();
   }
 
-  /** This process's instance ID, as written in the run history. */
-  get instanceId(): string {
-    return this.runtime.instanceId;
-  }
-
-  /** The jobs mounted on this instance. */
   /** `mode: 'leader'`: whether this instance leads the fleet now; always false in the default mode. */
   get isLeader(): boolean {
-    return this.runtime.elector?.isLeader ?? false;
+    return this.leadership.elector?.isLeader ?? false;
   }
 
   /** `mode: 'leader'`: who leads the fleet, as Redis says now; null in the default mode or while nobody does. */
   async leader(): Promise<LeaderInfo | null> {
-    return (await this.runtime.elector?.current()) ?? null;
+    return (await this.leadership.elector?.current()) ?? null;
   }
 
+  /** The jobs mounted on this instance. */
   jobs(): JobDescription[] {
-    return [...this.runtime.jobs.values()].map(({ executor, timer }) => ({
+    return [...this.registry.values()].map(({ executor, timer }) => ({
       name: executor.job.name,
       expression: executor.job.expression,
       timeZone: executor.job.timeZone,
@@ -148,7 +143,7 @@ export class DistributedCronService implements BeforeApplicationShutdown {
    */
   async history(filter?: HistoryFilter): Promise<RunRecord[]> {
     checkFilter(filter);
-    return this.runtime.history.list(filter);
+    return this.reads.list(filter);
   }
 
   /** The row of one execution ID, or undefined. */
@@ -156,23 +151,23 @@ export class DistributedCronService implements BeforeApplicationShutdown {
     if (!isNonEmptyString(executionId)) {
       throw new DistributedCronArgumentError('execution', undefined, 'executionId', messages.NOT_A_NON_EMPTY_STRING(executionId));
     }
-    return this.runtime.history.get(executionId);
+    return this.reads.get(executionId);
   }
 
   /** Stops the job on every instance until `resume`; a running execution finishes. */
   async pause(jobName: string): Promise<void> {
     this.job('pause', jobName);
-    await this.runtime.flags.setPaused(jobName, true);
+    await this.flags.setPaused(jobName, true);
   }
 
   async resume(jobName: string): Promise<void> {
     this.job('resume', jobName);
-    await this.runtime.flags.setPaused(jobName, false);
+    await this.flags.setPaused(jobName, false);
   }
 
   async isPaused(jobName: string): Promise<boolean> {
     this.job('isPaused', jobName);
-    return this.runtime.flags.isPaused(jobName);
+    return this.flags.isPaused(jobName);
   }
 
   /**
@@ -185,7 +180,7 @@ export class DistributedCronService implements BeforeApplicationShutdown {
     if (scheduledAt !== undefined && !isValidDate(scheduledAt)) {
       throw new DistributedCronArgumentError('trigger', jobName, 'scheduledAt', messages.NOT_A_VALID_DATE(scheduledAt));
     }
-    const now = new Date(this.runtime.clock());
+    const now = new Date(this.clock());
     const slot = scheduledAt ?? executor.job.schedule.previous(now) ?? now;
     return executor.fire(slot, 'manual');
   }
@@ -202,15 +197,15 @@ export class DistributedCronService implements BeforeApplicationShutdown {
     if (!isNonEmptyString(executionId)) {
       throw new DistributedCronArgumentError('replay', undefined, 'executionId', messages.NOT_A_NON_EMPTY_STRING(executionId));
     }
-    const row = await this.runtime.history.get(executionId);
+    const row = await this.reads.get(executionId);
     if (!row) throw new Error(`replay(): no execution '${executionId}' in the run history`);
-    const mounted = this.runtime.jobs.get(row.jobName);
+    const mounted = this.registry.get(row.jobName);
     if (!mounted) {
       throw new DistributedCronArgumentError(
         'replay',
         row.jobName,
         'executionId',
-        messages.UNMOUNTED_EXECUTION(executionId, [...this.runtime.jobs.keys()]),
+        messages.UNMOUNTED_EXECUTION(executionId, [...this.registry.keys()]),
       );
     }
     const { executor } = mounted;
@@ -236,7 +231,7 @@ export class DistributedCronService implements BeforeApplicationShutdown {
     if (!isValidDate(from)) fail('from', messages.NOT_A_VALID_DATE(from));
     if (!isValidDate(to)) fail('to', messages.NOT_A_VALID_DATE(to));
     if (from.getTime() >= to.getTime()) fail('from', `(${from.toISOString()}) must be before \`to\` (${to.toISOString()})`);
-    const now = this.runtime.clock();
+    const now = this.clock();
     if (to.getTime() > now)
       fail('to', `(${to.toISOString()}) must not be after now (${new Date(now).toISOString()}): later slots run on schedule`);
     if (options !== undefined) {
@@ -270,7 +265,7 @@ export class DistributedCronService implements BeforeApplicationShutdown {
       seen.add(executionId);
       todo.push({ scheduledAt, executionId });
     }
-    const existing = await this.runtime.history.existing(todo.map((slot) => slot.executionId));
+    const existing = await this.sweeps.existing(todo.map((slot) => slot.executionId));
     const results: BackfilledSlot[] = [];
     for (const slot of todo) {
       const outcome = await this.backfillSlot(executor, slot.scheduledAt, slot.executionId, overlap, existing.has(slot.executionId));
@@ -295,14 +290,14 @@ export class DistributedCronService implements BeforeApplicationShutdown {
     overlap: BackfillOverlap,
     hasRow: boolean,
   ): Promise<FireOutcome> {
-    const { history, leases } = this.runtime;
+    const { reads, leases } = this;
     const { job } = executor;
     let fired: FireOutcome | undefined;
     // A claimant that vanished before writing its row: its executor records the slot later.
     let noRowUntil = Infinity;
     for (;;) {
       if (this.closing.signal.aborted) return fired ?? 'shutting_down';
-      const row = await history.get(executionId);
+      const row = await reads.get(executionId);
       if (row) {
         const holds = row.fencingToken !== null && (await leases.owner(job.name, executionId, row.fencingToken)) === 'alive';
         // Done once no lease holds it and it does not wait for one; a `running` row that holds
@@ -330,10 +325,9 @@ export class DistributedCronService implements BeforeApplicationShutdown {
 
   /** Whether a run of the job holds its lease anywhere in the fleet. */
   private async busy(executor: JobExecutor): Promise<boolean> {
-    const rows = await this.runtime.history.running([executor.job.name], 10, []);
+    const rows = await this.sweeps.running([executor.job.name], 10, []);
     for (const row of rows) {
-      if (row.fencingToken !== null && (await this.runtime.leases.owner(row.jobName, row.executionId, row.fencingToken)) === 'alive')
-        return true;
+      if (row.fencingToken !== null && (await this.leases.owner(row.jobName, row.executionId, row.fencingToken)) === 'alive') return true;
     }
     return false;
   }
@@ -352,49 +346,17 @@ export class DistributedCronService implements BeforeApplicationShutdown {
     if (from !== undefined && !isValidDate(from)) {
       throw new DistributedCronArgumentError('nextRuns', jobName, 'from', messages.NOT_A_VALID_DATE(from));
     }
-    return job.schedule.nextN(from ?? new Date(this.runtime.clock()), count).map((at) => ({ at, local: formatInZone(at, job.timeZone) }));
+    return job.schedule.nextN(from ?? new Date(this.clock()), count).map((at) => ({ at, local: formatInZone(at, job.timeZone) }));
   }
 
   private job(method: string, jobName: string): MountedJob {
     if (!isNonEmptyString(jobName)) {
       throw new DistributedCronArgumentError(method, undefined, 'jobName', messages.NOT_A_NON_EMPTY_STRING(jobName));
     }
-    const mounted = this.runtime.jobs.get(jobName);
+    const mounted = this.registry.get(jobName);
     if (!mounted) {
-      throw new DistributedCronArgumentError(method, jobName, 'jobName', messages.UNKNOWN_JOB(jobName, [...this.runtime.jobs.keys()]));
+      throw new DistributedCronArgumentError(method, jobName, 'jobName', messages.UNKNOWN_JOB(jobName, [...this.registry.keys()]));
     }
     return mounted;
-  }
-}
-
-/** A history() filter, checked before it reaches SQL (where a typo would just match nothing). */
-function checkFilter(filter: HistoryFilter | undefined): void {
-  if (filter === undefined) return;
-  const jobName = typeof filter?.jobName === 'string' && filter.jobName.length > 0 ? filter.jobName : undefined;
-  const fail = (parameter: string, problem: string): never => {
-    throw new DistributedCronArgumentError('history', jobName, parameter, problem);
-  };
-  if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
-    fail('filter', `must be an object like { jobName, status, since, until, limit }, got ${messages.shown(filter)}`);
-  }
-  const unknown = Object.keys(filter).filter((key) => !FILTER_KEYS.includes(key));
-  if (unknown.length > 0) fail(`filter.${unknown[0]}`, `is not a filter; known: ${FILTER_KEYS.join(', ')}`);
-  if (filter.jobName !== undefined && jobName === undefined) fail('filter.jobName', messages.NOT_A_NON_EMPTY_STRING(filter.jobName));
-  if (filter.status !== undefined) {
-    const statuses: unknown[] = Array.isArray(filter.status) ? filter.status : [filter.status];
-    if (statuses.length === 0) fail('filter.status', 'must not be an empty list; leave it out to list every status');
-    const bad = statuses.findIndex((status) => typeof status !== 'string' || !RUN_STATUSES.includes(status));
-    if (bad >= 0) {
-      const known = RUN_STATUSES.map((status) => `'${status}'`).join(', ');
-      fail('filter.status', `must be a status or a list of them (${known}), got ${messages.shown(statuses[bad])}`);
-    }
-  }
-  if (filter.since !== undefined && !isValidDate(filter.since)) fail('filter.since', messages.NOT_A_VALID_DATE(filter.since));
-  if (filter.until !== undefined && !isValidDate(filter.until)) fail('filter.until', messages.NOT_A_VALID_DATE(filter.until));
-  if (filter.since !== undefined && filter.until !== undefined && filter.since.getTime() > filter.until.getTime()) {
-    fail('filter.since', `(${filter.since.toISOString()}) must not be after \`filter.until\` (${filter.until.toISOString()})`);
-  }
-  if (filter.limit !== undefined && (!Number.isSafeInteger(filter.limit) || filter.limit < 1)) {
-    fail('filter.limit', `must be a positive integer, got ${messages.shown(filter.limit)}`);
   }
 }

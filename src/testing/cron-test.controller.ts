@@ -2,8 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import { defaultExecutionId } from '../config/job.config.js';
 import type { FireOutcome, RunRecord } from '../distributed-cron.interfaces.js';
 import type { JobExecutor } from '../execution/job.executor.js';
-import type { HistoryFilter, RunHistory } from '../history/run-history.js';
-import { DISTRIBUTED_CRON_RUN_HISTORY } from '../nest/distributed-cron.providers.js';
+import type { HistoryFilter, RunReads, SweepQueries } from '../history/run-history.js';
+import { DISTRIBUTED_CRON_RUN_READS, DISTRIBUTED_CRON_SWEEP_QUERIES } from '../nest/distributed-cron.providers.js';
 import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from '../nest/job.registry.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { TestClock } from './test.clock.js';
@@ -19,7 +19,9 @@ const END_OF_TIME = new Date(8.64e15);
 @Injectable()
 export class CronTestController {
   constructor(
-    @Inject(DISTRIBUTED_CRON_RUN_HISTORY) private readonly runs: RunHistory,
+    @Inject(DISTRIBUTED_CRON_RUN_READS) private readonly runs: Pick<RunReads, 'get'>,
+    /** The soonest due retry of a job. */
+    @Inject(DISTRIBUTED_CRON_SWEEP_QUERIES) private readonly sweeps: Pick<SweepQueries, 'dueRetries'>,
     @Inject(DISTRIBUTED_CRON_JOBS) private readonly jobs: JobRegistry,
     private readonly explorer: TestingExplorer,
     private readonly service: DistributedCronService,
@@ -66,7 +68,7 @@ export class CronTestController {
    */
   async runNextRetry(jobName: string): Promise<RunRecord> {
     const executor = this.executor('runNextRetry', jobName);
-    const [row] = await this.runs.dueRetries([jobName], END_OF_TIME, 1, []);
+    const [row] = await this.sweeps.dueRetries([jobName], END_OF_TIME, 1, []);
     if (!row || (row.status !== 'failed' && row.status !== 'timed_out')) {
       throw new Error(`runNextRetry('${jobName}'): the job has no failed execution with attempts left`);
     }

@@ -1,16 +1,10 @@
-import { Logger, Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { AlertDispatcher } from '../alerting/alert.dispatcher.js';
 import type { Alerter } from '../alerting/alert.interfaces.js';
+import { resolveModuleConfig, type ModuleConfig } from '../config/module.config.js';
 import type { DistributedCronModuleOptions } from '../distributed-cron.interfaces.js';
-import { LOGGER_CONTEXT } from '../nest/distributed-cron.constants.js';
-import { RunEventSink } from '../observability/run-event.sink.js';
-import { resolvePools } from '../config/module.config.js';
-import { ResourcePools } from '../execution/resource.pool.js';
-import { RunSweeper } from '../execution/run.sweeper.js';
 import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
-import { DISTRIBUTED_CRON_RUN_HISTORY } from '../nest/distributed-cron.providers.js';
-import { DISTRIBUTED_CRON_JOBS } from '../nest/job.registry.js';
+import { DISTRIBUTED_CRON_CONFIG, SHARED_PART_PROVIDERS, STORE_PROVIDERS } from '../nest/distributed-cron.providers.js';
 import { ORCHESTRATION_PROVIDERS } from '../nest/orchestration.providers.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { CronTestController } from './cron-test.controller.js';
@@ -39,81 +33,43 @@ export interface DistributedCronTestingOptions {
 export const TESTING_OPTIONS = 'nestjs-distributed-cron:testing-options';
 
 /**
- * The runtime of `DistributedCronModule`, on in-memory stores and a test clock. Its shape is
- * checked against the real runtime's, so a field added there fails to compile here.
+ * The module config of `DistributedCronModule` on in-memory stores and the test clock, checked as
+ * the module checks its options: one in-memory store serves every coordination slice, one
+ * in-memory history the run history's three ports; there is no Redis or PostgreSQL.
  */
-export function testingRuntime(options: DistributedCronTestingOptions, clock: TestClock): DistributedCronRuntime {
+function testingConfig(options: DistributedCronTestingOptions, clock: TestClock): ModuleConfig {
   const now = (): number => clock.now();
-  const logger = new Logger(LOGGER_CONTEXT);
-  const leases = new InMemoryLeaseStore(now);
-  const runtime: { [K in keyof DistributedCronRuntime]: DistributedCronRuntime[K] } = {
-    logger,
+  const history = new InMemoryRunHistory();
+  return resolveModuleConfig({
+    timeZone: options.timeZone ?? 'UTC',
     instanceId: options.instanceId ?? 'test',
     clock: now,
-    leases,
-    retryLine: leases,
-    flags: leases,
-    streaks: leases,
-    leader: leases,
-    history: new InMemoryRunHistory(),
-    births: new InMemoryJobBirths(),
-    shutdownTimeoutMs: 10_000,
-    sweepEveryMs: 2_000,
-    auditPlainSchedules: false,
-    // The test clock fires the jobs (the testing explorer); no orchestrator starts timers here.
-    scheduling: true,
-    // One instance: no leader election.
-    leaderTiming: undefined,
-    elector: undefined,
-    // No history table to trim.
-    retention: undefined,
-    jobs: new Map(),
-    // Only `timeZone`, `jobDefaults` and `pools` are read once the stores exist; there is no Redis or PostgreSQL.
-    options: {
-      timeZone: options.timeZone ?? 'UTC',
-      jobDefaults: options.jobDefaults,
-      pools: options.pools,
-    } as DistributedCronModuleOptions,
-  };
-  return runtime;
+    alerter: options.alerter,
+    jobDefaults: options.jobDefaults,
+    pools: options.pools,
+    stores: {
+      leases: new InMemoryLeaseStore(now),
+      history: { writes: history, sweeps: history, reads: history },
+      births: new InMemoryJobBirths(),
+    },
+  });
 }
 
-/** The alert dispatcher, event sink, pools, sweeper, run history and job registry the jobs share, as `DistributedCronModule` provides them. */
-function testingParts(): Provider[] {
-  return [
-    {
-      provide: AlertDispatcher,
-      useFactory: (options: DistributedCronTestingOptions, runtime: DistributedCronRuntime) =>
-        new AlertDispatcher(options.alerter, runtime.streaks, { dedupMs: 3_600_000, escalateAfter: 3 }, runtime.clock, runtime.logger),
-      inject: [TESTING_OPTIONS, DistributedCronRuntime],
-    },
-    // No hooks, metrics, traces or heartbeats in unit tests.
-    {
-      provide: RunEventSink,
-      useFactory: (runtime: DistributedCronRuntime) => new RunEventSink(runtime.logger),
-      inject: [DistributedCronRuntime],
-    },
-    // The stores and the registry by their tokens, as `DistributedCronModule` provides them.
-    {
-      provide: DISTRIBUTED_CRON_RUN_HISTORY,
-      useFactory: (runtime: DistributedCronRuntime) => runtime.history,
-      inject: [DistributedCronRuntime],
-    },
-    { provide: DISTRIBUTED_CRON_JOBS, useFactory: (runtime: DistributedCronRuntime) => runtime.jobs, inject: [DistributedCronRuntime] },
-    // Built, never started: the testing explorer starts no sweep.
-    {
-      provide: RunSweeper,
-      useFactory: ({ jobs, history, leases, logger, clock, instanceId, sweepEveryMs }: DistributedCronRuntime) =>
-        new RunSweeper({ jobs, history, leases, logger, clock, instanceId }, sweepEveryMs),
-      inject: [DistributedCronRuntime],
-    },
-    {
-      provide: ResourcePools,
-      useFactory: (options: DistributedCronTestingOptions) => new ResourcePools(resolvePools(options.pools)),
-      inject: [TESTING_OPTIONS],
-    },
-  ];
-}
+/**
+ * The providers of `DistributedCronModule` (its stores by token, the parts built from them, the
+ * runtime the explorer mounts jobs into), on the testing config. The sweeper is built, never
+ * started: the testing explorer starts no sweep, catch-up or timer.
+ */
+const TESTING_PROVIDERS: Provider[] = [
+  {
+    provide: DISTRIBUTED_CRON_CONFIG,
+    useFactory: testingConfig,
+    inject: [TESTING_OPTIONS, TestClock],
+  },
+  ...STORE_PROVIDERS.filter((provider) => (provider as { provide?: unknown }).provide !== DISTRIBUTED_CRON_CONFIG),
+  ...SHARED_PART_PROVIDERS,
+  DistributedCronRuntime,
+];
 
 /**
  * Runs your `@DistributedCron` methods in unit tests with the library's real executor on an
@@ -138,8 +94,7 @@ export class DistributedCronTestingModule {
       providers: [
         { provide: TESTING_OPTIONS, useValue: options },
         { provide: TestClock, useFactory: (o: DistributedCronTestingOptions) => o.clock ?? new TestClock(), inject: [TESTING_OPTIONS] },
-        { provide: DistributedCronRuntime, useFactory: testingRuntime, inject: [TESTING_OPTIONS, TestClock] },
-        ...testingParts(),
+        ...TESTING_PROVIDERS,
         ...ORCHESTRATION_PROVIDERS,
         TestingExplorer,
         DistributedCronService,

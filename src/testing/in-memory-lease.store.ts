@@ -25,13 +25,8 @@ import {
   type TakeResult,
 } from '../leasing/lease.store.js';
 import { DEFAULT_KEY_PREFIX } from '../config/store.options.js';
+import { MemoryKeyspace } from './memory.keyspace.js';
 import { ALERT_STATE_TTL_MS, executionEntry, leaseStateOf, parseLeaderToken, queueEntryTtlMs } from '../leasing/lease.store.js';
-
-interface Entry {
-  value: string | Map<string, string>;
-  /** Clock ms at which the key is gone; undefined: never. */
-  expiresAt?: number;
-}
 
 function parseQueued(payload: string | undefined): QueuedSlot | undefined {
   if (!payload) return undefined;
@@ -49,19 +44,21 @@ function parseQueued(payload: string | undefined): QueuedSlot | undefined {
  * library's own unit tests, and users' tests through `DistributedCronTestingModule`.
  */
 export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, FailureStreaks, LeaderStore, LeaseView {
-  private readonly data = new Map<string, Entry>();
+  /** The keys, as Redis would hold them. */
+  private readonly redis: MemoryKeyspace;
   private readonly keys: KeyBuilder;
 
   constructor(
     private readonly clock: () => number = Date.now,
     keyPrefix = DEFAULT_KEY_PREFIX,
   ) {
+    this.redis = new MemoryKeyspace(clock);
     this.keys = new KeyBuilder(keyPrefix);
   }
 
   /** Forgets every key, fencing counters included: what FLUSHALL or a restart without data does to Redis. */
   flush(): void {
-    this.data.clear();
+    this.redis.flush();
   }
 
   async prepare(): Promise<void> {}
@@ -71,36 +68,36 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     const k = this.keys;
     const slotKey = k.slot(jobName, executionId);
     const random = randomUUID();
-    if (this.exists(k.paused(jobName))) return { kind: 'paused' };
+    if (this.redis.exists(k.paused(jobName))) return { kind: 'paused' };
     if (request.overlap === 'allow') {
-      if (this.exists(slotKey)) return { kind: 'taken' };
-      const fence = this.incr(k.fence(jobName));
-      this.set(slotKey, `${fence}:${random}`, request.leaseMs);
+      if (this.redis.exists(slotKey)) return { kind: 'taken' };
+      const fence = this.redis.incr(k.fence(jobName));
+      this.redis.set(slotKey, `${fence}:${random}`, request.leaseMs);
       return { kind: 'won', lease: { jobName, executionId, token: `${fence}:${random}`, fencingToken: fence, on: 'slot' } };
     }
-    if (this.exists(slotKey)) return { kind: 'taken' };
-    this.set(slotKey, random, request.slotMs);
-    const holder = this.get(k.lease(jobName));
+    if (this.redis.exists(slotKey)) return { kind: 'taken' };
+    this.redis.set(slotKey, random, request.slotMs);
+    const holder = this.redis.get(k.lease(jobName));
     if (holder !== undefined) {
       if (request.ahead) {
-        this.del(slotKey);
+        this.redis.del(slotKey);
         return { kind: 'ahead' };
       }
       if (request.overlap === 'queue') {
-        const previous = this.get(k.queue(jobName));
-        this.set(k.queue(jobName), JSON.stringify(request.queued), queueEntryTtlMs(request.leaseMs));
+        const previous = this.redis.get(k.queue(jobName));
+        this.redis.set(k.queue(jobName), JSON.stringify(request.queued), queueEntryTtlMs(request.leaseMs));
         return { kind: 'queued', superseded: parseQueued(previous) };
       }
       if (request.overlap === 'replace') {
-        this.set(k.abort(jobName), holder, request.leaseMs);
+        this.redis.set(k.abort(jobName), holder, request.leaseMs);
         return { kind: 'replacing', holderToken: holder };
       }
       return { kind: 'overlap' };
     }
-    const fence = this.incr(k.fence(jobName));
-    this.set(k.lease(jobName), `${fence}:${random}`, request.leaseMs);
-    const superseded = this.get(k.queue(jobName));
-    if (superseded !== undefined) this.del(k.queue(jobName));
+    const fence = this.redis.incr(k.fence(jobName));
+    this.redis.set(k.lease(jobName), `${fence}:${random}`, request.leaseMs);
+    const superseded = this.redis.get(k.queue(jobName));
+    if (superseded !== undefined) this.redis.del(k.queue(jobName));
     return {
       kind: 'won',
       lease: { jobName, executionId, token: `${fence}:${random}`, fencingToken: fence, on: 'lease' },
@@ -110,9 +107,9 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
 
   async renew(lease: HeldLease, leaseMs: number): Promise<RenewResult> {
     const key = lease.on === 'slot' ? this.keys.slot(lease.jobName, lease.executionId) : this.keys.lease(lease.jobName);
-    if (this.get(key) !== lease.token) return 'lost';
-    this.pexpire(key, leaseMs);
-    return this.get(this.keys.abort(lease.jobName)) === lease.token ? 'stop_requested' : 'renewed';
+    if (this.redis.get(key) !== lease.token) return 'lost';
+    this.redis.pexpire(key, leaseMs);
+    return this.redis.get(this.keys.abort(lease.jobName)) === lease.token ? 'stop_requested' : 'renewed';
   }
 
   async release(lease: HeldLease, options: ReleaseOptions): Promise<ReleaseResult> {
@@ -123,7 +120,7 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     // A release already made with this token (its answer recorded). The Redis store retries a
     // release whose reply was lost with the same random part and gets the same hand-over; a new
     // release() call has a new random part, so after a hand-over it answers not_owner, as here.
-    const record = this.get(recordKey);
+    const record = this.redis.get(recordKey);
     if (record !== undefined) {
       const done = JSON.parse(record) as [number, number, string, number, string];
       if (done[0] === 2) return { kind: 'not_owner', endedStreak: done[3] };
@@ -131,48 +128,48 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     }
     const nextRandom = randomUUID();
     const answer = (code: number, fence: number, payload: string, ended: number): ReleaseResult => {
-      if (code === 2 || ended > 0) this.set(recordKey, JSON.stringify([code, fence, payload, ended, nextRandom]), options.leaseMs);
+      if (code === 2 || ended > 0) this.redis.set(recordKey, JSON.stringify([code, fence, payload, ended, nextRandom]), options.leaseMs);
       return this.releaseResult(lease, code, fence, payload, ended, nextRandom);
     };
     let ended = 0;
     if (options.succeeded) {
-      const alerts = this.hash(k.alerts(jobName));
+      const alerts = this.redis.hash(k.alerts(jobName));
       const failures = alerts?.get('failures');
       if (failures !== undefined) {
-        this.del(k.alerts(jobName));
+        this.redis.del(k.alerts(jobName));
         ended = Number(failures);
       }
     }
     if (lease.on === 'slot') {
       const slotKey = k.slot(jobName, lease.executionId);
-      if (this.get(slotKey) !== lease.token) return { kind: 'not_owner', endedStreak: ended };
-      this.set(slotKey, 'done', options.doneMs);
+      if (this.redis.get(slotKey) !== lease.token) return { kind: 'not_owner', endedStreak: ended };
+      this.redis.set(slotKey, 'done', options.doneMs);
       return answer(1, 0, '', ended);
     }
     const slotKey = k.slot(jobName, lease.executionId);
-    if (this.get(leaseKey) !== lease.token) {
+    if (this.redis.get(leaseKey) !== lease.token) {
       // An earlier attempt of this release let go and kept the slot (see release-8.lua).
-      if (options.keepSlot && this.get(slotKey) === lease.token) return answer(1, 0, '', ended);
+      if (options.keepSlot && this.redis.get(slotKey) === lease.token) return answer(1, 0, '', ended);
       return { kind: 'not_owner', endedStreak: ended };
     }
-    if (options.keepSlot) this.set(slotKey, lease.token, options.leaseMs + options.doneMs);
-    if (this.get(k.abort(jobName)) === lease.token) this.del(k.abort(jobName));
+    if (options.keepSlot) this.redis.set(slotKey, lease.token, options.leaseMs + options.doneMs);
+    if (this.redis.get(k.abort(jobName)) === lease.token) this.redis.del(k.abort(jobName));
     // The retry line first: new slots keep arriving, so a retry waiting behind them would never run.
     // An entry for the releasing execution itself is dropped (see release-8.lua, ARGV[8]).
     let next: { line: string; queued: string } | undefined;
     for (const line of [k.retryLine(jobName), k.queue(jobName)]) {
-      const entry = this.get(line);
-      if (entry?.includes(executionEntry(lease.executionId))) this.del(line);
+      const entry = this.redis.get(line);
+      if (entry?.includes(executionEntry(lease.executionId))) this.redis.del(line);
       else if (entry !== undefined) next ??= { line, queued: entry };
     }
     if (next) {
       const { line, queued } = next;
-      this.del(line);
-      const fence = this.incr(k.fence(jobName));
-      this.set(leaseKey, `${fence}:${nextRandom}`, options.leaseMs);
+      this.redis.del(line);
+      const fence = this.redis.incr(k.fence(jobName));
+      this.redis.set(leaseKey, `${fence}:${nextRandom}`, options.leaseMs);
       return answer(2, fence, queued, ended);
     }
-    this.del(leaseKey);
+    this.redis.del(leaseKey);
     return answer(1, 0, '', ended);
   }
 
@@ -200,45 +197,45 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     const slotKey = k.slot(jobName, executionId);
     const leaseKey = k.lease(jobName);
     const [key, other] = on === 'slot' ? [slotKey, leaseKey] : [leaseKey, slotKey];
-    if (this.exists(k.paused(jobName))) return { kind: 'paused' };
-    const holder = this.get(key);
+    if (this.redis.exists(k.paused(jobName))) return { kind: 'paused' };
+    const holder = this.redis.get(key);
     if (deadFence !== undefined) {
       const prefix = `${deadFence}:`;
-      if (holder?.startsWith(prefix) || this.get(other)?.startsWith(prefix)) return { kind: 'alive' };
+      if (holder?.startsWith(prefix) || this.redis.get(other)?.startsWith(prefix)) return { kind: 'alive' };
     }
     if (holder !== undefined && holder !== 'done') return { kind: 'busy' };
     for (const line of [k.queue(jobName), k.retryLine(jobName)]) {
-      if (this.get(line)?.includes(executionEntry(executionId))) this.del(line);
+      if (this.redis.get(line)?.includes(executionEntry(executionId))) this.redis.del(line);
     }
     const random = randomUUID();
-    const fence = this.incr(k.fence(jobName));
-    this.set(key, `${fence}:${random}`, leaseMs);
+    const fence = this.redis.incr(k.fence(jobName));
+    this.redis.set(key, `${fence}:${random}`, leaseMs);
     return { kind: 'taken', lease: { jobName, executionId, token: `${fence}:${random}`, fencingToken: fence, on } };
   }
 
   async owner(jobName: string, executionId: string, fencingToken: number): Promise<OwnerState> {
     const prefix = `${fencingToken}:`;
     for (const key of [this.keys.lease(jobName), this.keys.slot(jobName, executionId)]) {
-      if (this.get(key)?.startsWith(prefix)) return 'alive';
+      if (this.redis.get(key)?.startsWith(prefix)) return 'alive';
     }
-    if (this.exists(this.keys.forgot(jobName))) return 'unsure';
-    return Number(this.get(this.keys.fence(jobName)) ?? '0') < fencingToken ? 'unsure' : 'gone';
+    if (this.redis.exists(this.keys.forgot(jobName))) return 'unsure';
+    return Number(this.redis.get(this.keys.fence(jobName)) ?? '0') < fencingToken ? 'unsure' : 'gone';
   }
 
   async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<Refenced | undefined> {
     const key = lease.on === 'slot' ? this.keys.slot(lease.jobName, lease.executionId) : this.keys.lease(lease.jobName);
-    if (this.get(key) !== lease.token) return undefined;
+    if (this.redis.get(key) !== lease.token) return undefined;
     const fenceKey = this.keys.fence(lease.jobName);
     // Out of order (see refence-3.lua): an 'allow' run whose later sibling's row landed first.
-    const forgot = !(lease.on === 'slot' && lease.fencingToken < floor && Number(this.get(fenceKey) ?? '0') >= floor);
-    let fence = this.incr(fenceKey);
+    const forgot = !(lease.on === 'slot' && lease.fencingToken < floor && Number(this.redis.get(fenceKey) ?? '0') >= floor);
+    let fence = this.redis.incr(fenceKey);
     if (fence <= floor) {
       fence = floor + 1;
-      this.set(fenceKey, String(fence));
+      this.redis.set(fenceKey, String(fence));
     }
-    if (forgot) this.set(this.keys.forgot(lease.jobName), '1', forgotMs);
+    if (forgot) this.redis.set(this.keys.forgot(lease.jobName), '1', forgotMs);
     const random = lease.token.slice(lease.token.indexOf(':') + 1);
-    this.set(key, `${fence}:${random}`, leaseMs);
+    this.redis.set(key, `${fence}:${random}`, leaseMs);
     return { lease: { ...lease, fencingToken: fence, token: `${fence}:${random}` }, forgot };
   }
 
@@ -247,11 +244,7 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     options: { now: number; dedupMs: number; escalateAfter: number; force: boolean },
   ): Promise<FailureDecision> {
     const key = this.keys.alerts(jobName);
-    let alerts = this.hash(key);
-    if (!alerts) {
-      alerts = new Map();
-      this.data.set(key, { value: alerts });
-    }
+    const alerts = this.redis.hashOrCreate(key);
     const failures = Number(alerts.get('failures') ?? '0') + 1;
     alerts.set('failures', String(failures));
     // Redis measures the window on its own clock; here the store's clock plays that part.
@@ -263,64 +256,64 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
       alerts.set('lastSent', String(now));
     }
     const escalate = options.escalateAfter > 0 && failures === options.escalateAfter;
-    this.pexpire(key, ALERT_STATE_TTL_MS);
+    this.redis.pexpire(key, ALERT_STATE_TTL_MS);
     return { failures, send, escalate };
   }
 
   async endStreak(jobName: string): Promise<number> {
     const key = this.keys.alerts(jobName);
-    const failures = Number(this.hash(key)?.get('failures') ?? '0');
-    this.del(key);
+    const failures = Number(this.redis.hash(key)?.get('failures') ?? '0');
+    this.redis.del(key);
     return failures;
   }
 
   async enqueue(jobName: string, slot: QueuedSlot, ttlMs: number): Promise<boolean> {
-    return this.setNx(this.keys.retryLine(jobName), JSON.stringify(slot), ttlMs);
+    return this.redis.setNx(this.keys.retryLine(jobName), JSON.stringify(slot), ttlMs);
   }
 
   async once(jobName: string, name: string, ttlMs: number): Promise<boolean> {
-    return this.setNx(this.keys.once(jobName, name), '1', ttlMs);
+    return this.redis.setNx(this.keys.once(jobName, name), '1', ttlMs);
   }
 
   async acquireAfter(jobName: string, executionId: string, holderToken: string, leaseMs: number): Promise<AcquireResult> {
     const k = this.keys;
-    const holder = this.get(k.lease(jobName));
+    const holder = this.redis.get(k.lease(jobName));
     if (holder !== undefined) return holder === holderToken ? { kind: 'held' } : { kind: 'superseded' };
-    if (this.get(k.abort(jobName)) === holderToken) this.del(k.abort(jobName));
+    if (this.redis.get(k.abort(jobName)) === holderToken) this.redis.del(k.abort(jobName));
     const random = randomUUID();
-    const fence = this.incr(k.fence(jobName));
-    this.set(k.lease(jobName), `${fence}:${random}`, leaseMs);
+    const fence = this.redis.incr(k.fence(jobName));
+    this.redis.set(k.lease(jobName), `${fence}:${random}`, leaseMs);
     return { kind: 'acquired', lease: { jobName, executionId, token: `${fence}:${random}`, fencingToken: fence, on: 'lease' } };
   }
 
   async setPaused(jobName: string, paused: boolean): Promise<void> {
-    if (paused) this.set(this.keys.paused(jobName), '1');
-    else this.del(this.keys.paused(jobName));
+    if (paused) this.redis.set(this.keys.paused(jobName), '1');
+    else this.redis.del(this.keys.paused(jobName));
   }
 
   async isPaused(jobName: string): Promise<boolean> {
-    return this.exists(this.keys.paused(jobName));
+    return this.redis.exists(this.keys.paused(jobName));
   }
 
   async leadership(request: LeadershipRequest): Promise<LeaderState> {
     const key = this.keys.leader();
-    const holder = this.get(key);
+    const holder = this.redis.get(key);
     if (holder !== undefined) {
       if (request.token === undefined || holder !== request.token) return { held: false, holder: parseLeaderToken(holder) };
-      this.pexpire(key, request.leaseMs);
-      this.set(this.keys.leaderLast(), `${holder}|${this.clock() + request.leaseMs}`);
+      this.redis.pexpire(key, request.leaseMs);
+      this.redis.set(this.keys.leaderLast(), `${holder}|${this.clock() + request.leaseMs}`);
       return { held: true, token: holder, fencingToken: parseLeaderToken(holder).fencingToken };
     }
-    const last = this.get(this.keys.leaderLast());
+    const last = this.redis.get(this.keys.leaderLast());
     const fenceKey = this.keys.leaderFence();
-    let fence = this.incr(fenceKey);
+    let fence = this.redis.incr(fenceKey);
     if (fence <= (request.floor ?? 0)) {
       fence = (request.floor ?? 0) + 1;
-      this.set(fenceKey, String(fence));
+      this.redis.set(fenceKey, String(fence));
     }
     const token = `${fence}:${request.instanceId}:${randomUUID()}`;
-    this.set(key, token, request.leaseMs);
-    this.set(this.keys.leaderLast(), `${token}|${this.clock() + request.leaseMs}`);
+    this.redis.set(key, token, request.leaseMs);
+    this.redis.set(this.keys.leaderLast(), `${token}|${this.clock() + request.leaseMs}`);
     const state: LeaderState = { held: true, token, fencingToken: fence };
     const sep = last?.lastIndexOf('|') ?? -1;
     if (last !== undefined && sep > 0) {
@@ -333,11 +326,11 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
   }
 
   async resignLeadership(token: string): Promise<void> {
-    if (this.get(this.keys.leader()) === token) this.del(this.keys.leader());
+    if (this.redis.get(this.keys.leader()) === token) this.redis.del(this.keys.leader());
   }
 
   async currentLeader(): Promise<LeaderInfo | null> {
-    const holder = this.get(this.keys.leader());
+    const holder = this.redis.get(this.keys.leader());
     return holder === undefined ? null : parseLeaderToken(holder);
   }
 
@@ -345,66 +338,7 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     const keys = [this.keys.lease(jobName), ...runs.map((row) => this.keys.slot(jobName, row.executionId))];
     return leaseStateOf(
       runs,
-      keys.flatMap((key) => [this.get(key) ?? null, this.pttl(key)]),
+      keys.flatMap((key) => [this.redis.get(key) ?? null, this.redis.pttl(key)]),
     );
-  }
-
-  // A few Redis commands over the map; an expired key reads as absent and is dropped on access.
-
-  private entry(key: string): Entry | undefined {
-    const entry = this.data.get(key);
-    if (entry?.expiresAt !== undefined && entry.expiresAt <= this.clock()) {
-      this.data.delete(key);
-      return undefined;
-    }
-    return entry;
-  }
-
-  private get(key: string): string | undefined {
-    const value = this.entry(key)?.value;
-    return typeof value === 'string' ? value : undefined;
-  }
-
-  private hash(key: string): Map<string, string> | undefined {
-    const value = this.entry(key)?.value;
-    return value instanceof Map ? value : undefined;
-  }
-
-  /** PTTL: ms to live, -1 without a TTL, -2 when absent. */
-  private pttl(key: string): number {
-    const entry = this.entry(key);
-    if (!entry) return -2;
-    return entry.expiresAt === undefined ? -1 : entry.expiresAt - this.clock();
-  }
-
-  private exists(key: string): boolean {
-    return this.entry(key) !== undefined;
-  }
-
-  /** SET key value [PX ttlMs]: a SET without PX makes the key persistent, as in Redis. */
-  private set(key: string, value: string, ttlMs?: number): void {
-    this.data.set(key, { value, expiresAt: ttlMs === undefined ? undefined : this.clock() + ttlMs });
-  }
-
-  private setNx(key: string, value: string, ttlMs: number): boolean {
-    if (this.exists(key)) return false;
-    this.set(key, value, ttlMs);
-    return true;
-  }
-
-  private del(key: string): void {
-    this.data.delete(key);
-  }
-
-  private incr(key: string): number {
-    const entry = this.entry(key);
-    const next = Number(typeof entry?.value === 'string' ? entry.value : '0') + 1;
-    this.data.set(key, { value: String(next), expiresAt: entry?.expiresAt });
-    return next;
-  }
-
-  private pexpire(key: string, ttlMs: number): void {
-    const entry = this.entry(key);
-    if (entry) entry.expiresAt = this.clock() + ttlMs;
   }
 }

@@ -9,8 +9,10 @@ import type {
   QueuedRow,
   RestartOutcome,
   RestartRequest,
-  RunHistory,
+  RunReads,
+  RunWrites,
   StaleFence,
+  SweepQueries,
 } from '../history/run-history.js';
 
 /** Statuses whose row may get a next attempt (`next_attempt_at`). */
@@ -60,7 +62,7 @@ interface Stored {
  * ends a run is fenced by its token, and the queries filter and order as the statements do.
  * Returned records are copies.
  */
-export class InMemoryRunHistory implements RunHistory {
+export class InMemoryRunHistory implements RunWrites, SweepQueries, RunReads {
   private readonly rows = new Map<string, Stored>();
   private nextId = 1;
 

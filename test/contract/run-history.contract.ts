@@ -1,12 +1,25 @@
 /**
- * What every RunHistory must do: one behaviour per case. `run-history.test.ts` runs these
+ * What every run history must do, through its three ports (`writes`, `sweeps`, `reads`): one behaviour per case. `run-history.test.ts` runs these
  * against the in-memory history and PrismaRunHistory on the test database. Every case uses its
  * own job names (`contract-rh-…`), so rows of other tests never match.
  */
 import { describe, expect, it } from 'vitest';
 import type { RunStatus, RunTrigger } from '../../src/distributed-cron.interfaces.js';
-import type { BeginRequest, FinishRequest, NotStartedRequest, RunHistory } from '../../src/history/run-history.js';
+import type {
+  BeginRequest,
+  FinishRequest,
+  NotStartedRequest,
+  RunHistoryPorts,
+  RunReads,
+  RunWrites,
+  SweepQueries,
+} from '../../src/history/run-history.js';
 import { uniqueName } from '../support/services.js';
+
+/** One store that implements the three ports, given for each (as the built-in stores are). */
+export function eachPort(store: RunWrites & SweepQueries & RunReads): RunHistoryPorts {
+  return { writes: store, sweeps: store, reads: store };
+}
 
 /** Job names of this suite start with this, so a real database can be cleaned after it. */
 const RUN_HISTORY_CONTRACT_PREFIX = 'contract-rh';
@@ -58,30 +71,30 @@ function finish(executionId: string, fencingToken: number, extra: Partial<Finish
   };
 }
 
-export function runHistoryContract(name: string, setup: () => Promise<RunHistory> | RunHistory): void {
+export function runHistoryContract(name: string, setup: () => Promise<RunHistoryPorts> | RunHistoryPorts): void {
   const job = (): string => uniqueName(RUN_HISTORY_CONTRACT_PREFIX);
 
   /** A finished row of `jobName`'s slot: begin then finish with these fields. */
   async function finished(
-    h: RunHistory,
+    h: RunHistoryPorts,
     jobName: string,
     slot: number,
     token: number,
     fields: Partial<FinishRequest> = {},
     extra: Partial<BeginRequest> = {},
   ) {
-    await h.begin(begin(jobName, slot, token, extra));
-    expect(await h.finish(finish(`${jobName}:${slot}`, token, fields))).toBe(true);
-    return (await h.get(`${jobName}:${slot}`))!;
+    await h.writes.begin(begin(jobName, slot, token, extra));
+    expect(await h.writes.finish(finish(`${jobName}:${slot}`, token, fields))).toBe(true);
+    return (await h.reads.get(`${jobName}:${slot}`))!;
   }
 
-  describe(`RunHistory contract: ${name}`, () => {
+  describe(`run history contract: ${name}`, () => {
     describe('begin', () => {
       it('inserts a running row, attempt 1, with the fencing token', async () => {
         const h = await setup();
         const j = job();
-        expect(await h.begin(begin(j, 1, 5))).toEqual({ kind: 'start', attempt: 1, trigger: 'schedule' });
-        expect(await h.get(`${j}:1`)).toMatchObject({
+        expect(await h.writes.begin(begin(j, 1, 5))).toEqual({ kind: 'start', attempt: 1, trigger: 'schedule' });
+        expect(await h.reads.get(`${j}:1`)).toMatchObject({
           jobName: j,
           executionId: `${j}:1`,
           status: 'running',
@@ -101,9 +114,9 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
       it('an execution that has a row is not written again and reports exists with that row (ON CONFLICT DO NOTHING)', async () => {
         const h = await setup();
         const j = job();
-        await h.begin(begin(j, 1, 5));
-        await h.begin(begin(j, 2, 6));
-        const again = await h.begin(begin(j, 1, 7, { instanceId: 'instance-b' }));
+        await h.writes.begin(begin(j, 1, 5));
+        await h.writes.begin(begin(j, 2, 6));
+        const again = await h.writes.begin(begin(j, 1, 7, { instanceId: 'instance-b' }));
         expect(again).toMatchObject({ kind: 'exists', row: { executionId: `${j}:1`, fencingToken: 5, instanceId: 'instance-a' } });
       });
 
@@ -111,30 +124,30 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         const h = await setup();
         const j = job();
         await finished(h, j, 1, 9);
-        expect(await h.begin(begin(j, 2, 9))).toEqual({ kind: 'stale_fence', floor: 9, running: false });
-        expect(await h.begin(begin(j, 3, 4))).toEqual({ kind: 'stale_fence', floor: 9, running: false });
-        expect(await h.existing([`${j}:2`, `${j}:3`])).toEqual(new Set());
+        expect(await h.writes.begin(begin(j, 2, 9))).toEqual({ kind: 'stale_fence', floor: 9, running: false });
+        expect(await h.writes.begin(begin(j, 3, 4))).toEqual({ kind: 'stale_fence', floor: 9, running: false });
+        expect(await h.sweeps.existing([`${j}:2`, `${j}:3`])).toEqual(new Set());
       });
 
       it('stale_fence says whether a run of the job is still running', async () => {
         const h = await setup();
         const j = job();
-        await h.begin(begin(j, 1, 9));
-        expect(await h.begin(begin(j, 2, 3))).toEqual({ kind: 'stale_fence', floor: 9, running: true });
+        await h.writes.begin(begin(j, 1, 9));
+        expect(await h.writes.begin(begin(j, 2, 3))).toEqual({ kind: 'stale_fence', floor: 9, running: true });
       });
 
       it('an existing execution with a stale token reports stale_fence, not exists', async () => {
         const h = await setup();
         const j = job();
-        await h.begin(begin(j, 1, 9));
-        expect((await h.begin(begin(j, 1, 2))).kind).toBe('stale_fence');
+        await h.writes.begin(begin(j, 1, 9));
+        expect((await h.writes.begin(begin(j, 1, 2))).kind).toBe('stale_fence');
       });
 
       it("the floor is per job: another job's tokens do not count", async () => {
         const h = await setup();
         const [a, b] = [job(), job()];
-        await h.begin(begin(a, 1, 100));
-        expect((await h.begin(begin(b, 1, 1))).kind).toBe('start');
+        await h.writes.begin(begin(a, 1, 100));
+        expect((await h.writes.begin(begin(b, 1, 1))).kind).toBe('start');
       });
     });
 
@@ -142,10 +155,12 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
       it('writes the result when the token still owns the running row', async () => {
         const h = await setup();
         const j = job();
-        await h.begin(begin(j, 1, 5));
+        await h.writes.begin(begin(j, 1, 5));
         const next = at(40);
-        expect(await h.finish(finish(`${j}:1`, 5, { status: 'failed', error: 'boom', nextAttemptAt: next, failedCount: 2 }))).toBe(true);
-        expect(await h.get(`${j}:1`)).toMatchObject({
+        expect(await h.writes.finish(finish(`${j}:1`, 5, { status: 'failed', error: 'boom', nextAttemptAt: next, failedCount: 2 }))).toBe(
+          true,
+        );
+        expect(await h.reads.get(`${j}:1`)).toMatchObject({
           status: 'failed',
           finishedAt: at(30),
           updatedAt: at(30),
@@ -160,22 +175,22 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
       it('is fenced: another token writes nothing', async () => {
         const h = await setup();
         const j = job();
-        await h.begin(begin(j, 1, 5));
-        expect(await h.finish(finish(`${j}:1`, 4))).toBe(false);
-        expect((await h.get(`${j}:1`))!.status).toBe('running');
+        await h.writes.begin(begin(j, 1, 5));
+        expect(await h.writes.finish(finish(`${j}:1`, 4))).toBe(false);
+        expect((await h.reads.get(`${j}:1`))!.status).toBe('running');
       });
 
       it('a finished row is not finished again', async () => {
         const h = await setup();
         const j = job();
         await finished(h, j, 1, 5);
-        expect(await h.finish(finish(`${j}:1`, 5, { status: 'failed' }))).toBe(false);
-        expect((await h.get(`${j}:1`))!.status).toBe('completed');
+        expect(await h.writes.finish(finish(`${j}:1`, 5, { status: 'failed' }))).toBe(false);
+        expect((await h.reads.get(`${j}:1`))!.status).toBe('completed');
       });
 
       it('an unknown execution is not written', async () => {
         const h = await setup();
-        expect(await h.finish(finish(`${job()}:1`, 1))).toBe(false);
+        expect(await h.writes.finish(finish(`${job()}:1`, 1))).toBe(false);
       });
     });
 
@@ -183,9 +198,9 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
       it('inserts a row with attempt 0 and no token; finished unless queued', async () => {
         const h = await setup();
         const j = job();
-        expect(await h.recordNotStarted(notStarted(j, 1, 'skipped_overlap'))).toBe(true);
-        expect(await h.recordNotStarted(notStarted(j, 2, 'queued', { maxAttempts: 4 }))).toBe(true);
-        expect(await h.get(`${j}:1`)).toMatchObject({
+        expect(await h.writes.recordNotStarted(notStarted(j, 1, 'skipped_overlap'))).toBe(true);
+        expect(await h.writes.recordNotStarted(notStarted(j, 2, 'queued', { maxAttempts: 4 }))).toBe(true);
+        expect(await h.reads.get(`${j}:1`)).toMatchObject({
           status: 'skipped_overlap',
           attempt: 0,
           fencingToken: null,
@@ -193,23 +208,29 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
           error: 'not started (skipped_overlap)',
           maxAttempts: 1,
         });
-        expect(await h.get(`${j}:2`)).toMatchObject({ status: 'queued', attempt: 0, fencingToken: null, finishedAt: null, maxAttempts: 4 });
+        expect(await h.reads.get(`${j}:2`)).toMatchObject({
+          status: 'queued',
+          attempt: 0,
+          fencingToken: null,
+          finishedAt: null,
+          maxAttempts: 4,
+        });
       });
 
       it('keeps an existing row and answers false', async () => {
         const h = await setup();
         const j = job();
-        await h.begin(begin(j, 1, 5));
-        expect(await h.recordNotStarted(notStarted(j, 1, 'failed'))).toBe(false);
-        expect((await h.get(`${j}:1`))!.status).toBe('running');
+        await h.writes.begin(begin(j, 1, 5));
+        expect(await h.writes.recordNotStarted(notStarted(j, 1, 'failed'))).toBe(false);
+        expect((await h.reads.get(`${j}:1`))!.status).toBe('running');
       });
 
       it('is not refused by the fencing floor', async () => {
         const h = await setup();
         const j = job();
-        await h.begin(begin(j, 1, 50));
-        expect(await h.recordNotStarted(notStarted(j, 2, 'lease_lost', { nextAttemptAt: at(5) }))).toBe(true);
-        expect((await h.get(`${j}:2`))!.nextAttemptAt).toEqual(at(5));
+        await h.writes.begin(begin(j, 1, 50));
+        expect(await h.writes.recordNotStarted(notStarted(j, 2, 'lease_lost', { nextAttemptAt: at(5) }))).toBe(true);
+        expect((await h.reads.get(`${j}:2`))!.nextAttemptAt).toEqual(at(5));
       });
     });
 
@@ -218,7 +239,7 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         const h = await setup();
         const j = job();
         const row = await finished(h, j, 1, 5, { status: 'failed', error: 'boom', nextAttemptAt: at(40), failedCount: 1 });
-        const outcome = await h.restart({
+        const outcome = await h.writes.restart({
           executionId: row.executionId,
           jobName: j,
           from: { status: row.status, attempt: row.attempt, fencingToken: row.fencingToken },
@@ -228,7 +249,7 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
           now: at(41),
         });
         expect(outcome).toEqual({ kind: 'restarted' });
-        expect(await h.get(row.executionId)).toMatchObject({
+        expect(await h.reads.get(row.executionId)).toMatchObject({
           status: 'running',
           trigger: 'retry',
           attempt: 2,
@@ -246,11 +267,11 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         const j = job();
         const row = await finished(h, j, 1, 5, { status: 'dead' });
         const restart = { executionId: row.executionId, jobName: j, trigger: 'replay' as RunTrigger, instanceId: 'x', now: at(50) };
-        await h.restart({ ...restart, from: { status: 'dead', attempt: 1, fencingToken: 5 }, fencingToken: 6, maxAttempts: 5 });
-        expect((await h.get(row.executionId))!.maxAttempts).toBe(5);
-        await h.finish(finish(row.executionId, 6, { status: 'dead' }));
-        await h.restart({ ...restart, from: { status: 'dead', attempt: 2, fencingToken: 6 }, fencingToken: 7, maxAttempts: 2 });
-        expect((await h.get(row.executionId))!.maxAttempts).toBe(5);
+        await h.writes.restart({ ...restart, from: { status: 'dead', attempt: 1, fencingToken: 5 }, fencingToken: 6, maxAttempts: 5 });
+        expect((await h.reads.get(row.executionId))!.maxAttempts).toBe(5);
+        await h.writes.finish(finish(row.executionId, 6, { status: 'dead' }));
+        await h.writes.restart({ ...restart, from: { status: 'dead', attempt: 2, fencingToken: 6 }, fencingToken: 7, maxAttempts: 2 });
+        expect((await h.reads.get(row.executionId))!.maxAttempts).toBe(5);
       });
 
       it('answers changed when the row is no longer as the caller saw it', async () => {
@@ -265,17 +286,17 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
           instanceId: 'x',
           now: at(50),
         };
-        expect(await h.restart({ ...base, from: { status: 'failed', attempt: 2, fencingToken: 5 } })).toEqual({ kind: 'changed' });
-        expect(await h.restart({ ...base, from: { status: 'dead', attempt: 1, fencingToken: 5 } })).toEqual({ kind: 'changed' });
-        expect(await h.restart({ ...base, from: { status: 'failed', attempt: 1, fencingToken: 4 } })).toEqual({ kind: 'changed' });
-        expect((await h.get(row.executionId))!.status).toBe('failed');
+        expect(await h.writes.restart({ ...base, from: { status: 'failed', attempt: 2, fencingToken: 5 } })).toEqual({ kind: 'changed' });
+        expect(await h.writes.restart({ ...base, from: { status: 'dead', attempt: 1, fencingToken: 5 } })).toEqual({ kind: 'changed' });
+        expect(await h.writes.restart({ ...base, from: { status: 'failed', attempt: 1, fencingToken: 4 } })).toEqual({ kind: 'changed' });
+        expect((await h.reads.get(row.executionId))!.status).toBe('failed');
       });
 
       it('restarts a not-started row, whose token is null', async () => {
         const h = await setup();
         const j = job();
-        await h.recordNotStarted(notStarted(j, 1, 'queued'));
-        const outcome = await h.restart({
+        await h.writes.recordNotStarted(notStarted(j, 1, 'queued'));
+        const outcome = await h.writes.restart({
           executionId: `${j}:1`,
           jobName: j,
           from: { status: 'queued', attempt: 0, fencingToken: null },
@@ -285,15 +306,15 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
           now: at(2),
         });
         expect(outcome).toEqual({ kind: 'restarted' });
-        expect(await h.get(`${j}:1`)).toMatchObject({ status: 'running', attempt: 1, fencingToken: 1 });
+        expect(await h.reads.get(`${j}:1`)).toMatchObject({ status: 'running', attempt: 1, fencingToken: 1 });
       });
 
       it('a token at or below the floor restarts nothing and reports stale_fence', async () => {
         const h = await setup();
         const j = job();
         const row = await finished(h, j, 1, 5, { status: 'failed' });
-        await h.begin(begin(j, 2, 8));
-        const outcome = await h.restart({
+        await h.writes.begin(begin(j, 2, 8));
+        const outcome = await h.writes.restart({
           executionId: row.executionId,
           jobName: j,
           from: { status: 'failed', attempt: 1, fencingToken: 5 },
@@ -303,7 +324,7 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
           now: at(50),
         });
         expect(outcome).toEqual({ kind: 'stale_fence', floor: 8, running: true });
-        expect((await h.get(row.executionId))!.status).toBe('failed');
+        expect((await h.reads.get(row.executionId))!.status).toBe('failed');
       });
     });
 
@@ -311,12 +332,12 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
       it('settleQueued moves only a queued row', async () => {
         const h = await setup();
         const j = job();
-        await h.recordNotStarted(notStarted(j, 1, 'queued'));
-        await h.begin(begin(j, 2, 1));
-        expect(await h.settleQueued(`${j}:1`, 'skipped_overlap', 'superseded', at(3))).toBe(true);
-        expect(await h.settleQueued(`${j}:1`, 'skipped_overlap', 'again', at(4))).toBe(false);
-        expect(await h.settleQueued(`${j}:2`, 'skipped_overlap', 'no', at(4))).toBe(false);
-        expect(await h.get(`${j}:1`)).toMatchObject({
+        await h.writes.recordNotStarted(notStarted(j, 1, 'queued'));
+        await h.writes.begin(begin(j, 2, 1));
+        expect(await h.writes.settleQueued(`${j}:1`, 'skipped_overlap', 'superseded', at(3))).toBe(true);
+        expect(await h.writes.settleQueued(`${j}:1`, 'skipped_overlap', 'again', at(4))).toBe(false);
+        expect(await h.writes.settleQueued(`${j}:2`, 'skipped_overlap', 'no', at(4))).toBe(false);
+        expect(await h.reads.get(`${j}:1`)).toMatchObject({
           status: 'skipped_overlap',
           error: 'superseded',
           finishedAt: at(3),
@@ -328,23 +349,23 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         const h = await setup();
         const j = job();
         await finished(h, j, 1, 1);
-        await h.skippedTrigger(`${j}:1`);
-        await h.skippedTrigger(`${j}:1`);
-        expect((await h.get(`${j}:1`))!.skippedTriggers).toBe(2);
+        await h.writes.skippedTrigger(`${j}:1`);
+        await h.writes.skippedTrigger(`${j}:1`);
+        expect((await h.reads.get(`${j}:1`))!.skippedTriggers).toBe(2);
       });
 
       it('existing tells which execution IDs have a row', async () => {
         const h = await setup();
         const j = job();
-        await h.begin(begin(j, 1, 1));
-        await h.recordNotStarted(notStarted(j, 2, 'failed'));
-        expect(await h.existing([`${j}:1`, `${j}:2`, `${j}:3`])).toEqual(new Set([`${j}:1`, `${j}:2`]));
-        expect(await h.existing([])).toEqual(new Set());
+        await h.writes.begin(begin(j, 1, 1));
+        await h.writes.recordNotStarted(notStarted(j, 2, 'failed'));
+        expect(await h.sweeps.existing([`${j}:1`, `${j}:2`, `${j}:3`])).toEqual(new Set([`${j}:1`, `${j}:2`]));
+        expect(await h.sweeps.existing([])).toEqual(new Set());
       });
 
       it('get of an unknown execution is undefined', async () => {
         const h = await setup();
-        expect(await h.get(`${job()}:1`)).toBeUndefined();
+        expect(await h.reads.get(`${job()}:1`)).toBeUndefined();
       });
     });
 
@@ -359,34 +380,34 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         await finished(h, j, 5, 5, { status: 'lease_lost', nextAttemptAt: at(15) }, { maxAttempts: 1 }); // recover: one more
         await finished(h, j, 6, 6, { status: 'completed', nextAttemptAt: at(5) }); // not retryable
         await finished(h, j, 7, 7, { status: 'failed', nextAttemptAt: at(1) }); // excluded
-        const due = await h.dueRetries([j], at(60), 10, [`${j}:7`]);
+        const due = await h.sweeps.dueRetries([j], at(60), 10, [`${j}:7`]);
         expect(due.map((r) => r.executionId)).toEqual([`${j}:2`, `${j}:5`, `${j}:1`]);
-        expect((await h.dueRetries([j], at(60), 2, [])).map((r) => r.executionId)).toEqual([`${j}:7`, `${j}:2`]);
-        expect(await h.dueRetries([], at(60), 10, [])).toEqual([]);
+        expect((await h.sweeps.dueRetries([j], at(60), 2, [])).map((r) => r.executionId)).toEqual([`${j}:7`, `${j}:2`]);
+        expect(await h.sweeps.dueRetries([], at(60), 10, [])).toEqual([]);
       });
 
       it('running: running rows of these jobs, least recently updated first', async () => {
         const h = await setup();
         const [j, other] = [job(), job()];
-        await h.begin(begin(j, 3, 1, { now: at(3) }));
-        await h.begin(begin(j, 1, 2, { now: at(10) }));
-        await h.begin(begin(j, 2, 3, { now: at(5) }));
+        await h.writes.begin(begin(j, 3, 1, { now: at(3) }));
+        await h.writes.begin(begin(j, 1, 2, { now: at(10) }));
+        await h.writes.begin(begin(j, 2, 3, { now: at(5) }));
         await finished(h, j, 4, 4);
-        await h.begin(begin(other, 1, 1));
-        expect((await h.running([j], 10, [])).map((r) => r.executionId)).toEqual([`${j}:3`, `${j}:2`, `${j}:1`]);
-        expect((await h.running([j], 10, [`${j}:2`])).map((r) => r.executionId)).toEqual([`${j}:3`, `${j}:1`]);
-        expect((await h.running([j], 1, [])).map((r) => r.executionId)).toEqual([`${j}:3`]);
+        await h.writes.begin(begin(other, 1, 1));
+        expect((await h.sweeps.running([j], 10, [])).map((r) => r.executionId)).toEqual([`${j}:3`, `${j}:2`, `${j}:1`]);
+        expect((await h.sweeps.running([j], 10, [`${j}:2`])).map((r) => r.executionId)).toEqual([`${j}:3`, `${j}:1`]);
+        expect((await h.sweeps.running([j], 1, [])).map((r) => r.executionId)).toEqual([`${j}:3`]);
       });
 
       it('queued: queued rows created before the cut-off, superseded once a newer slot started', async () => {
         const h = await setup();
         const j = job();
-        await h.recordNotStarted(notStarted(j, 1, 'queued'));
-        await h.recordNotStarted(notStarted(j, 3, 'queued'));
-        await h.recordNotStarted(notStarted(j, 20, 'queued')); // created after the cut-off
-        await h.begin(begin(j, 2, 1));
-        await h.recordNotStarted(notStarted(j, 5, 'skipped_overlap')); // newer, but never started
-        const rows = await h.queued([j], at(10), 10);
+        await h.writes.recordNotStarted(notStarted(j, 1, 'queued'));
+        await h.writes.recordNotStarted(notStarted(j, 3, 'queued'));
+        await h.writes.recordNotStarted(notStarted(j, 20, 'queued')); // created after the cut-off
+        await h.writes.begin(begin(j, 2, 1));
+        await h.writes.recordNotStarted(notStarted(j, 5, 'skipped_overlap')); // newer, but never started
+        const rows = await h.sweeps.queued([j], at(10), 10);
         expect(rows.map(({ row, superseded }) => [row.executionId, superseded])).toEqual([
           [`${j}:1`, true],
           [`${j}:3`, false],
@@ -396,69 +417,69 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
       it('orphans: waiting rows of jobs not mounted here', async () => {
         const h = await setup();
         const [mine, gone] = [job(), job()];
-        await h.begin(begin(gone, 1, 1, { now: at(1) })); // running since before the cut-off
-        await h.begin(begin(gone, 50, 2, { now: at(50) })); // running, but recent
-        await h.recordNotStarted(notStarted(gone, 2, 'queued'));
+        await h.writes.begin(begin(gone, 1, 1, { now: at(1) })); // running since before the cut-off
+        await h.writes.begin(begin(gone, 50, 2, { now: at(50) })); // running, but recent
+        await h.writes.recordNotStarted(notStarted(gone, 2, 'queued'));
         await finished(h, gone, 3, 3, { status: 'failed', nextAttemptAt: at(4) });
         await finished(h, gone, 4, 4, { status: 'failed', nextAttemptAt: at(4) }, { maxAttempts: 1 }); // no attempts left
         await finished(h, gone, 5, 5); // done
-        await h.begin(begin(mine, 1, 1, { now: at(1) }));
-        const rows = (await h.orphans([mine], at(40), 10_000)).filter((r) => r.jobName === gone || r.jobName === mine);
+        await h.writes.begin(begin(mine, 1, 1, { now: at(1) }));
+        const rows = (await h.sweeps.orphans([mine], at(40), 10_000)).filter((r) => r.jobName === gone || r.jobName === mine);
         expect(rows.map((r) => r.executionId).sort()).toEqual([`${gone}:1`, `${gone}:2`, `${gone}:3`].sort());
       });
 
       it('markLeaseLost closes a running row only with its token, keeping an earlier error', async () => {
         const h = await setup();
         const j = job();
-        await h.begin(begin(j, 1, 5));
-        expect(await h.markLeaseLost(`${j}:1`, 4, at(9), 'owner died')).toBe(false);
-        expect(await h.markLeaseLost(`${j}:1`, 5, at(9), 'owner died', at(10))).toBe(true);
-        expect(await h.get(`${j}:1`)).toMatchObject({
+        await h.writes.begin(begin(j, 1, 5));
+        expect(await h.sweeps.markLeaseLost(`${j}:1`, 4, at(9), 'owner died')).toBe(false);
+        expect(await h.sweeps.markLeaseLost(`${j}:1`, 5, at(9), 'owner died', at(10))).toBe(true);
+        expect(await h.reads.get(`${j}:1`)).toMatchObject({
           status: 'lease_lost',
           finishedAt: at(9),
           updatedAt: at(9),
           error: 'owner died',
           nextAttemptAt: at(10),
         });
-        expect(await h.markLeaseLost(`${j}:1`, 5, at(11), 'again')).toBe(false);
+        expect(await h.sweeps.markLeaseLost(`${j}:1`, 5, at(11), 'again')).toBe(false);
       });
 
       it('closeOrphan ends a row only as it was seen, appending to its error', async () => {
         const h = await setup();
         const j = job();
         const row = await finished(h, j, 1, 5, { status: 'failed', error: 'boom', nextAttemptAt: at(40) });
-        expect(await h.closeOrphan({ ...row, attempt: 2 }, 'dead', at(50), 'job gone')).toBe(false);
-        expect(await h.closeOrphan(row, 'dead', at(50), 'job gone')).toBe(true);
-        expect(await h.get(`${j}:1`)).toMatchObject({
+        expect(await h.sweeps.closeOrphan({ ...row, attempt: 2 }, 'dead', at(50), 'job gone')).toBe(false);
+        expect(await h.sweeps.closeOrphan(row, 'dead', at(50), 'job gone')).toBe(true);
+        expect(await h.reads.get(`${j}:1`)).toMatchObject({
           status: 'dead',
           finishedAt: at(30),
           updatedAt: at(50),
           nextAttemptAt: null,
           error: 'boom | job gone',
         });
-        await h.begin(begin(j, 2, 6));
-        const running = (await h.get(`${j}:2`))!;
-        expect(await h.closeOrphan(running, 'lease_lost', at(60), 'job gone')).toBe(true);
-        expect(await h.get(`${j}:2`)).toMatchObject({ status: 'lease_lost', finishedAt: at(60), error: 'job gone' });
+        await h.writes.begin(begin(j, 2, 6));
+        const running = (await h.reads.get(`${j}:2`))!;
+        expect(await h.sweeps.closeOrphan(running, 'lease_lost', at(60), 'job gone')).toBe(true);
+        expect(await h.reads.get(`${j}:2`)).toMatchObject({ status: 'lease_lost', finishedAt: at(60), error: 'job gone' });
       });
 
       it('lastSuccess is the latest finish of a completed run of the job', async () => {
         const h = await setup();
         const j = job();
-        expect(await h.lastSuccess(j)).toBeUndefined();
+        expect(await h.reads.lastSuccess(j)).toBeUndefined();
         await finished(h, j, 1, 1, { finishedAt: at(11) });
         await finished(h, j, 2, 2, { status: 'completed_with_errors', finishedAt: at(22) });
         await finished(h, j, 3, 3, { status: 'failed', finishedAt: at(33) });
-        expect(await h.lastSuccess(j)).toEqual(at(22));
+        expect(await h.reads.lastSuccess(j)).toEqual(at(22));
       });
     });
 
     describe('list', () => {
-      async function seed(h: RunHistory, j: string): Promise<void> {
+      async function seed(h: RunHistoryPorts, j: string): Promise<void> {
         await finished(h, j, 1, 1);
         await finished(h, j, 2, 2, { status: 'failed' });
-        await h.begin(begin(j, 3, 3));
-        await h.recordNotStarted(notStarted(j, 4, 'skipped_overlap'));
+        await h.writes.begin(begin(j, 3, 3));
+        await h.writes.recordNotStarted(notStarted(j, 4, 'skipped_overlap'));
       }
       const ids = (rows: Array<{ executionId: string }>): string[] => rows.map((r) => r.executionId);
 
@@ -467,44 +488,44 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         const [j, other] = [job(), job()];
         await seed(h, j);
         await seed(h, other);
-        expect(ids(await h.list({ jobName: j }))).toEqual([`${j}:4`, `${j}:3`, `${j}:2`, `${j}:1`]);
+        expect(ids(await h.reads.list({ jobName: j }))).toEqual([`${j}:4`, `${j}:3`, `${j}:2`, `${j}:1`]);
       });
 
       it('filters by one status or a list of them', async () => {
         const h = await setup();
         const j = job();
         await seed(h, j);
-        expect(ids(await h.list({ jobName: j, status: 'failed' }))).toEqual([`${j}:2`]);
+        expect(ids(await h.reads.list({ jobName: j, status: 'failed' }))).toEqual([`${j}:2`]);
         const statuses: RunStatus[] = ['completed', 'running'];
-        expect(ids(await h.list({ jobName: j, status: statuses }))).toEqual([`${j}:3`, `${j}:1`]);
+        expect(ids(await h.reads.list({ jobName: j, status: statuses }))).toEqual([`${j}:3`, `${j}:1`]);
       });
 
       it('since is inclusive and until exclusive, on the scheduled instant', async () => {
         const h = await setup();
         const j = job();
         await seed(h, j);
-        expect(ids(await h.list({ jobName: j, since: at(2), until: at(4) }))).toEqual([`${j}:3`, `${j}:2`]);
+        expect(ids(await h.reads.list({ jobName: j, since: at(2), until: at(4) }))).toEqual([`${j}:3`, `${j}:2`]);
       });
 
       it('limits the rows, newest first', async () => {
         const h = await setup();
         const j = job();
         await seed(h, j);
-        expect(ids(await h.list({ jobName: j, limit: 2 }))).toEqual([`${j}:4`, `${j}:3`]);
+        expect(ids(await h.reads.list({ jobName: j, limit: 2 }))).toEqual([`${j}:4`, `${j}:3`]);
       });
 
       it('rows of the same slot instant come newest insert first', async () => {
         const h = await setup();
         const j = job();
-        await h.begin(begin(j, 1, 1, { executionId: `${j}:a` }));
-        await h.begin(begin(j, 1, 2, { executionId: `${j}:b` }));
-        expect(ids(await h.list({ jobName: j }))).toEqual([`${j}:b`, `${j}:a`]);
+        await h.writes.begin(begin(j, 1, 1, { executionId: `${j}:a` }));
+        await h.writes.begin(begin(j, 1, 2, { executionId: `${j}:b` }));
+        expect(ids(await h.reads.list({ jobName: j }))).toEqual([`${j}:b`, `${j}:a`]);
       });
 
       it('refuses a limit that is not a positive integer', async () => {
         const h = await setup();
-        await expect(h.list({ limit: 0 })).rejects.toThrow(TypeError);
-        await expect(h.list({ limit: 1.5 })).rejects.toThrow(TypeError);
+        await expect(h.reads.list({ limit: 0 })).rejects.toThrow(TypeError);
+        await expect(h.reads.list({ limit: 1.5 })).rejects.toThrow(TypeError);
       });
     });
   });

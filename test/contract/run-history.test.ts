@@ -3,9 +3,22 @@ import { PrismaRunHistory } from '../../src/history/prisma-run-history.js';
 import { InMemoryRunHistory } from '../../src/testing/in-memory-run-history.js';
 import { createMigratedDatabase } from '../support/scratch-database.js';
 import { createPrisma } from '../support/services.js';
-import { runHistoryContract } from './run-history.contract.js';
+import type { RunReads, RunWrites, SweepQueries } from '../../src/history/run-history.js';
+import { eachPort, runHistoryContract } from './run-history.contract.js';
 
-runHistoryContract('InMemoryRunHistory', () => new InMemoryRunHistory());
+runHistoryContract('InMemoryRunHistory', () => eachPort(new InMemoryRunHistory()));
+
+/** Each port a separate object holding only its own methods, as a store of a user's may be. */
+function apart(store: InMemoryRunHistory): { writes: RunWrites; sweeps: SweepQueries; reads: RunReads } {
+  const only = <T>(...methods: (keyof T & keyof InMemoryRunHistory)[]): T =>
+    Object.fromEntries(methods.map((m) => [m, (store[m] as (...args: unknown[]) => unknown).bind(store)])) as T;
+  return {
+    writes: only<RunWrites>('begin', 'finish', 'recordNotStarted', 'settleQueued', 'skippedTrigger', 'restart'),
+    sweeps: only<SweepQueries>('existing', 'dueRetries', 'running', 'queued', 'orphans', 'markLeaseLost', 'closeOrphan'),
+    reads: only<RunReads>('get', 'list', 'lastSuccess'),
+  };
+}
+runHistoryContract('InMemoryRunHistory, each port an object of its own', () => apart(new InMemoryRunHistory()));
 
 // A database of its own: the contract writes rows at fixed instants months ago, without leases,
 // which the sweeps of other files' apps on the shared database would close as abandoned.
@@ -16,4 +29,4 @@ afterAll(async () => {
   await db.drop();
 });
 
-runHistoryContract('PrismaRunHistory', () => new PrismaRunHistory(prisma));
+runHistoryContract('PrismaRunHistory', () => eachPort(new PrismaRunHistory(prisma)));

@@ -11,11 +11,12 @@ import { Redis as Valkey } from 'iovalkey';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  DistributedCronService,
   DISTRIBUTED_CRON_LEASE_STORE,
   DISTRIBUTED_CRON_RUN_HISTORY,
   DistributedCronModule,
   type CronContext,
-  type RunHistory,
+  type RunHistoryPorts,
 } from '../../src/index.js';
 import { RedisLeaseStore } from '../../src/leasing/redis-lease.store.js';
 import { InMemoryJobBirths } from '../../src/testing/in-memory-job-births.js';
@@ -62,9 +63,16 @@ describe('iovalkey as the Redis client', () => {
 });
 
 describe('stores as providers', () => {
-  it('keeps the run history in a store the app brings, with no PrismaClient at all', async () => {
+  it('keeps the run history in a store the app brings, its reads apart, with no PrismaClient at all', async () => {
     const name = uniqueName('own-history');
     const history = new InMemoryRunHistory();
+    // The reads given apart from the other two ports, as a replica or a cache would be.
+    const reads: RunHistoryPorts['reads'] = {
+      get: (executionId) => history.get(executionId),
+      list: (filter) => history.list(filter),
+      lastSuccess: (jobName) => history.lastSuccess(jobName),
+    };
+    const ports: RunHistoryPorts = { writes: history, sweeps: history, reads };
     const { seen, handler } = counter();
     const redis = new Valkey(redisUrl(), { maxRetriesPerRequest: 1 });
     @Module({
@@ -74,7 +82,7 @@ describe('stores as providers', () => {
           redis,
           timeZone: 'UTC',
           keyPrefix: name,
-          stores: { history, births: new InMemoryJobBirths() },
+          stores: { history: ports, births: new InMemoryJobBirths() },
         }),
       ],
       providers: [jobProvider('* * * * * *', { name }, handler, 'own')],
@@ -82,13 +90,15 @@ describe('stores as providers', () => {
     class AppModule {}
     const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
     try {
-      expect(app.get<RunHistory>(DISTRIBUTED_CRON_RUN_HISTORY)).toBe(history);
+      expect(app.get<RunHistoryPorts>(DISTRIBUTED_CRON_RUN_HISTORY)).toBe(ports);
       expect(app.get(DISTRIBUTED_CRON_LEASE_STORE)).toBeInstanceOf(RedisLeaseStore);
       const row = await waitFor(async () => (await history.list({ jobName: name })).find((r) => r.status === 'completed'), {
         timeoutMs: 10_000,
         message: 'a completed row in the app-provided history',
       });
       expect(seen.get(row.executionId)).toBe(1);
+      // The service reads the row through the reads given.
+      expect((await app.get(DistributedCronService).execution(row.executionId))?.status).toBe('completed');
     } finally {
       await app.close();
       redis.disconnect();
@@ -110,10 +120,12 @@ describe('stores as providers', () => {
       }
     };
     try {
-      expect(await boot({ redis, prisma, timeZone: 'UTC', stores: { history: {} as RunHistory } })).toMatch(
-        /option `stores\.history`: must implement begin, finish/,
+      const own = new InMemoryRunHistory();
+      const writes = { begin: own.begin.bind(own) } as unknown as RunHistoryPorts['writes'];
+      expect(await boot({ redis, prisma, timeZone: 'UTC', stores: { history: { writes, sweeps: own, reads: own } } })).toMatch(
+        /option `stores\.history\.writes`: lacks `finish`/,
       );
-      expect(await boot({ redis, timeZone: 'UTC', stores: { history: new InMemoryRunHistory() } })).toMatch(
+      expect(await boot({ redis, timeZone: 'UTC', stores: { history: { writes: own, sweeps: own, reads: own } } })).toMatch(
         /option `prisma`: missing or not a PrismaClient/,
       );
       expect(await boot({ prisma, timeZone: 'UTC' })).toMatch(/option `redis`: missing or not an ioredis client/);

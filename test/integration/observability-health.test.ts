@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DistributedCron } from '../../src/index.js';
 import { DISTRIBUTED_CRON_RUN_HISTORY } from '../../src/nest/distributed-cron.providers.js';
-import type { RunHistory } from '../../src/history/run-history.js';
+import type { RunHistoryPorts } from '../../src/history/run-history.js';
 import { DistributedCronHealthIndicator } from '../../src/observability/terminus/index.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { uniqueName, waitFor } from '../support/services.js';
@@ -90,7 +90,7 @@ describe('DistributedCronHealthIndicator over HTTP', () => {
     expect(up.code).toBe(200);
 
     // A run whose instance vanished two minutes ago, holding no lease, and no instance sweeping it.
-    const history = app.app.get<RunHistory>(DISTRIBUTED_CRON_RUN_HISTORY);
+    const history = app.app.get<RunHistoryPorts>(DISTRIBUTED_CRON_RUN_HISTORY).writes;
     const startedAt = new Date(Date.now() - 120_000);
     const executionId = `${idle}:ghost`;
     await history.begin({

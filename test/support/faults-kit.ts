@@ -20,7 +20,7 @@ export interface FaultyPrisma extends PrismaClientLike {
 /**
  * Wraps a PrismaClient; `fault(sql)` decides, per statement, whether it reaches the database.
  * Statements are matched on their text, e.g. `sql.startsWith("UPDATE distributed_cron_runs SET status = 'running'")`.
- * The start-up warm-up (the batch statements with no rows, `RunHistory.warmUp`) always goes
+ * The start-up warm-up (the batch statements with no rows, `RunWrites.warmUp`) always goes
  * through: a fault aimed at a run's INSERT is meant for a run's INSERT.
  */
 export function faultyPrisma(base: PrismaClientLike, fault: (sql: string, values: unknown[]) => Fault): FaultyPrisma {

@@ -6,7 +6,7 @@
 import 'reflect-metadata';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseCronSchedule } from '../../src/scheduling/cron.schedule.js';
-import type { DistributedCronRuntime } from '../../src/nest/distributed-cron.runtime.js';
+import type { JobRegistry } from '../../src/nest/job.registry.js';
 import { DistributedCronService } from '../../src/nest/distributed-cron.service.js';
 
 const JOB = 'daily-report';
@@ -33,7 +33,19 @@ let runtime: ReturnType<typeof fakeRuntime>;
 let cron: DistributedCronService;
 beforeEach(() => {
   runtime = fakeRuntime();
-  cron = new DistributedCronService(runtime as unknown as DistributedCronRuntime);
+  const never = (): never => {
+    throw new Error('not called by these tests');
+  };
+  cron = new DistributedCronService(
+    runtime.jobs as unknown as JobRegistry,
+    { ...runtime.history, lastSuccess: never },
+    { existing: never, running: never },
+    { owner: never },
+    runtime.flags,
+    { elector: undefined },
+    runtime.clock,
+    runtime.instanceId,
+  );
 });
 
 /** The call returns a Promise that rejects with this message; it does not throw synchronously. */

@@ -138,6 +138,7 @@ const { DistributedCron, DistributedCronModule } = ${load('index.js')};
 const { InMemoryLeaseStore } = ${load('testing/in-memory-lease.store.js')};
 const { InMemoryRunHistory } = ${load('testing/in-memory-run-history.js')};
 const { InMemoryJobBirths } = ${load('testing/in-memory-job-births.js')};
+const history = new InMemoryRunHistory();
 class ReportJob {
   run() {}
 }
@@ -149,7 +150,7 @@ common.Module({
     schedule.ScheduleModule.forRoot(),
     DistributedCronModule.forRoot({
       timeZone: 'UTC',
-      stores: { leases: new InMemoryLeaseStore(), history: new InMemoryRunHistory(), births: new InMemoryJobBirths() },
+      stores: { leases: new InMemoryLeaseStore(), history: { writes: history, sweeps: history, reads: history }, births: new InMemoryJobBirths() },
     }),
   ],
   providers: [ReportJob],

@@ -21,7 +21,7 @@ import { PrismaRunReadModel } from '../../src/history/prisma-read-model.js';
 import { PrismaJobBirths } from '../../src/history/prisma-job-births.js';
 import { PrismaRunHistory } from '../../src/history/prisma-run-history.js';
 import { deleteBatch, jobCuts, jobsWithRows, withStatementTimeout } from '../../src/history/retention.sql.js';
-import { runHistoryContract } from '../contract/run-history.contract.js';
+import { eachPort, runHistoryContract } from '../contract/run-history.contract.js';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { createMigratedDatabase } from '../support/scratch-database.js';
 import { uniqueName } from '../support/services.js';
@@ -84,8 +84,10 @@ afterAll(async () => {
   await db.drop();
 });
 
-runHistoryContract('PrismaRunHistory, parameters typed as the native engine types them', () => new PrismaRunHistory(nativeLike));
-runHistoryContract(`PrismaRunHistory through @prisma/adapter-pg, session in ${SESSION_TIME_ZONE}`, () => new PrismaRunHistory(adapter));
+runHistoryContract('PrismaRunHistory, parameters typed as the native engine types them', () => eachPort(new PrismaRunHistory(nativeLike)));
+runHistoryContract(`PrismaRunHistory through @prisma/adapter-pg, session in ${SESSION_TIME_ZONE}`, () =>
+  eachPort(new PrismaRunHistory(adapter)),
+);
 
 describe.each([
   ['parameters typed as the native engine types them', nativeLike],

@@ -9,6 +9,7 @@ import { DistributedCronConfigError } from '../../src/errors/distributed-cron-co
 import type { LeaseStore } from '../../src/leasing/lease.store.js';
 import { composeSlices } from '../../src/leasing/store.slices.js';
 import { InMemoryLeaseStore } from '../../src/testing/in-memory-lease.store.js';
+import { InMemoryRunHistory } from '../../src/testing/in-memory-run-history.js';
 import { leaseOnly } from '../support/lease-only.js';
 
 const prisma = { $queryRawUnsafe: async () => [], $executeRawUnsafe: async () => 0 } as unknown as DistributedCronModuleOptions['prisma'];
@@ -47,6 +48,40 @@ describe('stores option check', () => {
     const flags = { setPaused: async () => undefined, isPaused: async () => false };
     expect(optionError(() => resolveModuleConfig({ prisma, redis, timeZone: 'UTC', stores: { flags: flags as never } })).option).toBe(
       'stores.flags',
+    );
+  });
+});
+
+describe('stores.history check', () => {
+  const births = { record: async () => new Map() };
+  const boot = (history: unknown) => () => resolveModuleConfig({ redis, timeZone: 'UTC', stores: { history: history as never, births } });
+
+  it('takes the three ports, one object for each or one object for all, with no PrismaClient', () => {
+    const h = new InMemoryRunHistory();
+    expect(() => boot({ writes: h, sweeps: h, reads: h })()).not.toThrow();
+    const reads = { get: h.get.bind(h), list: h.list.bind(h), lastSuccess: h.lastSuccess.bind(h) };
+    expect(() => boot({ writes: h, sweeps: h, reads })()).not.toThrow();
+  });
+
+  it('names the port and the methods it lacks', () => {
+    const h = new InMemoryRunHistory();
+    const writes = { begin: h.begin.bind(h), recordNotStarted: h.recordNotStarted.bind(h) };
+    const error = optionError(boot({ writes, sweeps: h, reads: h }));
+    expect(error.option).toBe('stores.history.writes');
+    expect(error.message).toMatch(
+      /^DistributedCronModule option `stores\.history\.writes`: lacks `finish`, `settleQueued`, `skippedTrigger`, `restart`/,
+    );
+    const reads = { get: h.get.bind(h), list: h.list.bind(h) };
+    expect(optionError(boot({ writes: h, sweeps: h, reads })).message).toMatch(/`stores\.history\.reads`: lacks `lastSuccess`;/);
+  });
+
+  it('names the port left out, and says what to give when a whole history is given as before', () => {
+    const h = new InMemoryRunHistory();
+    expect(optionError(boot({ writes: h, reads: h })).option).toBe('stores.history.sweeps');
+    const whole = optionError(boot(h));
+    expect(whole.option).toBe('stores.history');
+    expect(whole.message).toMatch(
+      /\{ writes, sweeps, reads \}, got a InMemoryRunHistory; one object implementing all three may be given for each/,
     );
   });
 });

@@ -2,7 +2,16 @@ import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { describeError } from '../../errors/error.redact.js';
-import { DistributedCronRuntime } from '../../nest/distributed-cron.runtime.js';
+import type { ModuleConfig } from '../../config/module.config.js';
+import type { RunReads, SweepQueries } from '../../history/run-history.js';
+import type { LeaseStore } from '../../leasing/lease.store.js';
+import {
+  DISTRIBUTED_CRON_CONFIG,
+  DISTRIBUTED_CRON_LEASE_STORE,
+  DISTRIBUTED_CRON_RUN_READS,
+  DISTRIBUTED_CRON_SWEEP_QUERIES,
+} from '../../nest/distributed-cron.providers.js';
+import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from '../../nest/job.registry.js';
 import { DistributedCronObservability } from '../../nest/observability.provider.js';
 import { withDeadline } from '../../promise.deadline.js';
 
@@ -40,6 +49,16 @@ export interface DistributedCronHealthDetail {
   stuck: StuckRun[];
   /** Jobs mounted on this instance. */
   jobs: number;
+}
+
+/** What the indicator reads of the module: its config (Redis client, clock, sweep interval), jobs, run history and leases. */
+interface Watched {
+  readonly config: Pick<ModuleConfig, 'options' | 'clock' | 'sweepEveryMs'>;
+  readonly jobs: JobRegistry;
+  readonly reads: Pick<RunReads, 'get' | 'lastSuccess'>;
+  readonly sweeps: Pick<SweepQueries, 'running'>;
+  readonly leases: Pick<LeaseStore, 'owner'>;
+  readonly since: number;
 }
 
 function within<T>(promise: PromiseLike<T>, ms: number, what: string): Promise<T> {
@@ -80,39 +99,44 @@ export class DistributedCronHealthIndicator {
     options: DistributedCronHealthOptions = {},
   ): Promise<HealthIndicatorResult<Key>> {
     const indicator = this.health.check(key);
-    const { runtime, watching } = this.module();
+    const module = this.module();
     const ms = options.timeout ?? 3_000;
-    const redis = runtime.options.redis as { ping?: () => Promise<unknown> } | undefined;
+    const redis = module.config.options.redis as { ping?: () => Promise<unknown> } | undefined;
     const [redisState, database, overdue, stuck] = await Promise.all([
       typeof redis?.ping === 'function' ? probe(() => redis.ping!(), ms, 'Redis') : Promise.resolve('not used'),
-      probe(() => runtime.history.get('distributed-cron:health-check'), ms, 'the run history'),
-      this.overdue(runtime, watching.since, ms),
-      this.stuck(runtime, options.runningLimit ?? 100, ms),
+      probe(() => module.reads.get('distributed-cron:health-check'), ms, 'the run history'),
+      this.overdue(module, ms),
+      this.stuck(module, options.runningLimit ?? 100, ms),
     ]);
-    const detail: DistributedCronHealthDetail = { redis: redisState, database, overdue, stuck, jobs: runtime.jobs.size };
+    const detail: DistributedCronHealthDetail = { redis: redisState, database, overdue, stuck, jobs: module.jobs.size };
     const healthy = (redisState === 'up' || redisState === 'not used') && database === 'up' && overdue.length === 0 && stuck.length === 0;
     return healthy ? indicator.up({ ...detail }) : indicator.down({ ...detail });
   }
 
-  private module(): { runtime: DistributedCronRuntime; watching: DistributedCronObservability } {
+  private module(): Watched {
+    const get = <T>(token: string): T => this.moduleRef.get<T>(token, { strict: false });
     try {
       return {
-        runtime: this.moduleRef.get(DistributedCronRuntime, { strict: false }),
-        watching: this.moduleRef.get(DistributedCronObservability, { strict: false }),
+        config: get<ModuleConfig>(DISTRIBUTED_CRON_CONFIG),
+        jobs: get<JobRegistry>(DISTRIBUTED_CRON_JOBS),
+        reads: get<RunReads>(DISTRIBUTED_CRON_RUN_READS),
+        sweeps: get<SweepQueries>(DISTRIBUTED_CRON_SWEEP_QUERIES),
+        leases: get<LeaseStore>(DISTRIBUTED_CRON_LEASE_STORE),
+        since: this.moduleRef.get(DistributedCronObservability, { strict: false }).since,
       };
     } catch {
       throw new Error('DistributedCronHealthIndicator: import DistributedCronModule.forRoot() in the app');
     }
   }
 
-  private async overdue(runtime: DistributedCronRuntime, since: number, ms: number): Promise<OverdueJob[]> {
-    const now = runtime.clock();
-    const watched = [...runtime.jobs.values()]
+  private async overdue({ config, jobs, reads, since }: Watched, ms: number): Promise<OverdueJob[]> {
+    const now = config.clock();
+    const watched = [...jobs.values()]
       .map(({ executor }) => executor.job)
       .filter((job) => !job.disabled && job.expectSuccessWithinMs !== undefined);
     const found = await Promise.all(
       watched.map(async (job): Promise<OverdueJob | undefined> => {
-        const last = await within(runtime.history.lastSuccess(job.name), ms, 'the run history').catch(() => undefined);
+        const last = await within(reads.lastSuccess(job.name), ms, 'the run history').catch(() => undefined);
         if (now - Math.max(last?.getTime() ?? 0, since) <= job.expectSuccessWithinMs!) return undefined;
         return { job: job.name, lastSuccess: last?.toISOString() ?? null, expectSuccessWithinMs: job.expectSuccessWithinMs! };
       }),
@@ -120,21 +144,21 @@ export class DistributedCronHealthIndicator {
     return found.filter((entry): entry is OverdueJob => entry !== undefined);
   }
 
-  private async stuck(runtime: DistributedCronRuntime, limit: number, ms: number): Promise<StuckRun[]> {
-    const jobs = new Map([...runtime.jobs.values()].map(({ executor }) => [executor.job.name, executor.job]));
+  private async stuck({ config, jobs: mounted, sweeps, leases }: Watched, limit: number, ms: number): Promise<StuckRun[]> {
+    const jobs = new Map([...mounted.values()].map(({ executor }) => [executor.job.name, executor.job]));
     if (jobs.size === 0) return [];
-    const rows = await within(runtime.history.running([...jobs.keys()], limit, []), ms, 'the run history').catch(() => []);
-    const now = runtime.clock();
+    const rows = await within(sweeps.running([...jobs.keys()], limit, []), ms, 'the run history').catch(() => []);
+    const now = config.clock();
     const stuck: StuckRun[] = [];
     for (const row of rows) {
       const job = jobs.get(row.jobName)!;
       // A live owner renews; the sweep closes a dead owner's row within a lease or two.
       const since = (row.startedAt ?? row.updatedAt).getTime();
-      if (now - since <= 2 * job.leaseMs + runtime.sweepEveryMs) continue;
+      if (now - since <= 2 * job.leaseMs + config.sweepEveryMs) continue;
       const owner =
         row.fencingToken === null
           ? 'gone'
-          : await within(runtime.leases.owner(row.jobName, row.executionId, row.fencingToken), ms, 'Redis').catch(() => 'unsure');
+          : await within(leases.owner(row.jobName, row.executionId, row.fencingToken), ms, 'Redis').catch(() => 'unsure');
       if (owner === 'alive') continue;
       stuck.push({
         job: row.jobName,
