@@ -6,6 +6,7 @@ import type { RunHistory } from '../history/run-history.js';
 import { resolveRetention, type RetentionConfig } from '../history/retention.config.js';
 import type { CoordinationSlices, FailureStreaks, JobFlags, LeaderStore, LeaseStore, RetryLine } from '../leasing/lease.store.js';
 import type { LeaderElector } from '../leasing/leader.elector.js';
+import { Admission } from '../execution/admission.js';
 import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
 import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from './job.registry.js';
 import {
@@ -44,6 +45,8 @@ export class DistributedCronRuntime {
   readonly flags: JobFlags;
   readonly streaks: FailureStreaks;
   readonly leader: LeaderStore;
+  /** Admission control of this instance's scheduled slots (see execution/admission.ts). */
+  readonly admission: Admission;
 
   constructor(
     @Inject(DISTRIBUTED_CRON_CONFIG) config: ModuleConfig,
@@ -63,5 +66,6 @@ export class DistributedCronRuntime {
     this.scheduling = config.scheduling;
     this.retention = resolveRetention(config.options);
     this.leaderTiming = config.leader;
+    this.admission = new Admission({ clock: this.clock, logger: this.logger });
   }
 }

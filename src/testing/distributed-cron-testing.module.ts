@@ -8,6 +8,7 @@ import { RunEventSink } from '../observability/run-event.sink.js';
 import { resolvePools } from '../config/module.config.js';
 import { ResourcePools } from '../execution/resource.pool.js';
 import { RunSweeper } from '../execution/run.sweeper.js';
+import { Admission } from '../execution/admission.js';
 import { DistributedCronRuntime } from '../nest/distributed-cron.runtime.js';
 import { DISTRIBUTED_CRON_RUN_HISTORY } from '../nest/distributed-cron.providers.js';
 import { DISTRIBUTED_CRON_JOBS } from '../nest/job.registry.js';
@@ -68,6 +69,8 @@ export function testingRuntime(options: DistributedCronTestingOptions, clock: Te
     // No history table to trim.
     retention: undefined,
     jobs: new Map(),
+    // The test clock fires slots one by one: nothing to admit or shed (its timer never starts).
+    admission: new Admission({ clock: now, logger }),
     // Only `timeZone`, `jobDefaults` and `pools` are read once the stores exist; there is no Redis or PostgreSQL.
     options: {
       timeZone: options.timeZone ?? 'UTC',
