@@ -71,6 +71,8 @@ const CHECK_EVERY_MS = 100;
 const TOLERANCE = 2;
 /** How long the no-load latency remembers (a time constant, so it does not depend on the slot rate). */
 const NO_LOAD_MEMORY_MS = 10_000;
+/** The longest latency sample the limit learns from. */
+const MAX_SAMPLE_MS = 5_000;
 /** Event-loop lag from which the instance counts as overloaded. */
 const LAG_OVERLOAD_MS = 100;
 
@@ -262,7 +264,8 @@ export class Admission implements LoadSignal {
    * the no-load latency, which is queueing in Redis, the database or this event loop.
    */
   private sample(ms: number): void {
-    const rtt = Math.max(0.5, ms);
+    // A start held up far beyond any budget (a stalled process, a fencing wait) is one event, not the new normal.
+    const rtt = Math.min(MAX_SAMPLE_MS, Math.max(0.5, ms));
     const now = this.options.clock();
     this.samples++;
     if (this.samples === 1) {

@@ -223,7 +223,11 @@ export class JobExecutor {
       unit?.release();
       return this.storeUnavailable(slot, executionId, error, trigger);
     }
-    if (claim.kind !== 'won') unit?.release();
+    if (claim.kind !== 'won') {
+      unit?.release();
+      // Admission's start pipeline ends with the claim's answer: what follows is the job's own wait.
+      if (this.startPhases.size > 0) this.startPhaseEnded(scheduledAt);
+    }
     if (this.outageSlots !== undefined) this.ctx.deps.logger.log(messages.STORE_BACK(this.ctx.job.name, this.outageSlots));
     this.outageSlots = undefined;
 
