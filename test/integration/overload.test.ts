@@ -1,8 +1,10 @@
+import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type { PrismaClientLike } from '../../src/index.js';
 import { DistributedCronRuntime } from '../../src/nest/distributed-cron.runtime.js';
 import { jobProvider, logs, startApp, type RunningApp } from '../support/app.js';
 import { integrationSetup } from '../support/integration.setup.js';
+import { promSum } from '../observability/observed-app.js';
 import { uniqueName, waitFor } from '../support/services.js';
 
 const { prisma, apps } = integrationSetup({ closeApps: 'all' });
@@ -32,6 +34,7 @@ describe('overload', () => {
     const prefix = uniqueName('overload');
     const slow = { ms: 0 };
     const ran = new Map<string, number>();
+    const registries = Array.from({ length: INSTANCES }, () => new Registry());
     const started = await Promise.all(
       Array.from({ length: INSTANCES }, (_, i) => {
         const label = `${prefix}-${i}`;
@@ -43,7 +46,7 @@ describe('overload', () => {
             label,
           ),
         );
-        return startApp({ label, providers, module: { prisma: slowInserts(slow) } });
+        return startApp({ label, providers, module: { prisma: slowInserts(slow), metrics: { prometheus: { registry: registries[i]! } } } });
       }),
     );
     apps.push(...started);
@@ -101,6 +104,10 @@ describe('overload', () => {
       expect(row.status).toBe('completed');
       expect(row.startedAt!.getTime() - row.scheduledAt.getTime()).toBeLessThan(500);
     }
+    // The metrics count what was shed and show the pinned limit.
+    const shedRows = rows.filter((r) => r.status === 'skipped_overload').length;
+    expect(await promSum(registries, 'dcron_overload_shed_total')).toBeGreaterThanOrEqual(shedRows);
+    expect(await promSum(registries, 'dcron_admission_limit')).toBe(INSTANCES);
     // One line per episode and instance, not one per slot.
     const starts = logs.matching('warn', /^overload: this instance cannot start every scheduled slot in time/);
     expect(starts.length).toBeGreaterThan(0);
