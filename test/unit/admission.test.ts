@@ -93,7 +93,7 @@ describe('admission', () => {
   });
 
   it('sheds at once a slot whose predicted start is past its budget, and starts those that fit', () => {
-    const { submit, started, shed, finishAll, clock, admission } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    const { submit, startLog, shed, finishAll, clock, admission } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
     // Measure the pipeline: 100 ms per slot.
     submit('warm', clock.now);
     finishAll(100);
@@ -109,6 +109,7 @@ describe('admission', () => {
     expect(admission.reading()).toMatchObject({ inFlight: 1, waiting: 6 });
     // The kept ones start one after another, in time.
     for (let i = 0; i < 7; i++) finishAll(100);
+    expect(startLog).toEqual(['warm', 'running', ...kept.map((s) => s.job)]);
     expect(shed.length).toBe(4);
     expect(admission.reading()).toMatchObject({ inFlight: 0, waiting: 0 });
   });
