@@ -17,8 +17,12 @@ export interface SlotRequest {
   readonly slotMs: number;
   /** The start budget: the slot must start by `slotMs + budgetMs` (see `startBudgetMs`). */
   readonly budgetMs: number;
-  /** Enters the pipeline; `done` is called once its start pipeline has ended (idempotent). */
-  start(done: () => void): void;
+  /**
+   * Enters the pipeline; `done` is called once its start pipeline has ended (idempotent):
+   * `answered` when Redis and the database answered (the claim, the row), false when a call
+   * failed or timed out.
+   */
+  start(done: (answered: boolean) => void): void;
   /** Will not start here; `why` is the row's reason. */
   shed(why: string): void;
 }
@@ -71,6 +75,12 @@ const CHECK_EVERY_MS = 100;
 const TOLERANCE = 2;
 /** How long the no-load latency remembers (a time constant, so it does not depend on the slot rate). */
 const NO_LOAD_MEMORY_MS = 10_000;
+/**
+ * With slots in the pipeline and no answer for this long (at least), Redis or the database is
+ * not answering: an outage, not load. Admission then lets every slot through, so each fails
+ * closed with its true reason (Redis or the database unreachable) instead of being shed.
+ */
+const STALL_MS = 2_000;
 /** The longest latency sample the limit learns from. */
 const MAX_SAMPLE_MS = 5_000;
 /** Event-loop lag from which the instance counts as overloaded. */
@@ -113,6 +123,8 @@ export class Admission implements LoadSignal {
   private longRtt = 0;
   private samples = 0;
   private lastSampleAt = 0;
+  /** When a slot's start pipeline last got its answers (see `stalled`). */
+  private lastAnswerAt: number;
   /** Event-loop lag, ms (smoothed), measured by the check timer. */
   private lag = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -127,6 +139,7 @@ export class Admission implements LoadSignal {
     this.minLimit = tuning.minLimit ?? 8;
     this.maxLimit = tuning.maxLimit ?? 4096;
     this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, tuning.initialLimit ?? 64));
+    this.lastAnswerAt = options.clock();
   }
 
   /** Changes the limits (tests pin a small limit to overload an instance on purpose). */
@@ -140,6 +153,7 @@ export class Admission implements LoadSignal {
   /** Starts the check timer (budgets of waiting slots, the event loop's lag, the end of an episode). */
   start(): void {
     if (this.timer) return;
+    this.lastAnswerAt = this.options.clock();
     this.expectedTick = performance.now() + CHECK_EVERY_MS;
     this.timer = setInterval(() => this.check(), CHECK_EVERY_MS);
     this.timer.unref();
@@ -171,7 +185,7 @@ export class Admission implements LoadSignal {
         'not started: this instance was overloaded (the next slot of the job came while it still waited to start)',
       );
     }
-    if (this.queue.length === 0 && this.inFlight < this.limit) {
+    if ((this.queue.length === 0 && this.inFlight < this.limit) || this.stalled()) {
       this.admit(request);
       return;
     }
@@ -187,7 +201,13 @@ export class Admission implements LoadSignal {
   }
 
   overloaded(): boolean {
-    return this.episode !== undefined || this.queue.length > 0 || this.lag >= LAG_OVERLOAD_MS;
+    if (this.lag >= LAG_OVERLOAD_MS) return true;
+    return !this.stalled() && (this.episode !== undefined || this.queue.length > 0);
+  }
+
+  /** Slots are in the pipeline and nothing answered for `STALL_MS`: an outage of Redis or the database, not load. */
+  private stalled(): boolean {
+    return this.inFlight > 0 && this.options.clock() - this.lastAnswerAt > Math.max(STALL_MS, 3 * this.shortRtt);
   }
 
   claimDeadlineMs(capMs: number): number | undefined {
@@ -211,7 +231,13 @@ export class Admission implements LoadSignal {
     }
     this.expectedTick = tick + CHECK_EVERY_MS;
     const now = this.options.clock();
-    if (this.queue.length > 0) {
+    if (this.queue.length > 0 && this.stalled()) {
+      // Nothing answers: let the waiting slots through, each fails closed with its true reason.
+      const waiting = this.queue;
+      this.queue = [];
+      this.waitingByJob.clear();
+      for (const item of waiting) this.admit(item.request);
+    } else if (this.queue.length > 0) {
       const kept: Waiting[] = [];
       for (const item of this.queue) {
         const estimate = now + this.shortRtt - item.request.slotMs;
@@ -231,17 +257,19 @@ export class Admission implements LoadSignal {
     this.inFlight++;
     const admittedAt = this.options.clock();
     let ended = false;
-    const done = (): void => {
+    const done = (answered: boolean): void => {
       if (ended) return;
       ended = true;
       this.inFlight--;
-      this.sample(this.options.clock() - admittedAt);
+      const now = this.options.clock();
+      if (answered) this.lastAnswerAt = now;
+      this.sample(now - admittedAt);
       this.drain();
     };
     try {
       request.start(done);
     } catch (error) {
-      done();
+      done(false);
       throw error;
     }
   }

@@ -41,7 +41,7 @@ export class JobExecutor {
   /** In a Redis outage: slots not run (nor logged) since its first; undefined when Redis answers. */
   private outageSlots: number | undefined;
   /** Scheduled slots in admission's start pipeline (slot instant → its end), ended when the slot waits for its instant. */
-  private readonly startPhases = new Map<number, () => void>();
+  private readonly startPhases = new Map<number, (answered: boolean) => void>();
   /** How late a scheduled slot may start before admission control sheds it (see `startBudgetMs`). */
   readonly startBudgetMs: number;
 
@@ -82,9 +82,10 @@ export class JobExecutor {
   /**
    * Triggers one slot on this instance. Resolves with what happened; never rejects. `started`
    * (admission control) is called once the slot's start pipeline has ended: its claim and row are
-   * done and it waits for its instant, or it ended without running.
+   * done and it waits for its instant, or it ended without running (`answered`: false when Redis
+   * or the database did not answer).
    */
-  fire(scheduledAt: Date, trigger: RunTrigger = 'schedule', started?: () => void): Promise<FireOutcome> {
+  fire(scheduledAt: Date, trigger: RunTrigger = 'schedule', started?: (answered: boolean) => void): Promise<FireOutcome> {
     this.ctx.stats.fired++;
     if (started) this.startPhases.set(scheduledAt.getTime(), started);
     const outcome = this.fireSlot(scheduledAt, trigger).catch((error: unknown) => {
@@ -93,7 +94,9 @@ export class JobExecutor {
       );
       return 'unavailable' as const;
     });
-    if (started) void outcome.then(() => this.startPhaseEnded(scheduledAt));
+    // Ended here only when no answer ended it before: a call failed or timed out (or queue mode's hand-off).
+    if (started)
+      void outcome.then((result) => this.startPhaseEnded(scheduledAt, result !== 'unavailable' && result !== 'skipped_overload'));
     this.ctx.track(outcome);
     if (this.ctx.events.watchesTriggers) void outcome.then((result) => this.ctx.reportTrigger(scheduledAt, trigger, result));
     return outcome;
@@ -124,12 +127,12 @@ export class JobExecutor {
     return 'skipped_overload';
   }
 
-  private startPhaseEnded(scheduledAt: Date): void {
+  private startPhaseEnded(scheduledAt: Date, answered: boolean): void {
     const ms = scheduledAt.getTime();
     const ended = this.startPhases.get(ms);
     if (!ended) return;
     this.startPhases.delete(ms);
-    ended();
+    ended(answered);
   }
 
   /** A slot left to the instance that claimed it first (slot.dispatcher.ts): lost here; a `watcher` checks it got its row. */
@@ -226,7 +229,7 @@ export class JobExecutor {
     if (claim.kind !== 'won') {
       unit?.release();
       // Admission's start pipeline ends with the claim's answer: what follows is the job's own wait.
-      if (this.startPhases.size > 0) this.startPhaseEnded(scheduledAt);
+      if (this.startPhases.size > 0) this.startPhaseEnded(scheduledAt, true);
     }
     if (this.outageSlots !== undefined) this.ctx.deps.logger.log(messages.STORE_BACK(this.ctx.job.name, this.outageSlots));
     this.outageSlots = undefined;
@@ -299,7 +302,7 @@ export class JobExecutor {
   private async waitForSlot(scheduledAt: Date, trigger: RunTrigger): Promise<void> {
     if (trigger !== 'schedule') return;
     // Admission's start pipeline ends here: the claim (and row) are done, the rest is waiting.
-    if (this.startPhases.size > 0) this.startPhaseEnded(scheduledAt);
+    if (this.startPhases.size > 0) this.startPhaseEnded(scheduledAt, true);
     for (let i = 0, wait = this.untilSlot(scheduledAt); i < 3 && wait > 0; i++, wait = this.untilSlot(scheduledAt)) await sleep(wait);
   }
 

@@ -10,7 +10,7 @@ import { Admission, EPISODE_QUIET_MS, startBudgetMs, type AdmissionTuning } from
 interface Slot {
   job: string;
   slotMs: number;
-  done?: () => void;
+  done?: (answered: boolean) => void;
   shed?: string;
 }
 
@@ -49,7 +49,7 @@ function rig(tuning: AdmissionTuning = {}) {
   /** Ends the start pipeline of every started slot not ended yet, `ms` after it was started. */
   const finishAll = (ms: number): void => {
     clock.now += ms;
-    for (const slot of started.splice(0)) slot.done?.();
+    for (const slot of started.splice(0)) slot.done?.(true);
   };
   return { admission, clock, lines, started, startLog, shed, submit, finishAll };
 }
@@ -123,8 +123,30 @@ describe('admission', () => {
     admission.check();
     expect(shed).toEqual([waiting]);
     expect(waiting.shed).toMatch(/start delay estimate 0\.5 s > budget 0\.5 s/);
-    stuck.done!();
+    stuck.done!(true);
     expect(started.map((s) => s.job)).toEqual(['stuck']);
+  });
+
+  it('lets every slot through when nothing answers (an outage, not load): each fails closed with its own reason', () => {
+    const { submit, startLog, shed, clock, admission } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    const stuck = submit('stuck', clock.now);
+    clock.now += 100;
+    submit('waits', clock.now + 5_000, 10_000);
+    expect(startLog).toEqual(['stuck']);
+    expect(admission.overloaded()).toBe(true);
+    // No answer for 2 s: Redis or the database is not answering.
+    clock.now += 2_001;
+    expect(admission.overloaded()).toBe(false);
+    admission.check();
+    expect(startLog).toEqual(['stuck', 'waits']);
+    submit('next', clock.now + 250);
+    expect(startLog).toEqual(['stuck', 'waits', 'next']);
+    expect(shed).toEqual([]);
+    // An answer ends the outage: the limit holds again.
+    stuck.done!(true);
+    submit('after', clock.now + 250, 10_000);
+    expect(startLog).toEqual(['stuck', 'waits', 'next']);
+    expect(admission.reading()).toMatchObject({ waiting: 1 });
   });
 
   it('raises its limit while latency stays at its no-load level and lowers it when latency climbs', () => {
