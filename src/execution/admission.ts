@@ -55,11 +55,11 @@ export interface AdmissionOptions {
 
 /** Knobs (tests; a host that knows its machine). */
 export interface AdmissionTuning {
-  /** The limit the pipeline starts with. @default 64 */
+  /** The limit the pipeline starts with. @default 256 */
   initialLimit?: number;
-  /** @default 8 */
+  /** @default 32 */
   minLimit?: number;
-  /** @default 4096 */
+  /** @default 8192 */
   maxLimit?: number;
 }
 
@@ -73,6 +73,10 @@ export const EPISODE_QUIET_MS = 5_000;
 const CHECK_EVERY_MS = 100;
 /** Latency above the no-load latency times this counts as queueing (the limit shrinks). */
 const TOLERANCE = 2;
+/** The pipeline's rate is measured over windows at least this long, while slots wait (its capacity, not the demand). */
+const RATE_WINDOW_MS = 250;
+/** A rate measured longer ago than this predicts nothing. */
+const RATE_MEMORY_MS = 5_000;
 /** How long the no-load latency remembers (a time constant, so it does not depend on the slot rate). */
 const NO_LOAD_MEMORY_MS = 10_000;
 /**
@@ -123,6 +127,14 @@ export class Admission implements LoadSignal {
   private longRtt = 0;
   private samples = 0;
   private lastSampleAt = 0;
+  /**
+   * Slots the pipeline completes per ms while slots wait (its capacity: batching makes it grow
+   * with concurrency, so it is measured, not derived from the latency); 0 until measured.
+   */
+  private rate = 0;
+  private rateAt = 0;
+  private windowStart = 0;
+  private windowCount = 0;
   /** When a slot's start pipeline last got its answers (see `stalled`). */
   private lastAnswerAt: number;
   /** Event-loop lag, ms (smoothed), measured by the check timer. */
@@ -136,9 +148,9 @@ export class Admission implements LoadSignal {
     private readonly options: AdmissionOptions,
     tuning: AdmissionTuning = {},
   ) {
-    this.minLimit = tuning.minLimit ?? 8;
-    this.maxLimit = tuning.maxLimit ?? 4096;
-    this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, tuning.initialLimit ?? 64));
+    this.minLimit = tuning.minLimit ?? 32;
+    this.maxLimit = tuning.maxLimit ?? 8192;
+    this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, tuning.initialLimit ?? 256));
     this.lastAnswerAt = options.clock();
   }
 
@@ -195,6 +207,11 @@ export class Admission implements LoadSignal {
     if (request.slotMs + estimate > deadline) {
       this.shedOne(request, this.overBudget(estimate, request.budgetMs));
       return;
+    }
+    if (this.queue.length === 0) {
+      // A backlog begins: the rate is measured from now.
+      this.windowStart = this.options.clock();
+      this.windowCount = 0;
     }
     this.queue.splice(at, 0, item);
     this.waitingByJob.set(request.job, item);
@@ -264,6 +281,7 @@ export class Admission implements LoadSignal {
       const now = this.options.clock();
       if (answered) this.lastAnswerAt = now;
       this.sample(now - admittedAt);
+      this.countCompletion(now);
       this.drain();
     };
     try {
@@ -314,11 +332,33 @@ export class Admission implements LoadSignal {
     this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, this.limit * 0.8 + next * 0.2));
   }
 
-  /** When the slot at place `at` in line would start: the slots ahead of it leave at the measured rate. */
+  /**
+   * Counts a completed start pipeline towards the rate, over windows in which slots were waiting
+   * all along (a pipeline with room measures the demand, not what it can do).
+   */
+  private countCompletion(now: number): void {
+    if (this.queue.length === 0 && this.windowCount === 0) return;
+    this.windowCount++;
+    const elapsed = now - this.windowStart;
+    // A window ends after RATE_WINDOW_MS, or when the backlog has drained (however short: a
+    // quickly drained backlog is evidence of a fast pipeline that must not wait for a long window).
+    if (elapsed < RATE_WINDOW_MS && this.queue.length > 0) return;
+    const measured = this.windowCount / Math.max(1, elapsed);
+    this.rate = this.rate === 0 || now - this.rateAt > RATE_MEMORY_MS ? measured : this.rate * 0.5 + measured * 0.5;
+    this.rateAt = now;
+    this.windowCount = 0;
+    this.windowStart = now;
+  }
+
+  /**
+   * When the slot at place `at` in line would start: the slots ahead of it leave at the measured
+   * rate, then its own claim and row take the measured latency. Without a recent rate: now (it
+   * is not shed on a guess; it is shed if its budget runs out while it waits).
+   */
   private predictedStart(at: number): number {
     const now = this.options.clock();
-    if (this.samples === 0) return now;
-    return now + ((at + 1) * this.shortRtt) / Math.max(1, this.limit) + this.shortRtt;
+    if (this.rate === 0 || now - this.rateAt > RATE_MEMORY_MS) return now;
+    return now + (at + 1) / this.rate + this.shortRtt;
   }
 
   /** Where an item goes in the slot-ordered line (binary search). */

@@ -51,7 +51,16 @@ function rig(tuning: AdmissionTuning = {}) {
     clock.now += ms;
     for (const slot of started.splice(0)) slot.done?.(true);
   };
-  return { admission, clock, lines, started, startLog, shed, submit, finishAll };
+  /**
+   * Measures the pipeline with a backlog (limit pinned at 1): five slots, each taking `ms`, so
+   * its rate is one slot per `ms` and its latency `ms`. Leaves it empty.
+   */
+  const measure = (ms: number): void => {
+    for (let i = 0; i < 5; i++) submit(`warm-${i}`, clock.now + 250, 60_000);
+    for (let i = 0; i < 5; i++) finishAll(ms);
+    startLog.splice(0);
+  };
+  return { admission, clock, lines, started, startLog, shed, submit, finishAll, measure };
 }
 
 describe('start budget', () => {
@@ -93,10 +102,9 @@ describe('admission', () => {
   });
 
   it('sheds at once a slot whose predicted start is past its budget, and starts those that fit', () => {
-    const { submit, startLog, shed, finishAll, clock, admission } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    const { submit, startLog, shed, finishAll, clock, admission, measure } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
     // Measure the pipeline: 100 ms per slot.
-    submit('warm', clock.now);
-    finishAll(100);
+    measure(100);
     const slotMs = clock.now + 250;
     submit('running', slotMs);
     // Budget 500 ms after the instant, 250 ms ahead of it: 750 ms from now at 100 ms a slot.
@@ -109,9 +117,26 @@ describe('admission', () => {
     expect(admission.reading()).toMatchObject({ inFlight: 1, waiting: 6 });
     // The kept ones start one after another, in time.
     for (let i = 0; i < 7; i++) finishAll(100);
-    expect(startLog).toEqual(['warm', 'running', ...kept.map((s) => s.job)]);
+    expect(startLog).toEqual(['running', ...kept.map((s) => s.job)]);
     expect(shed.length).toBe(4);
     expect(admission.reading()).toMatchObject({ inFlight: 0, waiting: 0 });
+  });
+
+  it('stops shedding as soon as a backlog drains fast again: a slow rate does not outlive the load', () => {
+    const { submit, shed, clock, measure } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    measure(100);
+    measure(5);
+    submit('running', clock.now + 250);
+    const slots = Array.from({ length: 10 }, (_, i) => submit(`job-${i}`, clock.now + 250));
+    expect(slots.filter((s) => s.shed !== undefined)).toEqual([]);
+    expect(shed).toEqual([]);
+  });
+
+  it('sheds nothing on a guess: without a measured rate a slot waits, and is shed only when its budget runs out', () => {
+    const { submit, shed, clock } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    submit('running', clock.now + 250);
+    for (let i = 0; i < 50; i++) submit(`job-${i}`, clock.now + 250);
+    expect(shed).toEqual([]);
   });
 
   it('sheds a waiting slot once its start can no longer be in time, instead of starting it late', () => {
@@ -169,9 +194,8 @@ describe('admission', () => {
   });
 
   it('logs one line when an overload episode starts and one when it ends, not one per slot', () => {
-    const { submit, finishAll, clock, admission, lines } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
-    submit('warm', clock.now);
-    finishAll(100);
+    const { submit, finishAll, clock, admission, lines, measure } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    measure(100);
     submit('running', clock.now + 250);
     for (let i = 0; i < 50; i++) submit(`job-${i}`, clock.now + 250);
     expect(lines.filter((l) => l.level === 'warn')).toHaveLength(1);
