@@ -45,6 +45,8 @@ export interface LoadSignal {
   claimDeadlineMs(capMs: number): number | undefined;
   /** A short description of the load, for a row's reason: `event loop 310 ms behind, 42 slots waiting`. */
   describe(): string;
+  /** A slot not started because of the load (a claim or row write that missed its deadline): counted in the episode's log lines. */
+  noteShed(job: string, why: string): void;
 }
 
 export interface AdmissionOptions {
@@ -386,18 +388,22 @@ export class Admission implements LoadSignal {
   }
 
   private shedOne(request: SlotRequest, why: string): void {
+    this.noteShed(request.job, why);
+    request.shed(why);
+  }
+
+  noteShed(job: string, why: string): void {
     const now = this.options.clock();
     if (!this.episode) {
       this.episode = { since: now, shed: 0, jobs: new Set(), lastShed: now };
       this.options.logger.warn(
         `overload: this instance cannot start every scheduled slot in time and sheds the late ones (rows say skipped_overload), ` +
-          `first job '${request.job}': ${why.replace(/^not started: /, '')}; ${this.describe()}`,
+          `first job '${job}': ${why.replace(/^not started: /, '')}; ${this.describe()}`,
       );
     }
     this.episode.shed++;
-    this.episode.jobs.add(request.job);
+    this.episode.jobs.add(job);
     this.episode.lastShed = now;
-    request.shed(why);
   }
 
   private endEpisode(now: boolean): void {

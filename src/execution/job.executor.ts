@@ -314,24 +314,38 @@ export class JobExecutor {
       started = await beginRun(this.ctx, slot, executionId, keeper, trigger);
     } catch (error) {
       const text = describeError(error);
-      this.ctx.deps.logger.error(messages.HISTORY_UNAVAILABLE(this.ctx.job.name, executionId, text));
+      const { load } = this.ctx.deps;
+      // A row write that missed its deadline while this instance is overloaded: load, not an outage.
+      const overload =
+        trigger === 'schedule' && error instanceof HistoryTimeoutError && load?.overloaded()
+          ? `not started: this instance was overloaded (${text}; ${load.describe()})`
+          : undefined;
+      if (overload === undefined) this.ctx.deps.logger.error(messages.HISTORY_UNAVAILABLE(this.ctx.job.name, executionId, text));
       keeper.stop();
       await this.ctx.releaseAndContinue(keeper.lease);
-      // Redis works here, so the alert goes through the fleet-wide dedup: one per window, not one per slot.
-      this.ctx.alertFailure({ kind: 'unavailable', executionId, scheduledAt: slot.scheduledAt, error: `run history unreachable: ${text}` });
-      this.ctx.stats.unavailable++;
+      if (overload === undefined) {
+        // Redis works here, so the alert goes through the fleet-wide dedup: one per window, not one per slot.
+        this.ctx.alertFailure({
+          kind: 'unavailable',
+          executionId,
+          scheduledAt: slot.scheduledAt,
+          error: `run history unreachable: ${text}`,
+        });
+        this.ctx.stats.unavailable++;
+      } else {
+        this.ctx.stats.skippedOverload++;
+        load!.noteShed(this.ctx.job.name, overload);
+      }
       // The row may land late (then a sweep closes it) or never: look again once the database had time.
-      const load = this.ctx.deps.load;
-      const overloaded = trigger === 'schedule' && error instanceof HistoryTimeoutError && load?.overloaded();
       this.checks.watchForRow(
         slot,
         executionId,
         trigger,
-        overloaded
-          ? { status: 'skipped_overload', error: `not started: this instance was overloaded (${text}; ${load!.describe()})` }
-          : { status: 'failed', error: `not started: the run history could not be written: ${text}` },
+        overload === undefined
+          ? { status: 'failed', error: `not started: the run history could not be written: ${text}` }
+          : { status: 'skipped_overload', error: overload },
       );
-      return 'unavailable';
+      return overload === undefined ? 'unavailable' : 'skipped_overload';
     }
     if (typeof started === 'string') {
       keeper.stop();
@@ -454,7 +468,9 @@ export class JobExecutor {
     if (trigger === 'schedule' && error instanceof LeaseStoreTimeoutError && load?.overloaded()) {
       // Sent and not answered in time while this instance is overloaded: the slot was shed by the
       // load, not by an outage (Redis answers; this process could not keep up with the replies).
-      return this.skippedOverload(slot, executionId, `not started: this instance was overloaded (${error.message}; ${load.describe()})`);
+      const why = `not started: this instance was overloaded (${error.message}; ${load.describe()})`;
+      load.noteShed(this.ctx.job.name, why);
+      return this.skippedOverload(slot, executionId, why);
     }
     this.ctx.stats.unavailable++;
     const text = describeError(error);
