@@ -75,6 +75,11 @@ export type RunStatus =
   /** The run's signal aborted because the app shut down or a newer slot replaced it (`error` says which). */
   | 'aborted'
   | 'skipped_overlap'
+  /**
+   * Not started: this instance was overloaded and the slot could not start within its start
+   * budget (`error` says the estimate and the budget). Another instance may still run it.
+   */
+  | 'skipped_overload'
   | 'dead';
 
 /** Why an execution started. */
@@ -247,6 +252,8 @@ export type FireOutcome =
   | 'lost'
   | 'paused'
   | 'skipped_overlap'
+  /** Shed: this instance was overloaded and the slot could not start within its start budget. */
+  | 'skipped_overload'
   | 'queued'
   | 'already_done'
   | 'unavailable'

@@ -91,7 +91,7 @@ export interface PrismaClientLike {
  * token (the fencing floor).
  */
 export interface RetentionOptions {
-  /** Age after which `completed`, `completed_with_errors` and `skipped_overlap` rows go. At least '1h'. @default kept */
+  /** Age after which `completed`, `completed_with_errors`, `skipped_overlap` and `skipped_overload` rows go. At least '1h'. @default kept */
   completed?: Duration;
   /** Age after which `failed`, `timed_out`, `lease_lost` and `aborted` rows without a pending attempt go. At least '1h'. @default kept */
   failed?: Duration;

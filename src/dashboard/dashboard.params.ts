@@ -17,6 +17,7 @@ export const STATUSES = [
   'lease_lost',
   'aborted',
   'skipped_overlap',
+  'skipped_overload',
   'dead',
 ] as const satisfies readonly RunStatus[];
 export const TRIGGERS = [

@@ -11,6 +11,7 @@ import { RunEventSink } from '../observability/run-event.sink.js';
 import type { QueueLink } from '../topology/queue.step.js';
 import type { ResourcePool, ResourcePools } from './resource.pool.js';
 import { withDeadline } from '../promise.deadline.js';
+import type { LoadSignal } from './admission.js';
 
 export interface ExecutorDeps {
   readonly leases: LeaseStore;
@@ -30,6 +31,8 @@ export interface ExecutorDeps {
   readonly queue?: QueueLink;
   /** The module's resource pools (`pools`); a job that names one runs its handler only with a unit of it. */
   readonly pools?: ResourcePools;
+  /** This instance's admission control: whether it is overloaded, how long a claim may wait under load. */
+  readonly load?: LoadSignal;
 }
 
 /** Per-instance counters of what each trigger led to; losers and skips are counted here. */
@@ -39,6 +42,8 @@ export interface JobStats {
   lost: number;
   paused: number;
   skippedOverlap: number;
+  /** Scheduled slots shed here under overload (`skipped_overload`). */
+  skippedOverload: number;
   queued: number;
   alreadyDone: number;
   unavailable: number;
@@ -72,6 +77,7 @@ export class ExecutorContext {
     lost: 0,
     paused: 0,
     skippedOverlap: 0,
+    skippedOverload: 0,
     queued: 0,
     alreadyDone: 0,
     unavailable: 0,

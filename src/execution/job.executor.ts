@@ -5,7 +5,7 @@ import { describeError } from '../errors/error.redact.js';
 import { defaultExecutionId, type JobConfig } from '../config/job.config.js';
 import { claimAheadMs } from '../scheduling/job.timer.js';
 import type { LeaseKeeper } from '../leasing/lease.keeper.js';
-import { ExecutorContext, type ExecutorDeps, type JobStats, type Started } from './executor.context.js';
+import { ExecutorContext, HistoryTimeoutError, type ExecutorDeps, type JobStats, type Started } from './executor.context.js';
 import { abortReason, execute } from './run.attempt.js';
 import { beginRun, refence, restartRow } from './run.starter.js';
 import { holding, roomToClaim } from './pool.gate.js';
@@ -13,6 +13,8 @@ import { giveUpQueued, recordSuperseded, skippedOverlap } from './slot.outcomes.
 import { SweepChecks, VANISHED_CLAIM, type StartAgain } from './sweep.checks.js';
 import { enqueueAgain, handOff, replayOnQueue, runStep } from './queue.steps.js';
 import type { QueueStep, StepResult } from '../topology/queue.step.js';
+import { startBudgetMs } from './admission.js';
+import { LeaseStoreTimeoutError } from '../leasing/redis.errors.js';
 
 export type { ExecutorDeps, JobStats } from './executor.context.js';
 export { HistoryTimeoutError } from './executor.context.js';
@@ -38,6 +40,10 @@ export class JobExecutor {
   readonly checks: SweepChecks;
   /** In a Redis outage: slots not run (nor logged) since its first; undefined when Redis answers. */
   private outageSlots: number | undefined;
+  /** Scheduled slots in admission's start pipeline (slot instant → its end), ended when the slot waits for its instant. */
+  private readonly startPhases = new Map<number, (answered: boolean) => void>();
+  /** How late a scheduled slot may start before admission control sheds it (see `startBudgetMs`). */
+  readonly startBudgetMs: number;
 
   constructor(job: JobConfig, invoke: (ctx: CronContext) => unknown, deps: ExecutorDeps) {
     this.ctx = new ExecutorContext(job, invoke, deps);
@@ -45,6 +51,7 @@ export class JobExecutor {
     // Queue mode: the sweep puts what is due on the job's queue; a worker runs it (runQueued).
     const again: StartAgain = (row, trigger, deadFence) => this.startAgain(row, trigger, deadFence);
     this.checks = new SweepChecks(this.ctx, job.queue ? enqueueAgain(this.ctx) : again);
+    this.startBudgetMs = startBudgetMs({ minPeriodMs: job.schedule.minPeriodMs, catchUpWindowMs: job.catchUp.windowMs });
   }
 
   get job(): JobConfig {
@@ -72,18 +79,60 @@ export class JobExecutor {
     return run;
   }
 
-  /** Triggers one slot on this instance. Resolves with what happened; never rejects. */
-  fire(scheduledAt: Date, trigger: RunTrigger = 'schedule'): Promise<FireOutcome> {
+  /**
+   * Triggers one slot on this instance. Resolves with what happened; never rejects. `started`
+   * (admission control) is called once the slot's start pipeline has ended: its claim and row are
+   * done and it waits for its instant, or it ended without running (`answered`: false when Redis
+   * or the database did not answer).
+   */
+  fire(scheduledAt: Date, trigger: RunTrigger = 'schedule', started?: (answered: boolean) => void): Promise<FireOutcome> {
     this.ctx.stats.fired++;
+    if (started) this.startPhases.set(scheduledAt.getTime(), started);
     const outcome = this.fireSlot(scheduledAt, trigger).catch((error: unknown) => {
       this.ctx.deps.logger.error(
         `job '${this.ctx.job.name}': unexpected error handling slot ${scheduledAt.toISOString()}: ${describeError(error)}`,
       );
       return 'unavailable' as const;
     });
+    // Ended here only when no answer ended it before: a call failed or timed out (or queue mode's hand-off).
+    if (started)
+      void outcome.then((result) => this.startPhaseEnded(scheduledAt, result !== 'unavailable' && result !== 'skipped_overload'));
     this.ctx.track(outcome);
     if (this.ctx.events.watchesTriggers) void outcome.then((result) => this.ctx.reportTrigger(scheduledAt, trigger, result));
     return outcome;
+  }
+
+  /**
+   * A scheduled slot admission control shed: this instance was overloaded and could not start it
+   * within its start budget. Its row (insert-if-absent, batched) says so; an instance that claims
+   * the slot later still runs it (an attempt-0 `skipped_overload` row is a slot that never started).
+   */
+  async shed(scheduledAt: Date, why: string): Promise<FireOutcome> {
+    this.ctx.stats.fired++;
+    const slot = this.ctx.job.slotInfo(scheduledAt);
+    let executionId: string;
+    try {
+      executionId = this.ctx.job.executionIdFor(slot);
+    } catch {
+      executionId = defaultExecutionId(slot);
+    }
+    const outcome = await this.skippedOverload(slot, executionId, why);
+    if (this.ctx.events.watchesTriggers) this.ctx.reportTrigger(scheduledAt, 'schedule', outcome);
+    return outcome;
+  }
+
+  private async skippedOverload(slot: SlotInfo, executionId: string, why: string): Promise<FireOutcome> {
+    this.ctx.stats.skippedOverload++;
+    await this.ctx.notStarted(slot, executionId, why, 'skipped_overload', 'schedule');
+    return 'skipped_overload';
+  }
+
+  private startPhaseEnded(scheduledAt: Date, answered: boolean): void {
+    const ms = scheduledAt.getTime();
+    const ended = this.startPhases.get(ms);
+    if (!ended) return;
+    this.startPhases.delete(ms);
+    ended(answered);
   }
 
   /** A slot left to the instance that claimed it first (slot.dispatcher.ts): lost here; a `watcher` checks it got its row. */
@@ -155,6 +204,7 @@ export class JobExecutor {
     const unit = this.ctx.pool && (await roomToClaim(this.ctx, trigger));
     let claim;
     const sentAt = performance.now();
+    let timedOut = false;
     try {
       claim = await this.ctx.deps.leases.claim({
         jobName: this.ctx.job.name,
@@ -164,12 +214,23 @@ export class JobExecutor {
         slotMs: this.ctx.job.overlap === 'allow' ? this.ctx.job.leaseMs : this.ctx.job.leaseMs + this.ctx.doneMs(),
         queued: { executionId, scheduledAt: scheduledAt.getTime(), businessDate: slot.businessDate },
         ahead: trigger === 'schedule' && (settleUntil === undefined || performance.now() < settleUntil),
+        // Under load a claim may wait longer for its reply (the lease counts from `sentAt`), and
+        // one that timed out but won after all lets go at once instead of holding the job.
+        deadlineMs: this.ctx.deps.load?.claimDeadlineMs(Math.floor((this.ctx.job.leaseMs - this.ctx.job.renewMs) / 2)),
+        lateWin: (lease) => {
+          if (timedOut) this.ctx.track(this.ctx.releaseAndContinue(lease));
+        },
       });
     } catch (error) {
+      timedOut = true;
       unit?.release();
       return this.storeUnavailable(slot, executionId, error, trigger);
     }
-    if (claim.kind !== 'won') unit?.release();
+    if (claim.kind !== 'won') {
+      unit?.release();
+      // Admission's start pipeline ends with the claim's answer: what follows is the job's own wait.
+      if (this.startPhases.size > 0) this.startPhaseEnded(scheduledAt, true);
+    }
     if (this.outageSlots !== undefined) this.ctx.deps.logger.log(messages.STORE_BACK(this.ctx.job.name, this.outageSlots));
     this.outageSlots = undefined;
 
@@ -240,6 +301,8 @@ export class JobExecutor {
    */
   private async waitForSlot(scheduledAt: Date, trigger: RunTrigger): Promise<void> {
     if (trigger !== 'schedule') return;
+    // Admission's start pipeline ends here: the claim (and row) are done, the rest is waiting.
+    if (this.startPhases.size > 0) this.startPhaseEnded(scheduledAt, true);
     for (let i = 0, wait = this.untilSlot(scheduledAt); i < 3 && wait > 0; i++, wait = this.untilSlot(scheduledAt)) await sleep(wait);
   }
 
@@ -251,18 +314,38 @@ export class JobExecutor {
       started = await beginRun(this.ctx, slot, executionId, keeper, trigger);
     } catch (error) {
       const text = describeError(error);
-      this.ctx.deps.logger.error(messages.HISTORY_UNAVAILABLE(this.ctx.job.name, executionId, text));
+      const { load } = this.ctx.deps;
+      // A row write that missed its deadline while this instance is overloaded: load, not an outage.
+      const overload =
+        trigger === 'schedule' && error instanceof HistoryTimeoutError && load?.overloaded()
+          ? `not started: this instance was overloaded (${text}; ${load.describe()})`
+          : undefined;
+      if (overload === undefined) this.ctx.deps.logger.error(messages.HISTORY_UNAVAILABLE(this.ctx.job.name, executionId, text));
       keeper.stop();
       await this.ctx.releaseAndContinue(keeper.lease);
-      // Redis works here, so the alert goes through the fleet-wide dedup: one per window, not one per slot.
-      this.ctx.alertFailure({ kind: 'unavailable', executionId, scheduledAt: slot.scheduledAt, error: `run history unreachable: ${text}` });
-      this.ctx.stats.unavailable++;
+      if (overload === undefined) {
+        // Redis works here, so the alert goes through the fleet-wide dedup: one per window, not one per slot.
+        this.ctx.alertFailure({
+          kind: 'unavailable',
+          executionId,
+          scheduledAt: slot.scheduledAt,
+          error: `run history unreachable: ${text}`,
+        });
+        this.ctx.stats.unavailable++;
+      } else {
+        this.ctx.stats.skippedOverload++;
+        load!.noteShed(this.ctx.job.name, overload);
+      }
       // The row may land late (then a sweep closes it) or never: look again once the database had time.
-      this.checks.watchForRow(slot, executionId, trigger, {
-        status: 'failed',
-        error: `not started: the run history could not be written: ${text}`,
-      });
-      return 'unavailable';
+      this.checks.watchForRow(
+        slot,
+        executionId,
+        trigger,
+        overload === undefined
+          ? { status: 'failed', error: `not started: the run history could not be written: ${text}` }
+          : { status: 'skipped_overload', error: overload },
+      );
+      return overload === undefined ? 'unavailable' : 'skipped_overload';
     }
     if (typeof started === 'string') {
       keeper.stop();
@@ -381,6 +464,14 @@ export class JobExecutor {
   }
 
   private async storeUnavailable(slot: SlotInfo, executionId: string, error: unknown, trigger: RunTrigger): Promise<FireOutcome> {
+    const { load } = this.ctx.deps;
+    if (trigger === 'schedule' && error instanceof LeaseStoreTimeoutError && load?.overloaded()) {
+      // Sent and not answered in time while this instance is overloaded: the slot was shed by the
+      // load, not by an outage (Redis answers; this process could not keep up with the replies).
+      const why = `not started: this instance was overloaded (${error.message}; ${load.describe()})`;
+      load.noteShed(this.ctx.job.name, why);
+      return this.skippedOverload(slot, executionId, why);
+    }
     this.ctx.stats.unavailable++;
     const text = describeError(error);
     const firstOfOutage = this.outageSlots === undefined;

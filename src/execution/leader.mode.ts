@@ -18,6 +18,8 @@ export interface LeaderModeOptions {
   jobs: () => Iterable<{ executor: JobExecutor; timer: JobTimer }>;
   /** Which of these execution IDs have a row (the run history). */
   recorded: (executionIds: string[]) => Promise<Set<string>>;
+  /** Fires a job's own scheduled slot (through admission control); the gap's slots are fired directly. @default executor.fire */
+  fire?: (executor: JobExecutor, slot: Date) => void;
 }
 
 /** A job's slots fired one after another after a leader change (see `LeaderMode.fireGap`). */
@@ -70,6 +72,7 @@ export class LeaderMode {
     // (`queue` queues it anyway, `allow` runs it beside, `replace` replaces the late one).
     const replay = executor.job.overlap === 'skip' ? this.replays.get(executor) : undefined;
     if (replay && replay.gapLeft > 0) this.inLine(executor, replay, slot);
+    else if (this.options.fire) this.options.fire(executor, slot);
     else void executor.fire(slot);
   }
 

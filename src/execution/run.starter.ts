@@ -123,8 +123,9 @@ async function continueExisting(
       ctx.stats.alreadyDone++;
       return 'already_done';
     }
-  } else if (row.attempt === 0 && (row.status === 'failed' || row.status === 'lease_lost')) {
-    // A slot that never started (an outage, or a claimant that vanished): its first real attempt.
+  } else if (row.attempt === 0 && (row.status === 'failed' || row.status === 'lease_lost' || row.status === 'skipped_overload')) {
+    // A slot that never started (an outage, a claimant that vanished, or an instance that shed it
+    // under overload): its first real attempt. One instance's overload never loses a slot another can run.
     trigger = requested;
   } else if (ctx.retryDue(row, now)) {
     trigger = row.status === 'lease_lost' || row.status === 'aborted' ? 'recover' : 'retry';

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describeError } from '../errors/error.redact.js';
 import type { FleetCoordination, Receipt } from '../leasing/fleet.coordination.js';
 import type { JobExecutor } from './job.executor.js';
+import type { Admission } from './admission.js';
 import { LeaderMode, type LeaderModeOptions } from './leader.mode.js';
 
 /** How long the preferred instance of a slot has to claim it before the others claim it too. */
@@ -71,8 +72,10 @@ export class SlotDispatcher {
     private readonly logger: Logger,
     /** Leader mode: only the leader fires; a new leader fires the slots of the gap (see `LeaderMode`). */
     leader?: LeaderModeOptions,
+    /** This instance's admission control of scheduled slots (admission.ts); none: every slot is claimed at once. */
+    private readonly admission?: Admission,
   ) {
-    this.leader = leader && new LeaderMode(leader);
+    this.leader = leader && new LeaderMode(admission ? { ...leader, fire: (executor, slot) => this.fire(executor, slot) } : leader);
   }
 
   /**
@@ -82,6 +85,7 @@ export class SlotDispatcher {
    * fleet that starts together joins).
    */
   async start(): Promise<void> {
+    this.admission?.start();
     if (this.leader) return this.leader.start();
     if (!this.fleet || this.heartbeat) return;
     const first = this.beat();
@@ -103,6 +107,7 @@ export class SlotDispatcher {
   /** Leaves the member list: the others stop waiting for this instance's claims. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.admission?.stop();
     clearTimeout(this.heartbeat);
     this.heartbeat = undefined;
     this.members = [];
@@ -117,7 +122,7 @@ export class SlotDispatcher {
     if (this.leader) return this.leader.dispatch(executor, slot);
     const n = this.members.length;
     if (!this.fleet || n < 2 || this.myIndex < 0) {
-      void executor.fire(slot);
+      this.fire(executor, slot);
       return;
     }
     const slotMs = slot.getTime();
@@ -126,7 +131,7 @@ export class SlotDispatcher {
     if (first === this.myIndex) {
       const declined = this.receiptFor(slotMs);
       if (executor.hasRoom()) {
-        void executor.fire(slot);
+        this.fire(executor, slot);
         return;
       }
       declined.push(executor.job.name);
@@ -188,9 +193,29 @@ export class SlotDispatcher {
       } else if (receipt && receipt.view === item.view && !receipt.declined.has(item.executor.job.name)) {
         item.executor.watch(item.slot, item.watcher);
       } else if (!this.stopped) {
-        void item.executor.fire(item.slot);
+        this.fire(item.executor, item.slot);
       }
     }
+  }
+
+  /**
+   * Claims a scheduled slot here: through admission control, which may make it wait its turn
+   * (in slot order) or shed it with a `skipped_overload` row when it can no longer start within
+   * its start budget.
+   */
+  private fire(executor: JobExecutor, slot: Date): void {
+    const admission = this.admission;
+    if (!admission) {
+      void executor.fire(slot);
+      return;
+    }
+    admission.submit({
+      job: executor.job.name,
+      slotMs: slot.getTime(),
+      budgetMs: executor.startBudgetMs,
+      start: (done) => void executor.fire(slot, 'schedule', done),
+      shed: (why) => void executor.shed(slot, why),
+    });
   }
 
   /** Called once the jobs' timers have started (leader mode: see `LeaderMode.timersStarted`). */

@@ -8,8 +8,11 @@ export interface LostClaim {
   slot: SlotInfo;
   executionId: string;
   trigger: RunTrigger;
-  /** Why the slot would have no row: recorded as `lease_lost` (another claimant) or `failed` (this instance). */
-  why: { status: 'lease_lost' | 'failed'; error: string };
+  /**
+   * Why the slot would have no row: recorded as `lease_lost` (another claimant), `failed` (this
+   * instance) or `skipped_overload` (this instance, overloaded).
+   */
+  why: { status: 'lease_lost' | 'failed' | 'skipped_overload'; error: string };
   /** performance.now() after which the claimant has certainly written its row or given up. */
   checkAfter: number;
 }

@@ -7,7 +7,7 @@ import { TABLE } from './prisma-run.sql.js';
 import { instantOut, queryRows, toBigIntText, toBigIntTextOrNull, toDateOrNull, toInt, toText } from './raw-sql.js';
 
 /** Statuses `retention.completed` applies to. */
-export const COMPLETED_STATUSES = ['completed', 'completed_with_errors', 'skipped_overlap'] as const;
+export const COMPLETED_STATUSES = ['completed', 'completed_with_errors', 'skipped_overlap', 'skipped_overload'] as const;
 /** Statuses `retention.failed` applies to (only rows without a pending next attempt). */
 export const FAILED_STATUSES = ['failed', 'timed_out', 'lease_lost', 'aborted'] as const;
 

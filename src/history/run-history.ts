@@ -41,7 +41,7 @@ export type RestartOutcome =
   | { kind: 'changed' }
   | StaleFence;
 
-export type FinalStatus = Exclude<RunStatus, 'running' | 'queued' | 'skipped_overlap'>;
+export type FinalStatus = Exclude<RunStatus, 'running' | 'queued' | 'skipped_overlap' | 'skipped_overload'>;
 
 export interface FinishRequest {
   executionId: string;
@@ -69,10 +69,10 @@ export interface RestartRequest {
   maxAttempts?: number;
 }
 
-/** A slot that did not start: skipped, queued, not run for an outage, or claimed by an instance that vanished. */
+/** A slot that did not start: skipped, shed under overload, queued, not run for an outage, or claimed by an instance that vanished. */
 export interface NotStartedRequest extends SlotIdentity {
   instanceId: string;
-  status: 'skipped_overlap' | 'failed' | 'queued' | 'lease_lost';
+  status: 'skipped_overlap' | 'skipped_overload' | 'failed' | 'queued' | 'lease_lost';
   error: string;
   now: Date;
   trigger: RunTrigger;

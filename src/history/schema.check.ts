@@ -34,6 +34,7 @@ const STATUSES = Object.keys({
   lease_lost: 0,
   aborted: 0,
   skipped_overlap: 0,
+  skipped_overload: 0,
   dead: 0,
 } satisfies Record<RunStatus, 0>);
 const TRIGGERS = Object.keys({

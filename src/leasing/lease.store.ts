@@ -43,6 +43,17 @@ export interface ClaimRequest {
   queued: QueuedSlot;
   /** Made ahead of the slot instant: a held lease answers `ahead` and changes nothing. */
   ahead?: boolean;
+  /**
+   * This claim's deadline, ms, when longer than the store's own: under load it adapts to the
+   * measured latency (the lease's local deadline counts from when the claim was sent, so a longer
+   * wait for the reply only shortens the run's margin, never makes two holders).
+   */
+  deadlineMs?: number;
+  /**
+   * The claim timed out and won after all (its reply came late): the lease is handed here so it
+   * can be let go of at once, instead of keeping the job's next slots out for a lease.
+   */
+  lateWin?(lease: HeldLease): void;
 }
 
 export type ClaimResult =

@@ -107,6 +107,7 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
         queueEntryTtlMs(request.leaseMs),
         request.ahead ? '1' : '0',
       ],
+      { timeoutMs: request.deadlineMs, late: request.lateWin && ((reply) => this.lateClaim(request, random, reply)) },
     )) as [number, (number | string)?, string?];
     switch (reply[0]) {
       case 1:
@@ -136,6 +137,19 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
       default:
         throw new Error(`unexpected reply from the claim script: ${JSON.stringify(reply)}`);
     }
+  }
+
+  /** A claim's reply that came after its deadline: a won lease goes to `lateWin` (to be let go of). */
+  private lateClaim(request: ClaimRequest, random: string, reply: unknown): void {
+    if (!Array.isArray(reply) || reply[0] !== 1) return;
+    const fencingToken = Number(reply[1]);
+    request.lateWin!({
+      jobName: request.jobName,
+      executionId: request.executionId,
+      token: `${fencingToken}:${random}`,
+      fencingToken,
+      on: request.overlap === 'allow' ? 'slot' : 'lease',
+    });
   }
 
   async renew(lease: HeldLease, leaseMs: number): Promise<RenewResult> {

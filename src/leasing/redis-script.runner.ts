@@ -58,6 +58,8 @@ interface PendingCall {
   reject(error: unknown): void;
   /** Sent again after loading the scripts; a second NOSCRIPT falls back to EVAL. */
   reloaded?: boolean;
+  /** Gets a reply that came after the call timed out (its caller had given up). */
+  late?: (reply: unknown) => void;
 }
 
 function isNoScript(error: unknown): boolean {
@@ -90,27 +92,33 @@ export class RedisScriptRunner {
    * Runs a script. The call has `timeoutMs` from when it is made, however long it waits for the
    * client to connect or for the calls before it; then it is rejected (and never sent, if it was
    * still waiting for the client). With `waitUntil`, it may wait for the client until then
-   * instead, and its `timeoutMs` starts when it is sent.
+   * instead, and its `timeoutMs` starts when it is sent. `timeoutMs` lengthens (never shortens)
+   * the runner's own; `late` gets a reply that came after the call timed out.
    */
   run(
     operation: string,
     script: LuaScript,
     keys: string[],
     args: Array<string | number>,
-    { waitUntil }: { waitUntil?: number } = {},
+    { waitUntil, timeoutMs, late }: { waitUntil?: number; timeoutMs?: number; late?: (reply: unknown) => void } = {},
   ): Promise<unknown> {
+    const budget = Math.max(this.timeoutMs, timeoutMs ?? 0);
     return new Promise<unknown>((resolve, reject) => {
       const call: PendingCall = {
         operation,
         script,
         keys,
         args,
-        timeoutMs: this.timeoutMs,
-        deadline: waitUntil ?? performance.now() + this.timeoutMs,
+        timeoutMs: budget,
+        deadline: waitUntil ?? performance.now() + budget,
         waitUntil,
         sent: false,
         settled: false,
-        resolve: (reply) => this.settle(call) && resolve(reply),
+        late,
+        resolve: (reply) => {
+          if (this.settle(call)) resolve(reply);
+          else if (call.late) call.late(reply);
+        },
         reject: (error) => this.settle(call) && reject(error),
       };
       if (this.redis.status === 'end') call.reject(new LeaseStoreUnavailableError(this.redis.status));

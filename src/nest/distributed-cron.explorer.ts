@@ -90,6 +90,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         events: this.events,
         queue: topology.link,
         pools: this.pools,
+        load: runtime.admission,
       });
       const timer = new JobTimer(
         job.schedule,
@@ -103,6 +104,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
       runtime.jobs.set(job.name, { executor, timer });
     }
     checkOverriddenJobsExist(runtime.options.jobs, [...sources.keys()]);
+    this.events.loadReading = () => runtime.admission.reading();
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -79,6 +79,7 @@ export class DistributedCronOrchestrator {
             recorded: (executionIds) => runtime.history.sweeps.existing(executionIds),
           }
         : undefined,
+      runtime.admission,
     );
     const births = this.recordBirths();
     if (runtime.jobs.size > 0) {

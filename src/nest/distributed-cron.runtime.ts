@@ -6,6 +6,7 @@ import type { RunHistoryPorts } from '../history/run-history.js';
 import { resolveRetention, type RetentionConfig } from '../history/retention.config.js';
 import type { CoordinationSlices, JobFlags, LeaderStore, LeaseStore, RetryLine } from '../leasing/lease.store.js';
 import type { LeaderElector } from '../leasing/leader.elector.js';
+import { Admission } from '../execution/admission.js';
 import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
 import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from './job.registry.js';
 import { DISTRIBUTED_CRON_LEADERSHIP, type LeadershipSeat } from './leadership.seat.js';
@@ -43,6 +44,8 @@ export class DistributedCronRuntime {
   readonly retryLine: RetryLine;
   readonly flags: JobFlags;
   readonly leader: LeaderStore;
+  /** Admission control of this instance's scheduled slots (see execution/admission.ts). */
+  readonly admission: Admission;
 
   constructor(
     @Inject(DISTRIBUTED_CRON_CONFIG) config: ModuleConfig,
@@ -62,6 +65,7 @@ export class DistributedCronRuntime {
     this.scheduling = config.scheduling;
     this.retention = resolveRetention(config.options);
     this.leaderTiming = config.leader;
+    this.admission = new Admission({ clock: this.clock, logger: this.logger });
   }
 
   /** `mode: 'leader'`: this instance's part in the election, once it fires slots (kept in the `leadership` seat). */

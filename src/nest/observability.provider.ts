@@ -68,6 +68,7 @@ export class DistributedCronObservability implements OnModuleInit, OnApplication
             .filter(({ timer, executor }) => timer.active && !executor.job.disabled)
             .map(({ executor }) => ({ name: executor.job.name, next: (now: Date) => executor.job.schedule.next(now) })),
         this.clock,
+        () => events.loadReading?.(),
       );
       this.metrics = metrics;
       if (settings.prometheus) {

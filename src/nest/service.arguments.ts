@@ -15,6 +15,7 @@ const RUN_STATUSES = Object.keys({
   lease_lost: true,
   aborted: true,
   skipped_overlap: true,
+  skipped_overload: true,
   dead: true,
 } satisfies Record<RunStatus, true>);
 const FILTER_KEYS = Object.keys({ jobName: true, status: true, since: true, until: true, limit: true } satisfies Record<

@@ -82,7 +82,7 @@ export const METRICS = {
     prometheus: 'dcron_triggers_total',
     openTelemetry: 'dcron.triggers',
     unit: '{trigger}',
-    help: 'Triggers of a slot on this instance, by what they led to (ran, lost, skipped_overlap, queued, already_done, unavailable, paused).',
+    help: 'Triggers of a slot on this instance, by what they led to (ran, lost, skipped_overlap, skipped_overload, queued, already_done, unavailable, paused).',
     labels: ['job', 'outcome'],
   },
   running: {
@@ -133,6 +133,30 @@ export const METRICS = {
     help: 'Items handlers reported as failed (ctx.report).',
     labels: ['job'],
   },
+  overloadShed: {
+    kind: 'counter',
+    prometheus: 'dcron_overload_shed_total',
+    openTelemetry: 'dcron.overload.shed',
+    unit: '{slot}',
+    help: 'Scheduled slots this instance shed because it was overloaded (rows say skipped_overload).',
+    labels: ['job'],
+  },
+  admissionLimit: {
+    kind: 'gauge',
+    prometheus: 'dcron_admission_limit',
+    openTelemetry: 'dcron.admission.limit',
+    unit: '{slot}',
+    help: "Scheduled slots this instance lets into its start pipeline (claim, row) at once; adapts to the pipeline's latency.",
+    labels: [],
+  },
+  admissionWaiting: {
+    kind: 'gauge',
+    prometheus: 'dcron_admission_waiting',
+    openTelemetry: 'dcron.admission.waiting',
+    unit: '{slot}',
+    help: 'Scheduled slots waiting for room in the start pipeline on this instance (at most one per job).',
+    labels: [],
+  },
   leaseLosses: {
     kind: 'counter',
     prometheus: 'dcron_lease_losses_total',
@@ -153,7 +177,7 @@ export const metricEntries = (): Array<[MetricKey, (typeof METRICS)[MetricKey]]>
 export type GaugeSamples = () => Iterable<{ labels: Labels; value: number }>;
 
 /** The sources of the gauges that are read at collection time. */
-export type GaugeSources = Readonly<Record<'lastSuccess' | 'nextRun', GaugeSamples>>;
+export type GaugeSources = Readonly<Record<'lastSuccess' | 'nextRun' | 'admissionLimit' | 'admissionWaiting', GaugeSamples>>;
 
 /** One metrics backend: the recorder calls it for every observation. */
 export interface MetricsBackend {

@@ -20,6 +20,8 @@ export class MetricsSubscriber implements RunEventSubscriber {
   constructor(
     private readonly jobs: () => Iterable<GaugeJob>,
     private readonly clock: () => number,
+    /** This instance's admission control, when it fires slots. */
+    private readonly load: () => { readonly limit: number; readonly waiting: number } | undefined = () => undefined,
   ) {}
 
   attach(backend: MetricsBackend): void {
@@ -46,6 +48,14 @@ export class MetricsSubscriber implements RunEventSubscriber {
       }
       return samples;
     },
+    admissionLimit: () => {
+      const reading = this.load();
+      return reading ? [{ labels: {}, value: reading.limit }] : [];
+    },
+    admissionWaiting: () => {
+      const reading = this.load();
+      return reading ? [{ labels: {}, value: reading.waiting }] : [];
+    },
   };
 
   private add(key: MetricKey, value: number, labels: Labels): void {
@@ -58,6 +68,7 @@ export class MetricsSubscriber implements RunEventSubscriber {
 
   triggered: RunEventSubscriber['triggered'] = (event) => {
     this.add('triggers', 1, { job: event.jobName, outcome: event.outcome });
+    if (event.outcome === 'skipped_overload') this.add('overloadShed', 1, { job: event.jobName });
   };
 
   runStarted: RunEventSubscriber['runStarted'] = (event) => {

@@ -20,7 +20,7 @@ export interface RunStartEvent {
 }
 
 /** How a run ended: the statuses a started run can end with. */
-export type RunEndStatus = Exclude<RunStatus, 'running' | 'queued' | 'skipped_overlap'>;
+export type RunEndStatus = Exclude<RunStatus, 'running' | 'queued' | 'skipped_overlap' | 'skipped_overload'>;
 
 /** A run's handler settled and its result was written (or could not be). */
 export interface RunFinishEvent extends RunStartEvent {

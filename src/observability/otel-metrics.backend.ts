@@ -23,7 +23,7 @@ export function openTelemetryMetricsBackend(api: OtelApi, provider: MeterProvide
         meter.createHistogram(spec.openTelemetry, { ...options, advice: { explicitBucketBoundaries: [...spec.buckets] } }),
       );
     } else {
-      const samples = gauges[key as 'lastSuccess' | 'nextRun'];
+      const samples = gauges[key as keyof GaugeSources];
       const gauge = meter.createObservableGauge(spec.openTelemetry, options);
       const callback: ObservableCallback = (result) => {
         for (const sample of samples()) result.observe(sample.value, attributes(sample.labels));

@@ -35,7 +35,7 @@ export function prometheusBackend(prom: PromClient, given: PrometheusRegistryLik
     else if (spec.kind === 'histogram') instruments.set(key, new prom.Histogram({ ...common, buckets: [...spec.buckets] }));
     else if (spec.kind === 'updown') instruments.set(key, new prom.Gauge(common));
     else {
-      const samples = gauges[key as 'lastSuccess' | 'nextRun'];
+      const samples = gauges[key as keyof GaugeSources];
       instruments.set(
         key,
         new prom.Gauge({

@@ -48,6 +48,8 @@ const NO_SCOPE: RunScope = { run: (handler) => handler(), finished: () => undefi
  */
 export class RunEventSink {
   private subscribers: readonly RunEventSubscriber[] = [];
+  /** Reads this instance's admission control (its limit, the slots waiting) for the metrics' gauges; set where it is wired. */
+  loadReading: (() => { readonly limit: number; readonly waiting: number }) | undefined;
 
   constructor(private readonly logger: LoggerService) {}
 

@@ -107,7 +107,9 @@ describe('nestjs-distributed-cron prisma', () => {
     const run = cli.run(dir, 'prisma', '--check');
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/would write prisma\/schema\.prisma: added the models DistributedCronRun and DistributedCronJob/);
-    expect(run.stdout).toMatch(/would write prisma\/migrations\/\d{14}_distributed_cron\/migration\.sql: 5 steps/);
+    expect(run.stdout).toMatch(
+      new RegExp(`would write prisma/migrations/\\d{14}_distributed_cron/migration\\.sql: ${STEP_NAMES.length} steps`),
+    );
     expect(run.stdout).toContain('Not up to date: run `npx nestjs-distributed-cron prisma`');
     expect(snapshot(dir)).toEqual(before);
   });
@@ -132,18 +134,29 @@ describe('nestjs-distributed-cron prisma', () => {
     expect(run.stdout).not.toContain('wrote prisma/schema.prisma');
   });
 
-  it("an app that copied the library's folders and pasted its model: no migration, the model moves into the marked block", () => {
+  it("an app that copied the library's folders and pasted its model: one migration with only the steps added since, the model moves into the marked block", () => {
     const dir = app({ 'prisma/schema.prisma': `${APP_SCHEMA}\n${BDDCBE5_MODEL}` });
     copyMigrations(BDDCBE5, path.join(dir, 'prisma/migrations'));
     writeFiles(dir, { 'prisma/migrations/20261001090000_init/migration.sql': 'CREATE TABLE "User" ("id" SERIAL PRIMARY KEY);\n' });
     const migrationsBefore = snapshot(path.join(dir, 'prisma/migrations'));
+    const copied = new Set(
+      readdirSync(BDDCBE5, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name),
+    );
     const run = cli.run(dir, 'prisma');
     expect(run.code).toBe(0);
-    expect(writtenMigrations(run.stdout)).toEqual([]);
+    const written = writtenMigrations(run.stdout);
+    expect(written).toHaveLength(1);
+    expect(markers(readFileSync(path.join(dir, written[0]!, 'migration.sql'), 'utf8'))).toEqual(
+      STEP_NAMES.filter((name) => !copied.has(name)),
+    );
+    const migrationsAfter = snapshot(path.join(dir, 'prisma/migrations'));
+    for (const file of Object.keys(migrationsAfter)) if (file.startsWith(path.basename(written[0]!))) delete migrationsAfter[file];
     expect(run.stdout).toContain(
       'replaced the models DistributedCronRun, DistributedCronJob with DistributedCronRun and DistributedCronJob',
     );
-    expect(snapshot(path.join(dir, 'prisma/migrations'))).toEqual(migrationsBefore);
+    expect(migrationsAfter).toEqual(migrationsBefore);
     const schema = readFileSync(path.join(dir, 'prisma/schema.prisma'), 'utf8');
     expect(schema.match(/^model DistributedCronRun \{/gm)).toHaveLength(1);
     expect(schema.match(/^model DistributedCronJob \{/gm)).toHaveLength(1);

@@ -254,6 +254,29 @@ describe('releasing a lease while Redis is briefly unreachable', () => {
     expect(await client(server.url).exists(keys.lease(job), keys.alerts(job))).toBe(0);
   });
 
+  it('hands a claim that timed out while Redis stalled and won afterwards to lateWin, which lets go of it: the next slot is not kept out', async () => {
+    const server = await ownServer();
+    const { store } = await loadedStore(server.url, 300);
+    const admin = client(server.url);
+    const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
+    const job = uniqueName('late-claim');
+    const late: HeldLease[] = [];
+    process.kill(pid, 'SIGSTOP');
+    const claimed = store.claim({ ...claimRequest(job, `${job}:1`), lateWin: (lease) => void late.push(lease) });
+    claimed.catch(() => undefined);
+    try {
+      await expect(claimed).rejects.toThrow(/did not answer claim within 300 ms/);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    // The claim ran when Redis woke: it holds the job's lease, with the token handed to lateWin.
+    const [lease] = await waitFor(() => (late.length > 0 ? late : undefined), { message: 'the late claim' });
+    expect(await admin.get(keys.lease(job))).toBe(lease!.token);
+    expect(lease).toMatchObject({ jobName: job, executionId: `${job}:1`, on: 'lease' });
+    expect(await store.release(lease!, { leaseMs: 10_000, doneMs: 1_000, succeeded: false })).toMatchObject({ kind: 'released' });
+    expect(await store.claim(claimRequest(job, `${job}:2`))).toMatchObject({ kind: 'won' });
+  });
+
   it('returns the same hand-over when attempts timed out while Redis stalled and all of them ran afterwards', async () => {
     const server = await ownServer();
     const { store } = await loadedStore(server.url, 300);

@@ -85,7 +85,7 @@ describe('the bootstrap schema check', () => {
     expect(error.message.split('\n').filter((line) => line.startsWith('  - '))).toEqual([
       '  - column distributed_cron_runs.skipped_triggers',
       '  - unique index on distributed_cron_runs (execution_id), e.g. distributed_cron_runs_execution_id_key',
-      "  - status 'queued', 'aborted' in the CHECK constraint distributed_cron_runs_status_check of distributed_cron_runs",
+      "  - status 'queued', 'aborted', 'skipped_overload' in the CHECK constraint distributed_cron_runs_status_check of distributed_cron_runs",
     ]);
     expect(error.message).toContain(FIX);
   });

@@ -5,11 +5,11 @@
  * came from (nothing; the bddcbe5 migrations; `prisma migrate dev` on the bddcbe5 model), after
  * which the schema check passes and a real app runs a slot and records it.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkSchema } from '../../src/history/schema.check.js';
-import { LIBRARY_MODEL } from '../../src/cli/prisma.embedded.js';
+import { LIBRARY_MODEL, LIBRARY_STEPS } from '../../src/cli/prisma.embedded.js';
 import { bootAndRunSlot } from '../support/schema-app.js';
 import { createScratchDatabase, libraryCatalog, libraryChecks, type ScratchDatabase } from '../support/scratch-database.js';
 import { APP_SCHEMA, BDDCBE5, cliSuite, copyMigrations, MIGRATE_DEV, ROOT, scratchApp, writtenMigrations } from '../support/prisma-cli.js';
@@ -88,11 +88,22 @@ describe('the migration steps', () => {
     await bootAndRunSlot(db);
   });
 
-  it('a database migrated with the bddcbe5 migrations (copied verbatim): nothing to write, the app runs', async () => {
+  it('a database migrated with the bddcbe5 migrations (copied verbatim): one migration with the steps added since, the app runs', async () => {
     const db = await database();
     const dir = appWith(BDDCBE5);
     await db.deploy(path.join(dir, 'prisma/migrations'));
-    expect(command(dir)).toEqual([]);
+    const copied = new Set(
+      readdirSync(BDDCBE5, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name),
+    );
+    const [written, ...more] = command(dir);
+    expect(more).toEqual([]);
+    const sql = readFileSync(path.join(dir, written!, 'migration.sql'), 'utf8');
+    expect([...sql.matchAll(/^-- nestjs-distributed-cron: (\S+)$/gm)].map((m) => m[1])).toEqual(
+      LIBRARY_STEPS.map((s) => s.name).filter((name) => !copied.has(name)),
+    );
+    expect(await db.deploy(path.join(dir, 'prisma/migrations'))).toEqual([path.basename(written!)]);
     await expectSchemaCheckPasses(db);
     await bootAndRunSlot(db);
   });

@@ -5,7 +5,7 @@
  * bddcbe5 README offered two set-ups, both covered: the library's migration folders copied into
  * the app's history, and the model copied into the schema followed by `prisma migrate dev`.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LIBRARY_STEPS } from '../../src/cli/prisma.embedded.js';
@@ -71,9 +71,19 @@ function expectModelOnce(dir: string): void {
 }
 
 describe('upgrading an app set up with bddcbe5', () => {
-  it("with the library's migration folders copied: the model moves into the marked block, no migration; the app runs", async () => {
+  it("with the library's migration folders copied: the model moves into the marked block, one migration with the steps added since; the app runs", async () => {
     const { dir, db } = await appOnBddcbe5(BDDCBE5);
-    expect(await upgrade(dir, db)).toEqual([]);
+    const copied = new Set(
+      readdirSync(BDDCBE5, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name),
+    );
+    const [migration, ...more] = await upgrade(dir, db);
+    expect(more).toEqual([]);
+    const sql = readFileSync(path.join(dir, 'prisma/migrations', migration!, 'migration.sql'), 'utf8');
+    expect([...sql.matchAll(/^-- nestjs-distributed-cron: (\S+)$/gm)].map((m) => m[1])).toEqual(
+      LIBRARY_STEPS.map((s) => s.name).filter((name) => !copied.has(name)),
+    );
     expectModelOnce(dir);
     await bootAndRunSlot(db);
     // The old rows are still there.

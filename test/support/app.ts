@@ -3,7 +3,7 @@
  * and PostgreSQL, each with its own clients, as several app instances of one service would.
  */
 import 'reflect-metadata';
-import { Injectable, type Type } from '@nestjs/common';
+import { Injectable, type INestApplicationContext, type Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { Redis } from 'ioredis';
@@ -46,6 +46,8 @@ export function jobProvider(expression: string, options: DistributedCronOptions,
 
 export interface RunningApp {
   readonly label: string;
+  /** The Nest application context (to reach the module's internals in a test). */
+  readonly app: INestApplicationContext;
   readonly cron: DistributedCronService;
   readonly registry: SchedulerRegistry;
   readonly redis: Redis;
@@ -67,6 +69,7 @@ export async function startApp({ label, providers, module, redis: givenRedis }: 
   const app = await NestFactory.createApplicationContext(AppModule, { logger: logs, abortOnError: false });
   return {
     label,
+    app,
     cron: app.get(DistributedCronService),
     registry: app.get(SchedulerRegistry),
     redis,

@@ -26,6 +26,7 @@ export const STATUS_COLORS = {
   lease_lost: '#9333ea',
   aborted: '#a1673a',
   skipped_overlap: '#9aa3b2',
+  skipped_overload: '#c7a27c',
   dead: '#7f1d1d',
 };
 

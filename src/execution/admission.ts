@@ -1,0 +1,419 @@
+import type { LoggerService } from '@nestjs/common';
+
+/*
+ * Admission control of this instance's start pipeline, for scheduled slots: a slot's claim, its
+ * row and its wait for the instant. Past the throughput the machine keeps up with, starting
+ * everything at once makes every start late and every claim time out; instead a bounded number of
+ * slots are in the pipeline (a limit that follows the measured latency, as TCP Vegas and
+ * Netflix's concurrency-limits do), the others wait in slot order, one per job, and a slot that
+ * can no longer start within its start budget is shed at once with a row that says so.
+ */
+
+/** A slot that asks to enter the start pipeline. */
+export interface SlotRequest {
+  /** The job: it has at most one slot waiting; a newer one sheds the older. */
+  readonly job: string;
+  /** The slot instant, ms on the module's clock. */
+  readonly slotMs: number;
+  /** The start budget: the slot must start by `slotMs + budgetMs` (see `startBudgetMs`). */
+  readonly budgetMs: number;
+  /**
+   * Enters the pipeline; `done` is called once its start pipeline has ended (idempotent):
+   * `answered` when Redis and the database answered (the claim, the row), false when a call
+   * failed or timed out.
+   */
+  start(done: (answered: boolean) => void): void;
+  /** Will not start here; `why` is the row's reason. */
+  shed(why: string): void;
+}
+
+/** What this instance's admission reads as now: the gauges. */
+export interface AdmissionReading {
+  /** Slots allowed in the start pipeline at once. */
+  limit: number;
+  /** Slots in the pipeline now. */
+  inFlight: number;
+  /** Slots waiting for room (at most one per job). */
+  waiting: number;
+}
+
+/** What the executor asks of the admission (a claim that missed its deadline, how long to wait for one). */
+export interface LoadSignal {
+  /** True while slots wait or are shed, or the event loop lags: a missed deadline then is overload, not an outage. */
+  overloaded(): boolean;
+  /** How long a claim may wait for its reply under load, at most `capMs`; undefined: the store's own deadline. */
+  claimDeadlineMs(capMs: number): number | undefined;
+  /** A short description of the load, for a row's reason: `event loop 310 ms behind, 42 slots waiting`. */
+  describe(): string;
+  /** A slot not started because of the load (a claim or row write that missed its deadline): counted in the episode's log lines. */
+  noteShed(job: string, why: string): void;
+}
+
+export interface AdmissionOptions {
+  /** The module's clock (ms). */
+  readonly clock: () => number;
+  readonly logger: LoggerService;
+}
+
+/** Knobs (tests; a host that knows its machine). */
+export interface AdmissionTuning {
+  /** The limit the pipeline starts with. @default 256 */
+  initialLimit?: number;
+  /** @default 32 */
+  minLimit?: number;
+  /** @default 8192 */
+  maxLimit?: number;
+}
+
+/** The part of a job's period a scheduled slot may start late by, before it is shed. */
+export const BUDGET_SHARE_OF_PERIOD = 0.5;
+/** A slot is never shed for a start budget shorter than this. */
+export const MIN_BUDGET_MS = 250;
+/** How long without a shed slot (and nothing waiting) ends an overload episode. */
+export const EPISODE_QUIET_MS = 5_000;
+/** How often waiting slots are checked against their budgets, and the event loop's lag measured. */
+const CHECK_EVERY_MS = 100;
+/** Latency above the no-load latency times this counts as queueing (the limit shrinks). */
+const TOLERANCE = 2;
+/** The pipeline's rate is measured over windows at least this long, while slots wait (its capacity, not the demand). */
+const RATE_WINDOW_MS = 250;
+/** A rate measured longer ago than this predicts nothing. */
+const RATE_MEMORY_MS = 5_000;
+/** How long the no-load latency remembers (a time constant, so it does not depend on the slot rate). */
+const NO_LOAD_MEMORY_MS = 10_000;
+/**
+ * With slots in the pipeline and no answer for this long (at least), Redis or the database is
+ * not answering: an outage, not load. Admission then lets every slot through, so each fails
+ * closed with its true reason (Redis or the database unreachable) instead of being shed.
+ */
+const STALL_MS = 2_000;
+/** The longest latency sample the limit learns from. */
+const MAX_SAMPLE_MS = 5_000;
+/** Event-loop lag from which the instance counts as overloaded. */
+const LAG_OVERLOAD_MS = 100;
+
+/**
+ * A scheduled slot's start budget: half the job's shortest period, at most its catch-up window
+ * (a slot later than that would be a missed slot anyway), at least `MIN_BUDGET_MS`. A job every
+ * second may start 0.5 s late; a daily job (window one day by default) half a day: never shed in
+ * practice.
+ */
+export function startBudgetMs(job: { readonly minPeriodMs: number; readonly catchUpWindowMs: number }): number {
+  return Math.max(MIN_BUDGET_MS, Math.min(job.minPeriodMs * BUDGET_SHARE_OF_PERIOD, job.catchUpWindowMs));
+}
+
+interface Waiting {
+  readonly request: SlotRequest;
+  readonly seq: number;
+  readonly deadline: number;
+}
+
+const seconds = (ms: number): string => `${(Math.max(0, ms) / 1000).toFixed(1)} s`;
+
+/**
+ * The admission control of one instance. `submit` admits a slot now, queues it in slot order, or
+ * sheds it when its predicted start (its place in line over the measured rate) is past its start
+ * budget. Memory is bounded by the number of jobs.
+ */
+export class Admission implements LoadSignal {
+  private limit: number;
+  private minLimit: number;
+  private maxLimit: number;
+  private inFlight = 0;
+  /** Waiting slots in slot order (then arrival order). */
+  private queue: Waiting[] = [];
+  private readonly waitingByJob = new Map<string, Waiting>();
+  private seq = 0;
+  /** Latency of the start pipeline: recent (fast average) and no-load (slow average, pulled down fast). */
+  private shortRtt = 0;
+  private longRtt = 0;
+  private samples = 0;
+  private lastSampleAt = 0;
+  /**
+   * Slots the pipeline completes per ms while slots wait (its capacity: batching makes it grow
+   * with concurrency, so it is measured, not derived from the latency); 0 until measured.
+   */
+  private rate = 0;
+  private rateAt = 0;
+  private windowStart = 0;
+  private windowCount = 0;
+  /** When a slot's start pipeline last got its answers (see `stalled`). */
+  private lastAnswerAt: number;
+  /** Event-loop lag, ms (smoothed), measured by the check timer. */
+  private lag = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private expectedTick = 0;
+  /** The current overload episode, if any. */
+  private episode: { since: number; shed: number; jobs: Set<string>; lastShed: number } | undefined;
+
+  constructor(
+    private readonly options: AdmissionOptions,
+    tuning: AdmissionTuning = {},
+  ) {
+    this.minLimit = tuning.minLimit ?? 32;
+    this.maxLimit = tuning.maxLimit ?? 8192;
+    this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, tuning.initialLimit ?? 256));
+    this.lastAnswerAt = options.clock();
+  }
+
+  /** Changes the limits (tests pin a small limit to overload an instance on purpose). */
+  tune(tuning: AdmissionTuning): void {
+    if (tuning.minLimit !== undefined) this.minLimit = tuning.minLimit;
+    if (tuning.maxLimit !== undefined) this.maxLimit = tuning.maxLimit;
+    this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, tuning.initialLimit ?? this.limit));
+    this.drain();
+  }
+
+  /** Starts the check timer (budgets of waiting slots, the event loop's lag, the end of an episode). */
+  start(): void {
+    if (this.timer) return;
+    this.lastAnswerAt = this.options.clock();
+    this.expectedTick = performance.now() + CHECK_EVERY_MS;
+    this.timer = setInterval(() => this.check(), CHECK_EVERY_MS);
+    this.timer.unref();
+  }
+
+  /** Stops the timer; waiting slots start now (their executors decide, as for any slot fired before the shutdown). */
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    const waiting = this.queue;
+    this.queue = [];
+    this.waitingByJob.clear();
+    for (const item of waiting) this.admit(item.request);
+    this.endEpisode(true);
+  }
+
+  reading(): AdmissionReading {
+    return { limit: Math.floor(this.limit), inFlight: this.inFlight, waiting: this.queue.length };
+  }
+
+  /** Admits the slot now, queues it, or sheds it. */
+  submit(request: SlotRequest): void {
+    const deadline = request.slotMs + request.budgetMs;
+    const older = this.waitingByJob.get(request.job);
+    if (older) {
+      this.remove(older);
+      this.shedOne(
+        older.request,
+        'not started: this instance was overloaded (the next slot of the job came while it still waited to start)',
+      );
+    }
+    if ((this.queue.length === 0 && this.inFlight < this.limit) || this.stalled()) {
+      this.admit(request);
+      return;
+    }
+    const item: Waiting = { request, seq: this.seq++, deadline };
+    const at = this.position(item);
+    const estimate = this.predictedStart(at) - request.slotMs;
+    if (request.slotMs + estimate > deadline) {
+      this.shedOne(request, this.overBudget(estimate, request.budgetMs));
+      return;
+    }
+    if (this.queue.length === 0) {
+      // A backlog begins: the rate is measured from now.
+      this.windowStart = this.options.clock();
+      this.windowCount = 0;
+    }
+    this.queue.splice(at, 0, item);
+    this.waitingByJob.set(request.job, item);
+  }
+
+  overloaded(): boolean {
+    if (this.lag >= LAG_OVERLOAD_MS) return true;
+    return !this.stalled() && (this.episode !== undefined || this.queue.length > 0);
+  }
+
+  /** Slots are in the pipeline and nothing answered for `STALL_MS`: an outage of Redis or the database, not load. */
+  private stalled(): boolean {
+    return this.inFlight > 0 && this.options.clock() - this.lastAnswerAt > Math.max(STALL_MS, 3 * this.shortRtt);
+  }
+
+  claimDeadlineMs(capMs: number): number | undefined {
+    if (!this.overloaded()) return undefined;
+    return Math.max(1, Math.min(capMs, Math.ceil(4 * this.shortRtt + 2 * this.lag)));
+  }
+
+  describe(): string {
+    return `event loop ${Math.round(this.lag)} ms behind, ${this.queue.length} slots waiting, admission limit ${Math.floor(this.limit)}`;
+  }
+
+  /**
+   * Sheds waiting slots that can no longer start in time, measures the event loop's lag and ends
+   * a quiet episode. Called by the timer every `CHECK_EVERY_MS`.
+   */
+  check(): void {
+    const tick = performance.now();
+    if (this.expectedTick > 0) {
+      const late = Math.max(0, tick - this.expectedTick);
+      this.lag = this.lag * 0.7 + late * 0.3;
+    }
+    this.expectedTick = tick + CHECK_EVERY_MS;
+    const now = this.options.clock();
+    if (this.queue.length > 0 && this.stalled()) {
+      // Nothing answers: let the waiting slots through, each fails closed with its true reason.
+      const waiting = this.queue;
+      this.queue = [];
+      this.waitingByJob.clear();
+      for (const item of waiting) this.admit(item.request);
+    } else if (this.queue.length > 0) {
+      const kept: Waiting[] = [];
+      for (const item of this.queue) {
+        const estimate = now + this.shortRtt - item.request.slotMs;
+        if (item.request.slotMs + estimate > item.deadline) {
+          this.waitingByJob.delete(item.request.job);
+          this.shedOne(item.request, this.overBudget(estimate, item.request.budgetMs));
+        } else {
+          kept.push(item);
+        }
+      }
+      this.queue = kept;
+    }
+    this.endEpisode(false);
+  }
+
+  private admit(request: SlotRequest): void {
+    this.inFlight++;
+    const admittedAt = this.options.clock();
+    let ended = false;
+    const done = (answered: boolean): void => {
+      if (ended) return;
+      ended = true;
+      this.inFlight--;
+      const now = this.options.clock();
+      if (answered) this.lastAnswerAt = now;
+      this.sample(now - admittedAt);
+      this.countCompletion(now);
+      this.drain();
+    };
+    try {
+      request.start(done);
+    } catch (error) {
+      done(false);
+      throw error;
+    }
+  }
+
+  /** Admits waiting slots while there is room; one whose start can no longer be in time is shed. */
+  private drain(): void {
+    while (this.queue.length > 0 && this.inFlight < this.limit) {
+      const item = this.queue.shift()!;
+      this.waitingByJob.delete(item.request.job);
+      const estimate = this.options.clock() + this.shortRtt - item.request.slotMs;
+      if (item.request.slotMs + estimate > item.deadline) this.shedOne(item.request, this.overBudget(estimate, item.request.budgetMs));
+      else this.admit(item.request);
+    }
+  }
+
+  /**
+   * One latency sample of the start pipeline. The limit follows the gradient between the
+   * no-load latency and the recent one: at no-load latency it grows (by about its square root,
+   * smoothed), and it shrinks (at most by half per step) as latency climbs past `TOLERANCE` times
+   * the no-load latency, which is queueing in Redis, the database or this event loop.
+   */
+  private sample(ms: number): void {
+    // A start held up far beyond any budget (a stalled process, a fencing wait) is one event, not the new normal.
+    const rtt = Math.min(MAX_SAMPLE_MS, Math.max(0.5, ms));
+    const now = this.options.clock();
+    this.samples++;
+    if (this.samples === 1) {
+      this.shortRtt = rtt;
+      this.longRtt = rtt;
+    } else {
+      this.shortRtt += (rtt - this.shortRtt) * 0.2;
+      const elapsed = Math.max(0, now - this.lastSampleAt);
+      this.longRtt += (rtt - this.longRtt) * (1 - Math.exp(-elapsed / NO_LOAD_MEMORY_MS));
+      // The no-load latency follows a drop fast (the load that raised it has gone).
+      if (this.longRtt > 2 * this.shortRtt) this.longRtt *= 0.95;
+    }
+    this.lastSampleAt = now;
+    // A pipeline far below its limit says nothing about the limit.
+    if (this.inFlight + 1 < this.limit / 2) return;
+    const gradient = Math.max(0.5, Math.min(1, (TOLERANCE * this.longRtt) / this.shortRtt));
+    const next = this.limit * gradient + Math.sqrt(this.limit);
+    this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, this.limit * 0.8 + next * 0.2));
+  }
+
+  /**
+   * Counts a completed start pipeline towards the rate, over windows in which slots were waiting
+   * all along (a pipeline with room measures the demand, not what it can do).
+   */
+  private countCompletion(now: number): void {
+    if (this.queue.length === 0 && this.windowCount === 0) return;
+    this.windowCount++;
+    const elapsed = now - this.windowStart;
+    // A window ends after RATE_WINDOW_MS, or when the backlog has drained (however short: a
+    // quickly drained backlog is evidence of a fast pipeline that must not wait for a long window).
+    if (elapsed < RATE_WINDOW_MS && this.queue.length > 0) return;
+    const measured = this.windowCount / Math.max(1, elapsed);
+    this.rate = this.rate === 0 || now - this.rateAt > RATE_MEMORY_MS ? measured : this.rate * 0.5 + measured * 0.5;
+    this.rateAt = now;
+    this.windowCount = 0;
+    this.windowStart = now;
+  }
+
+  /**
+   * When the slot at place `at` in line would start: the slots ahead of it leave at the measured
+   * rate, then its own claim and row take the measured latency. Without a recent rate: now (it
+   * is not shed on a guess; it is shed if its budget runs out while it waits).
+   */
+  private predictedStart(at: number): number {
+    const now = this.options.clock();
+    if (this.rate === 0 || now - this.rateAt > RATE_MEMORY_MS) return now;
+    return now + (at + 1) / this.rate + this.shortRtt;
+  }
+
+  /** Where an item goes in the slot-ordered line (binary search). */
+  private position(item: Waiting): number {
+    let lo = 0;
+    let hi = this.queue.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const other = this.queue[mid]!;
+      if (other.request.slotMs < item.request.slotMs || (other.request.slotMs === item.request.slotMs && other.seq < item.seq))
+        lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private remove(item: Waiting): void {
+    const at = this.queue.indexOf(item);
+    if (at >= 0) this.queue.splice(at, 1);
+    this.waitingByJob.delete(item.request.job);
+  }
+
+  private overBudget(estimateMs: number, budgetMs: number): string {
+    return `not started: this instance was overloaded (start delay estimate ${seconds(estimateMs)} > budget ${seconds(budgetMs)})`;
+  }
+
+  private shedOne(request: SlotRequest, why: string): void {
+    this.noteShed(request.job, why);
+    request.shed(why);
+  }
+
+  noteShed(job: string, why: string): void {
+    const now = this.options.clock();
+    if (!this.episode) {
+      this.episode = { since: now, shed: 0, jobs: new Set(), lastShed: now };
+      this.options.logger.warn(
+        `overload: this instance cannot start every scheduled slot in time and sheds the late ones (rows say skipped_overload), ` +
+          `first job '${job}': ${why.replace(/^not started: /, '')}; ${this.describe()}`,
+      );
+    }
+    this.episode.shed++;
+    this.episode.jobs.add(job);
+    this.episode.lastShed = now;
+  }
+
+  private endEpisode(now: boolean): void {
+    const episode = this.episode;
+    if (!episode) return;
+    const at = this.options.clock();
+    if (!now && (this.queue.length > 0 || at - episode.lastShed < EPISODE_QUIET_MS)) return;
+    this.episode = undefined;
+    this.options.logger.log(
+      `overload ended: ${episode.shed} slot(s) of ${episode.jobs.size} job(s) shed over ${seconds(episode.lastShed - episode.since)}`,
+    );
+  }
+}

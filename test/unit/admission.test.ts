@@ -1,0 +1,211 @@
+/**
+ * Admission control of scheduled slots, on a hand-moved clock: which slots start, in what order,
+ * which are shed and with what reason, how the limit follows the pipeline's latency, and one log
+ * line per overload episode.
+ */
+import type { LoggerService } from '@nestjs/common';
+import { describe, expect, it } from 'vitest';
+import { Admission, EPISODE_QUIET_MS, startBudgetMs, type AdmissionTuning } from '../../src/execution/admission.js';
+
+interface Slot {
+  job: string;
+  slotMs: number;
+  done?: (answered: boolean) => void;
+  shed?: string;
+}
+
+function rig(tuning: AdmissionTuning = {}) {
+  const clock = { now: 1_000_000 };
+  const lines: Array<{ level: string; message: string }> = [];
+  const logger: LoggerService = {
+    log: (message: string) => void lines.push({ level: 'log', message }),
+    warn: (message: string) => void lines.push({ level: 'warn', message }),
+    error: (message: string) => void lines.push({ level: 'error', message }),
+  };
+  const admission = new Admission({ clock: () => clock.now, logger }, tuning);
+  /** Slots in the order they were started. */
+  const started: Slot[] = [];
+  /** Every slot started, by job, in order. */
+  const startLog: string[] = [];
+  const shed: Slot[] = [];
+  const submit = (job: string, slotMs: number, budgetMs = 500): Slot => {
+    const slot: Slot = { job, slotMs };
+    admission.submit({
+      job,
+      slotMs,
+      budgetMs,
+      start: (done) => {
+        slot.done = done;
+        started.push(slot);
+        startLog.push(job);
+      },
+      shed: (why) => {
+        slot.shed = why;
+        shed.push(slot);
+      },
+    });
+    return slot;
+  };
+  /** Ends the start pipeline of every started slot not ended yet, `ms` after it was started. */
+  const finishAll = (ms: number): void => {
+    clock.now += ms;
+    for (const slot of started.splice(0)) slot.done?.(true);
+  };
+  /**
+   * Measures the pipeline with a backlog (limit pinned at 1): five slots, each taking `ms`, so
+   * its rate is one slot per `ms` and its latency `ms`. Leaves it empty.
+   */
+  const measure = (ms: number): void => {
+    for (let i = 0; i < 5; i++) submit(`warm-${i}`, clock.now + 250, 60_000);
+    for (let i = 0; i < 5; i++) finishAll(ms);
+    startLog.splice(0);
+  };
+  return { admission, clock, lines, started, startLog, shed, submit, finishAll, measure };
+}
+
+describe('start budget', () => {
+  it('is half the shortest period, at most the catch-up window, at least 250 ms', () => {
+    expect(startBudgetMs({ minPeriodMs: 1_000, catchUpWindowMs: 1_000 })).toBe(500);
+    expect(startBudgetMs({ minPeriodMs: 86_400_000, catchUpWindowMs: 86_400_000 })).toBe(43_200_000);
+    expect(startBudgetMs({ minPeriodMs: 3_600_000, catchUpWindowMs: 300_000 })).toBe(300_000);
+    expect(startBudgetMs({ minPeriodMs: 100, catchUpWindowMs: 100 })).toBe(250);
+  });
+});
+
+describe('admission', () => {
+  it('starts slots up to its limit at once and the rest in slot order as room frees up', () => {
+    const { submit, startLog, shed, finishAll, clock } = rig({ initialLimit: 2, minLimit: 2, maxLimit: 2 });
+    const t = clock.now + 250;
+    submit('a', t);
+    submit('b', t);
+    submit('late', t + 1_000);
+    submit('early', t - 200);
+    submit('c', t);
+    expect(startLog).toEqual(['a', 'b']);
+    finishAll(10);
+    expect(startLog).toEqual(['a', 'b', 'early', 'c']);
+    finishAll(10);
+    expect(startLog).toEqual(['a', 'b', 'early', 'c', 'late']);
+    expect(shed).toEqual([]);
+  });
+
+  it('keeps one waiting slot per job: a newer slot of the job sheds the waiting one, with a reason', () => {
+    const { submit, started, shed, finishAll, clock } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    submit('busy', clock.now + 250);
+    const first = submit('job', clock.now + 250, 10_000);
+    const second = submit('job', clock.now + 1_250, 10_000);
+    expect(shed).toEqual([first]);
+    expect(first.shed).toBe('not started: this instance was overloaded (the next slot of the job came while it still waited to start)');
+    finishAll(5);
+    expect(started.map((s) => s.job)).toEqual(['job']);
+    expect(started[0]).toBe(second);
+  });
+
+  it('sheds at once a slot whose predicted start is past its budget, and starts those that fit', () => {
+    const { submit, startLog, shed, finishAll, clock, admission, measure } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    // Measure the pipeline: 100 ms per slot.
+    measure(100);
+    const slotMs = clock.now + 250;
+    submit('running', slotMs);
+    // Budget 500 ms after the instant, 250 ms ahead of it: 750 ms from now at 100 ms a slot.
+    const slots = Array.from({ length: 10 }, (_, i) => submit(`job-${i}`, slotMs));
+    const kept = slots.filter((s) => s.shed === undefined);
+    expect(kept.map((s) => s.job)).toEqual(['job-0', 'job-1', 'job-2', 'job-3', 'job-4', 'job-5']);
+    for (const slot of slots.slice(6)) {
+      expect(slot.shed).toMatch(/^not started: this instance was overloaded \(start delay estimate \d+\.\d s > budget 0\.5 s\)$/);
+    }
+    expect(admission.reading()).toMatchObject({ inFlight: 1, waiting: 6 });
+    // The kept ones start one after another, in time.
+    for (let i = 0; i < 7; i++) finishAll(100);
+    expect(startLog).toEqual(['running', ...kept.map((s) => s.job)]);
+    expect(shed.length).toBe(4);
+    expect(admission.reading()).toMatchObject({ inFlight: 0, waiting: 0 });
+  });
+
+  it('stops shedding as soon as a backlog drains fast again: a slow rate does not outlive the load', () => {
+    const { submit, shed, clock, measure } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    measure(100);
+    measure(5);
+    submit('running', clock.now + 250);
+    const slots = Array.from({ length: 10 }, (_, i) => submit(`job-${i}`, clock.now + 250));
+    expect(slots.filter((s) => s.shed !== undefined)).toEqual([]);
+    expect(shed).toEqual([]);
+  });
+
+  it('sheds nothing on a guess: without a measured rate a slot waits, and is shed only when its budget runs out', () => {
+    const { submit, shed, clock } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    submit('running', clock.now + 250);
+    for (let i = 0; i < 50; i++) submit(`job-${i}`, clock.now + 250);
+    expect(shed).toEqual([]);
+  });
+
+  it('sheds a waiting slot once its start can no longer be in time, instead of starting it late', () => {
+    const { submit, started, shed, clock, admission } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    const stuck = submit('stuck', clock.now);
+    const waiting = submit('waiting', clock.now + 250);
+    expect(shed).toEqual([]);
+    clock.now += 751;
+    admission.check();
+    expect(shed).toEqual([waiting]);
+    expect(waiting.shed).toMatch(/start delay estimate 0\.5 s > budget 0\.5 s/);
+    stuck.done!(true);
+    expect(started.map((s) => s.job)).toEqual(['stuck']);
+  });
+
+  it('lets every slot through when nothing answers (an outage, not load): each fails closed with its own reason', () => {
+    const { submit, startLog, shed, clock, admission } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    const stuck = submit('stuck', clock.now);
+    clock.now += 100;
+    submit('waits', clock.now + 5_000, 10_000);
+    expect(startLog).toEqual(['stuck']);
+    expect(admission.overloaded()).toBe(true);
+    // No answer for 2 s: Redis or the database is not answering.
+    clock.now += 2_001;
+    expect(admission.overloaded()).toBe(false);
+    admission.check();
+    expect(startLog).toEqual(['stuck', 'waits']);
+    submit('next', clock.now + 250);
+    expect(startLog).toEqual(['stuck', 'waits', 'next']);
+    expect(shed).toEqual([]);
+    // An answer ends the outage: the limit holds again.
+    stuck.done!(true);
+    submit('after', clock.now + 250, 10_000);
+    expect(startLog).toEqual(['stuck', 'waits', 'next']);
+    expect(admission.reading()).toMatchObject({ waiting: 1 });
+  });
+
+  it('raises its limit while latency stays at its no-load level and lowers it when latency climbs', () => {
+    const { submit, finishAll, clock, admission } = rig({ initialLimit: 16, minLimit: 4, maxLimit: 1_000 });
+    const fill = (n: number): void => {
+      for (let i = 0; i < n; i++) submit(`job-${i}`, clock.now + 250, 10_000);
+    };
+    for (let round = 0; round < 20; round++) {
+      fill(admission.reading().limit);
+      finishAll(10);
+    }
+    const grown = admission.reading().limit;
+    expect(grown).toBeGreaterThan(16);
+    for (let round = 0; round < 20; round++) {
+      fill(admission.reading().limit);
+      finishAll(200);
+    }
+    expect(admission.reading().limit).toBeLessThan(grown / 4);
+    expect(admission.reading().limit).toBeGreaterThanOrEqual(4);
+  });
+
+  it('logs one line when an overload episode starts and one when it ends, not one per slot', () => {
+    const { submit, finishAll, clock, admission, lines, measure } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    measure(100);
+    submit('running', clock.now + 250);
+    for (let i = 0; i < 50; i++) submit(`job-${i}`, clock.now + 250);
+    expect(lines.filter((l) => l.level === 'warn')).toHaveLength(1);
+    expect(lines[0]!.message).toMatch(/^overload: this instance cannot start every scheduled slot in time/);
+    expect(admission.overloaded()).toBe(true);
+    for (let i = 0; i < 10; i++) finishAll(100);
+    clock.now += EPISODE_QUIET_MS;
+    admission.check();
+    expect(lines.map((l) => l.level)).toEqual(['warn', 'log']);
+    expect(lines[1]!.message).toMatch(/^overload ended: 44 slot\(s\) of 44 job\(s\) shed over 0\.0 s$/);
+    expect(admission.overloaded()).toBe(false);
+  });
+});
