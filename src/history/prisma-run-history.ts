@@ -17,6 +17,9 @@ import {
 } from './prisma-run.sql.js';
 import { executeStatement, instantOut, queryRows, toBigIntText, toBool, toDateOrNull, toText } from './raw-sql.js';
 
+/** Pooled connections the warm-up opens: the batches of a first burst in flight at once (node-postgres' pool holds 10 by default). */
+const WARM_CONNECTIONS = 6;
+
 /**
  * Run history in the user's database through their PrismaClient, with raw SQL so that one
  * statement can insert-or-detect (`ON CONFLICT DO NOTHING`) and fence updates by token.
@@ -32,8 +35,16 @@ export class PrismaRunHistory implements RunHistory {
   constructor(private readonly prisma: PrismaClientLike) {}
 
   async warmUp(): Promise<void> {
-    // Three statements at once: three pooled connections, each statement parsed once.
-    await Promise.all([insertMany(this.prisma, []), notStartedMany(this.prisma, []), finishMany(this.prisma, [])]);
+    // Each statement of a run's path, on WARM_CONNECTIONS pooled connections at once: the first
+    // slots find their connections open (no connection set up in the middle of the first burst)
+    // and each connection has run each statement once. A smaller pool just queues them.
+    await Promise.all(
+      Array.from({ length: WARM_CONNECTIONS / 3 }, () => [
+        insertMany(this.prisma, []),
+        notStartedMany(this.prisma, []),
+        finishMany(this.prisma, []),
+      ]).flat(),
+    );
   }
 
   async begin(request: BeginRequest): Promise<BeginOutcome> {
