@@ -143,7 +143,10 @@ export function overloadSection(result: (OverloadResult & { meta?: RunMeta }) | 
     out.push('What the library logged at warn/error level, all processes together (the most frequent kinds):', '');
     for (const s of logged)
       out.push(
-        `- ${s.multiplier}×: ${s.logged.map((l) => `${int(l.count)} × “${l.example.replace(/\|/g, '/').slice(0, 160)}”`).join('; ')}`,
+        `- ${s.multiplier}×: ${s.logged
+          .slice(0, 3)
+          .map((l) => `${int(l.count)} × “${l.example.replace(/\|/g, '/').slice(0, 120)}”`)
+          .join('; ')}`,
       );
     out.push('');
   }
