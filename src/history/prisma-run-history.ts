@@ -31,6 +31,11 @@ export class PrismaRunHistory implements RunHistory {
   private readonly notStarted = new MicroBatcher((requests: NotStartedRequest[]) => notStartedMany(this.prisma, requests), 500);
   /** Results of runs ending in the same turn go in one UPDATE. */
   private readonly finishes = new MicroBatcher((requests: FinishRequest[]) => finishMany(this.prisma, requests), 500);
+  /**
+   * Lookups of the same turn go in one SELECT: at start-up, the catch-up of every job asks which of
+   * its recent slots have rows, thousands of jobs in the same turn.
+   */
+  private readonly lookups = new MicroBatcher((lists: string[][]) => this.existingMany(lists), 500);
 
   constructor(private readonly prisma: PrismaClientLike) {}
 
@@ -240,8 +245,15 @@ export class PrismaRunHistory implements RunHistory {
 
   async existing(executionIds: string[]): Promise<Set<string>> {
     if (executionIds.length === 0) return new Set();
-    const rows = await queryRows(this.prisma, `SELECT execution_id FROM ${TABLE} WHERE execution_id = ANY($1::text[])`, executionIds);
-    return new Set(rows.map((r) => toText(r.execution_id, 'execution_id')));
+    return this.lookups.add(executionIds);
+  }
+
+  /** One SELECT for the lookups of a turn; each gets the IDs of its own list that have a row. */
+  private async existingMany(lists: string[][]): Promise<Array<Set<string>>> {
+    const all = [...new Set(lists.flat())];
+    const rows = await queryRows(this.prisma, `SELECT execution_id FROM ${TABLE} WHERE execution_id = ANY($1::text[])`, all);
+    const found = new Set(rows.map((r) => toText(r.execution_id, 'execution_id')));
+    return lists.map((ids) => new Set(ids.filter((id) => found.has(id))));
   }
 
   async list(filter: HistoryFilter = {}): Promise<RunRecord[]> {

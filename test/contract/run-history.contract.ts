@@ -342,6 +342,14 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         expect(await h.existing([])).toEqual(new Set());
       });
 
+      it('existing asked for many jobs in one turn answers each with its own IDs only', async () => {
+        const h = await setup();
+        const jobs = Array.from({ length: 30 }, () => job());
+        for (const [i, j] of jobs.entries()) if (i % 3 !== 0) await h.begin(begin(j, 1, 1));
+        const answers = await Promise.all(jobs.map((j) => h.existing([`${j}:1`, `${j}:2`])));
+        answers.forEach((answer, i) => expect(answer).toEqual(new Set(i % 3 !== 0 ? [`${jobs[i]}:1`] : [])));
+      });
+
       it('get of an unknown execution is undefined', async () => {
         const h = await setup();
         expect(await h.get(`${job()}:1`)).toBeUndefined();
