@@ -12,7 +12,7 @@
  *                                      p99 of 50 bursts is their slowest one
  *   npm run bench -- --only footprint --footprint-minutes 3 --footprint-instances 5
  *                                      a shorter memory run (default 10 minutes, quick 1), on 5 instances
- *   npm run bench -- --only overload  1×, 2× and 4× the knee, library and BullMQ (about 7 minutes; quick: 3)
+ *   npm run bench -- --only overload  1×, 2× and 4× the knee, library and BullMQ (about 7 minutes; quick: 3-5)
  *   npm run bench -- --only overload --overload-knee 2000   the knee given instead of probed first
  *   npm run bench -- --report-only     re-render BENCHMARKS.md and the chart from bench/results/*.json
  *   npm run bench -- --profile         V8 CPU profile of one fleet instance per size (scale probe: of every
