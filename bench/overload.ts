@@ -93,7 +93,7 @@ export interface OverloadStep {
   byStatus: Record<string, number> | null;
   /** Library: rows that are not `completed`, by status and reason (the error text with names and numbers blanked). */
   byReason: Array<{ status: string; reason: string; count: number }> | null;
-  /** Library: `failed` rows; BullMQ: jobs that failed. */
+  /** Library: `failed` rows; BullMQ: jobs the worker could not tie to a slot (its handlers return at once and never fail). */
   failed: number;
   /** Completed runs of the window's slots per second (library: `completed` rows; BullMQ: processed jobs). */
   goodputPerS: number;
