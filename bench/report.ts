@@ -9,6 +9,8 @@ import type { RoundTripResult, VariantResult } from './overhead.js';
 import type { TakeoverResult } from './takeover.js';
 import type { ScaleResult } from './scale.js';
 import { scaleSection } from './scale.report.js';
+import type { OverloadResult } from './overload.js';
+import { overloadSection } from './overload.report.js';
 
 export interface RunMeta {
   quick: boolean;
@@ -42,6 +44,7 @@ export interface BenchResults {
   observability?: ObservabilityResult & { meta?: RunMeta };
   queue?: QueueLatencyResult;
   scale?: ScaleResult;
+  overload?: OverloadResult & { meta?: RunMeta };
 }
 
 const fmt = (v: number | null | undefined, digits = 2): string =>
@@ -109,6 +112,7 @@ export function renderMarkdown(results: BenchResults, svgPath: string): string {
   out.push(...observabilitySection(results.observability));
   out.push(...queueLatencySection(results.queue));
   out.push(...scaleSection(results.scale, results.bullmq?.steps, meta.cores));
+  out.push(...overloadSection(results.overload));
   out.push(...chaosSection('bench/results'));
   out.push(...targetsSection(results));
   out.push(...findingsSection(results));

@@ -12,6 +12,8 @@
  *                                      p99 of 50 bursts is their slowest one
  *   npm run bench -- --only footprint --footprint-minutes 3 --footprint-instances 5
  *                                      a shorter memory run (default 10 minutes, quick 1), on 5 instances
+ *   npm run bench -- --only overload  1×, 2× and 4× the knee, library and BullMQ (about 7 minutes; quick: 3-5)
+ *   npm run bench -- --only overload --overload-knee 2000   the knee given instead of probed first
  *   npm run bench -- --report-only     re-render BENCHMARKS.md and the chart from bench/results/*.json
  *   npm run bench -- --profile         V8 CPU profile of one fleet instance per size (scale probe: of every
  *                                      instance), into .tmp/bench-profiles/ (summarised by bench/profile-summary.ts)
@@ -35,9 +37,21 @@ import { runFootprint } from './footprint.js';
 import { runObservability } from './observability.js';
 import type { QueueLatencyResult } from './queue-latency.report.js';
 import { clockDrift, loadAverage, log, round2 } from './lib/util.js';
+import { OVERLOAD_FULL, OVERLOAD_QUICK, runOverload, type OverloadSettings } from './overload.js';
 import { runScale, SCALE_FULL, SCALE_PARTS, SCALE_QUICK, type ScalePart, type ScaleResult, type ScaleSettings } from './scale.js';
 
-const SCENARIOS = ['overhead', 'fleet', 'bullmq', 'takeover', 'transport', 'observability', 'queue', 'footprint', ...SCALE_PARTS] as const;
+const SCENARIOS = [
+  'overhead',
+  'fleet',
+  'bullmq',
+  'takeover',
+  'transport',
+  'observability',
+  'queue',
+  'footprint',
+  ...SCALE_PARTS,
+  'overload',
+] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Settings {
@@ -52,6 +66,7 @@ interface Settings {
   /** Bursts timed per variant of the script-transport scenario. */
   transportRounds: number;
   scale: ScaleSettings;
+  overload: OverloadSettings;
   profileDir: string | undefined;
 }
 
@@ -72,6 +87,9 @@ function parseArgs(argv: string[]): Settings {
     only.add(name as Scenario);
   }
   const fleetJobs = value('--fleet-jobs')?.split(',').map(Number);
+  const knee = value('--overload-knee') === undefined ? undefined : Number(value('--overload-knee'));
+  if (knee !== undefined && (!Number.isInteger(knee) || knee < 2))
+    throw new Error(`--overload-knee: expected a job count of 2 or more, got '${value('--overload-knee')}'`);
   return {
     quick,
     reportOnly: argv.includes('--report-only'),
@@ -95,6 +113,7 @@ function parseArgs(argv: string[]): Settings {
       ? { leasesMs: [5_000], workMs: 30_000, killAfterMs: 2_500, waitNaive: false }
       : { leasesMs: [5_000, 15_000, 30_000], workMs: 30_000, killAfterMs: 2_500, waitNaive: true },
     scale: quick ? SCALE_QUICK : SCALE_FULL,
+    overload: { ...(quick ? OVERLOAD_QUICK : OVERLOAD_FULL), knee },
     transportRounds: value('--transport-rounds') === undefined ? (quick ? 10 : 50) : Number(value('--transport-rounds')),
     footprint: {
       minutes: value('--footprint-minutes') === undefined ? undefined : Number(value('--footprint-minutes')),
@@ -291,6 +310,16 @@ async function main(): Promise<void> {
         },
       });
     }
+    if (settings.only.has('overload')) {
+      const probedKnee = results.scale?.probe?.modes.find((m) => m.cluster === 'fleet')?.lastOk ?? undefined;
+      results.overload = await runOverload({
+        runId,
+        buildDir,
+        settings: settings.overload,
+        probedKnee: settings.only.has('probe') ? probedKnee : undefined,
+      });
+      save('overload', results.overload);
+    }
     if (settings.only.has('footprint')) {
       results.footprint = await runFootprint({ runId, buildDir, quick: settings.quick, ...settings.footprint });
       save('footprint', results.footprint);
@@ -327,6 +356,7 @@ async function main(): Promise<void> {
     ['transport', 'transport'],
     ['footprint', 'footprint'],
     ['observability', 'observability'],
+    ['overload', 'overload'],
   ] as const) {
     if (results[key]) save(name, results[key]);
   }
@@ -377,6 +407,7 @@ function writeReport(results: BenchResults, settings: Settings, prefix: string):
   load('observability', 'observability', (f) => f as unknown as BenchResults['observability']);
   load('queue-latency', 'queue', (f) => f as unknown as BenchResults['queue']);
   load('scale', 'scale', (f) => f as unknown as BenchResults['scale']);
+  load('overload', 'overload', (f) => f as unknown as BenchResults['overload']);
 
   const svgName = `${prefix}overhead.svg`;
   if (results.overhead) writeFileSync(`${resultsDir}/${svgName}`, renderOverheadSvg(results.overhead));

@@ -247,6 +247,14 @@ function coldStartSection(c: NonNullable<ScaleResult['coldstart']>): string[] {
   );
   const worst = worstTogether(c);
   if (worst) {
+    const late = worst.seconds.filter((sec) => sec.notCompleted > 0).map((sec) => sec.at);
+    out.push(
+      `Worst of the ${int(c.runs.filter(startedTogether).length)} runs started together: **${int(notCompletedOf(worst))} of ${int(worst.slotsAfterFirstRun)}** slots after each job’s first run did not complete` +
+        (late.length > 0
+          ? ` (${statuses(worst.notCompleted)}), in ${late.length} of its ${worst.seconds.filter((sec) => sec.at >= 0).length} seconds, the last at +${Math.max(...late)} s.`
+          : '.'),
+      '',
+    );
     out.push(`Per second of run ${c.runs.indexOf(worst) + 1} (0 = the first slot after the first instance was ready):`, '');
     out.push(
       ...grid(

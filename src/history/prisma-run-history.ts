@@ -17,6 +17,9 @@ import {
 } from './prisma-run.sql.js';
 import { executeStatement, instantOut, queryRows, toBigIntText, toBool, toDateOrNull, toText } from './raw-sql.js';
 
+/** Pooled connections the warm-up opens: the batches of a first burst in flight at once (node-postgres' pool holds 10 by default). */
+const WARM_CONNECTIONS = 6;
+
 /**
  * Run history in the user's database through their PrismaClient, with raw SQL so that one
  * statement can insert-or-detect (`ON CONFLICT DO NOTHING`) and fence updates by token.
@@ -28,12 +31,25 @@ export class PrismaRunHistory implements RunWrites, SweepQueries, RunReads {
   private readonly notStarted = new MicroBatcher((requests: NotStartedRequest[]) => notStartedMany(this.prisma, requests), 500);
   /** Results of runs ending in the same turn go in one UPDATE. */
   private readonly finishes = new MicroBatcher((requests: FinishRequest[]) => finishMany(this.prisma, requests), 500);
+  /**
+   * Lookups of the same turn go in one SELECT: at start-up, the catch-up of every job asks which of
+   * its recent slots have rows, thousands of jobs in the same turn.
+   */
+  private readonly lookups = new MicroBatcher((lists: string[][]) => this.existingMany(lists), 500);
 
   constructor(private readonly prisma: PrismaClientLike) {}
 
   async warmUp(): Promise<void> {
-    // Three statements at once: three pooled connections, each statement parsed once.
-    await Promise.all([insertMany(this.prisma, []), notStartedMany(this.prisma, []), finishMany(this.prisma, [])]);
+    // Each statement of a run's path, on WARM_CONNECTIONS pooled connections at once: the first
+    // slots find their connections open (no connection set up in the middle of the first burst)
+    // and each connection has run each statement once. A smaller pool just queues them.
+    await Promise.all(
+      Array.from({ length: WARM_CONNECTIONS / 3 }, () => [
+        insertMany(this.prisma, []),
+        notStartedMany(this.prisma, []),
+        finishMany(this.prisma, []),
+      ]).flat(),
+    );
   }
 
   async begin(request: BeginRequest): Promise<BeginOutcome> {
@@ -229,8 +245,15 @@ export class PrismaRunHistory implements RunWrites, SweepQueries, RunReads {
 
   async existing(executionIds: string[]): Promise<Set<string>> {
     if (executionIds.length === 0) return new Set();
-    const rows = await queryRows(this.prisma, `SELECT execution_id FROM ${TABLE} WHERE execution_id = ANY($1::text[])`, executionIds);
-    return new Set(rows.map((r) => toText(r.execution_id, 'execution_id')));
+    return this.lookups.add(executionIds);
+  }
+
+  /** One SELECT for the lookups of a turn; each gets the IDs of its own list that have a row. */
+  private async existingMany(lists: string[][]): Promise<Array<Set<string>>> {
+    const all = [...new Set(lists.flat())];
+    const rows = await queryRows(this.prisma, `SELECT execution_id FROM ${TABLE} WHERE execution_id = ANY($1::text[])`, all);
+    const found = new Set(rows.map((r) => toText(r.execution_id, 'execution_id')));
+    return lists.map((ids) => new Set(ids.filter((id) => found.has(id))));
   }
 
   async list(filter: HistoryFilter = {}): Promise<RunRecord[]> {

@@ -12,6 +12,7 @@ import { LeaderElector } from '../leasing/leader.elector.js';
 import { PrismaJobBirths } from '../history/prisma-job-births.js';
 import { PrismaRunHistory } from '../history/prisma-run-history.js';
 import { checkSchema, schemaProblem, schemaUnchecked } from '../history/schema.check.js';
+import { StartPacer } from '../scheduling/start.pacer.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
 
 /** The jobs whose births were recorded, and when the fleet first saw each. */
@@ -22,6 +23,13 @@ interface Births {
 
 /** The longest start-up waits for a warm database client and the fleet's member list before the timers start. */
 const WARM_UP_WAIT_MS = 2_000;
+/**
+ * For this long after the timers start, a burst of slots fired in one turn is handed on this many
+ * per turn (see StartPacer): a process that is still warming up, often on a machine busy starting
+ * the rest of the fleet, gets its first runs through before it claims the next hundreds.
+ */
+const START_SPREAD_MS = 10_000;
+const START_SLOTS_PER_TURN = 200;
 
 /**
  * The lifecycle of the mounted jobs on this instance: what starts at bootstrap (queue
@@ -32,6 +40,11 @@ export class DistributedCronOrchestrator {
   private sweeper: RunSweeper | undefined;
   private retention: HistoryRetention | undefined;
   private dispatcher: SlotDispatcher | undefined;
+  private readonly pacer = new StartPacer<{ executor: JobExecutor; slot: Date }>(
+    ({ executor, slot }) => this.handOn(executor, slot),
+    START_SLOTS_PER_TURN,
+    START_SPREAD_MS,
+  );
 
   constructor(
     private readonly runtime: DistributedCronRuntime,
@@ -90,6 +103,7 @@ export class DistributedCronOrchestrator {
     }
     // Catch-up covers the slots before the timers start; the timers, those after.
     const timersAt = new Date(runtime.clock());
+    this.pacer.start();
     for (const { executor, timer } of runtime.jobs.values()) {
       if (!executor.job.disabled) timer.start();
     }
@@ -159,14 +173,25 @@ export class DistributedCronOrchestrator {
 
   /** A slot a job's timer fired: claimed now, or after the head start of the instance preferred for it. */
   dispatch(executor: JobExecutor, slot: Date): void {
-    if (this.dispatcher) this.dispatcher.dispatch(executor, slot);
-    else void executor.fire(slot);
+    this.pacer.add({ executor, slot });
+  }
+
+  private handOn(executor: JobExecutor, slot: Date): void {
+    try {
+      if (this.dispatcher) this.dispatcher.dispatch(executor, slot);
+      else void executor.fire(slot);
+    } catch (error) {
+      // Paced slots are handed on outside the timer's call: an error here must not reach the host app.
+      this.runtime.logger.error(`job '${executor.job.name}': slot ${slot.toISOString()} not dispatched: ${describeError(error)}`);
+    }
   }
 
   /** Stops the timers and the sweep, lets running executions finish (up to shutdownTimeout), closes the queues. */
   async stop(): Promise<void> {
     const { runtime } = this;
     for (const { timer } of runtime.jobs.values()) timer.stop();
+    // Slots still waiting for their turn are handed on: the executors give each its row or outcome.
+    this.pacer.stop();
     await Promise.all([this.sweeper?.stop(), this.retention?.stop(), this.dispatcher?.stop()]);
     const consuming = this.topology.closeWorkers();
     await Promise.all([...runtime.jobs.values()].map(({ executor }) => executor.shutdown(runtime.shutdownTimeoutMs)));

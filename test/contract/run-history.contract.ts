@@ -363,6 +363,14 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         expect(await h.sweeps.existing([])).toEqual(new Set());
       });
 
+      it('existing asked for many jobs in one turn answers each with its own IDs only', async () => {
+        const h = await setup();
+        const jobs = Array.from({ length: 30 }, () => job());
+        for (const [i, j] of jobs.entries()) if (i % 3 !== 0) await h.writes.begin(begin(j, 1, 1));
+        const answers = await Promise.all(jobs.map((j) => h.sweeps.existing([`${j}:1`, `${j}:2`])));
+        answers.forEach((answer, i) => expect(answer).toEqual(new Set(i % 3 !== 0 ? [`${jobs[i]}:1`] : [])));
+      });
+
       it('get of an unknown execution is undefined', async () => {
         const h = await setup();
         expect(await h.reads.get(`${job()}:1`)).toBeUndefined();

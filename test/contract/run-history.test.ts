@@ -1,4 +1,5 @@
-import { afterAll } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { PrismaClientLike } from '../../src/distributed-cron.interfaces.js';
 import { PrismaRunHistory } from '../../src/history/prisma-run-history.js';
 import { InMemoryRunHistory } from '../../src/testing/in-memory-run-history.js';
 import { createMigratedDatabase } from '../support/scratch-database.js';
@@ -30,3 +31,23 @@ afterAll(async () => {
 });
 
 runHistoryContract('PrismaRunHistory', () => eachPort(new PrismaRunHistory(prisma)));
+
+describe('PrismaRunHistory batching', () => {
+  it('answers the lookups of a turn (the catch-up of every job at start-up) with one statement', async () => {
+    let statements = 0;
+    const counting = new Proxy(prisma, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver) as unknown;
+        if (key !== '$queryRawUnsafe' || typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          statements++;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    }) as unknown as PrismaClientLike;
+    const history = new PrismaRunHistory(counting);
+    const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => history.existing([`batch-lookup-${i}:1`])));
+    expect(answers.every((answer) => answer.size === 0)).toBe(true);
+    expect(statements).toBe(1);
+  });
+});

@@ -1,0 +1,154 @@
+/** The "Overload" section of BENCHMARKS.md, from bench/results/overload.json (bench/overload.ts). */
+import { kneeStep, type OverloadResult, type OverloadStep } from './overload.js';
+import type { RunMeta } from './report.js';
+
+const num = (v: number | null | undefined, digits = 2): string =>
+  v === null || v === undefined || !Number.isFinite(v)
+    ? '–'
+    : Number(v.toFixed(digits)).toLocaleString('en-US', { maximumFractionDigits: digits });
+const int = (v: number): string => v.toLocaleString('en-US');
+const verdict = (ok: boolean | null): string => (ok === null ? '–' : ok ? '**met**' : '**missed**');
+
+function grid(head: string[], rows: string[][], align?: string[]): string[] {
+  const line = (cells: string[]): string => `| ${cells.join(' | ')} |`;
+  return [line(head), line(head.map((_, i) => align?.[i] ?? '---:')), ...rows.map(line), ''];
+}
+
+const name = (s: OverloadStep): string => (s.system === 'bullmq' ? 'BullMQ job schedulers' : 'library (fleet mode)');
+const rssOf = (s: OverloadStep): string => {
+  const start = Math.max(...s.rss.map((r) => r.startMb));
+  const end = Math.max(...s.rss.map((r) => r.endMb));
+  const max = Math.max(...s.rss.map((r) => r.maxMb));
+  return `${num(start, 0)} / ${num(end, 0)} / ${num(max, 0)}`;
+};
+const outcomes = (s: OverloadStep): string => {
+  if (!s.byStatus) return `${int(s.onTime + s.late)} processed, ${int(s.notRun)} never produced or not processed`;
+  return Object.entries(s.byStatus)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${int(v)} ${k}`)
+    .join(', ');
+};
+
+/** RSS may grow this much (or 20 %) from the start of the overload phase to the end of the recovery phase and count as bounded. */
+const RSS_SLACK_MB = 50;
+
+/** Goodput against the same system's at the knee, as a fraction. */
+function goodputRatio(result: OverloadResult, s: OverloadStep): number | null {
+  const base = kneeStep(result, s.system)?.goodputPerS;
+  return base ? s.goodputPerS / base : null;
+}
+
+export function overloadSection(result: (OverloadResult & { meta?: RunMeta }) | undefined): string[] {
+  if (!result) return [];
+  const meta = result.meta;
+  const out = [`## Overload: ${result.instances} processes at 1×, 2× and 4× the knee`, ''];
+  if (meta)
+    out.push(
+      `_Measured ${meta.startedAt.slice(0, 16).replace('T', ' ')} UTC (${meta.quick ? 'quick run' : 'full run'}), commit \`${meta.commit}\`, load average at start ${meta.loadAverageStart.join(' ')}._`,
+      '',
+    );
+  out.push(
+    `Command: \`npm run bench -- --only overload\` (\`--overload-knee <jobs>\` gives the knee instead of probing it). ` +
+      `Every job fires every second (period ${int(result.periodMs)} ms), handlers return at once. ` +
+      `The knee: **${int(result.knee)} jobs** (${int(result.knee)} slots a second), ${result.kneeSource}. ` +
+      `Each step runs ${result.seconds} s at its rate, then ${result.recoverySeconds} s with only the first ${int(Math.floor(result.knee / 2))} jobs (half the knee) still firing. ` +
+      'A run is on time when it starts within the period after its slot. Nothing is asserted; the targets are reported against.',
+    '',
+  );
+  if (result.probe.length > 0) {
+    out.push(
+      `Probe: ${result.probe.map((p) => `${int(p.jobs)} jobs ${p.keepingUp ? 'kept up' : 'did not keep up'} (${int(p.runs)} of ${int(p.expectedSlots)} run, p99 ${num(p.p99Ms, 0)} ms)`).join('; ')}.`,
+      '',
+    );
+  }
+  out.push(
+    ...grid(
+      [
+        'system',
+        'rate',
+        'jobs',
+        'slots',
+        'on time',
+        'late',
+        'not run',
+        'rows / outcome',
+        'goodput /s (vs knee)',
+        'start delay p50 / p99 ms',
+        'event loop p99 ms (worst)',
+        'RSS MB start / end / max (worst)',
+        'dup',
+        'back on time after',
+      ],
+      result.steps.map((s) => {
+        const ratio = goodputRatio(result, s);
+        return [
+          name(s),
+          `${s.multiplier}×`,
+          int(s.jobs),
+          int(s.expectedSlots),
+          int(s.onTime),
+          int(s.late),
+          int(s.notRun),
+          outcomes(s),
+          `${num(s.goodputPerS, 0)} (${ratio === null ? '–' : `${num(ratio * 100, 0)} %`})`,
+          `${num(s.delayMs.p50, 0)} / ${num(s.delayMs.p99, 0)}`,
+          num(Math.max(...s.eventLoopDelayP99Ms.filter(Number.isFinite)), 0),
+          rssOf(s),
+          String(s.duplicates),
+          s.recovery.backOnTimeS === null ? `not within ${s.recovery.seconds} s` : `${s.recovery.backOnTimeS} s`,
+        ];
+      }),
+      ['---', '---:', '---:', '---:', '---:', '---:', '---:', '---'],
+    ),
+  );
+  const reasons = result.steps.filter((s) => s.byReason && s.byReason.length > 0);
+  if (reasons.length > 0) {
+    out.push('Rows of the library that are not `completed`, by status and reason (names and numbers blanked):', '');
+    out.push(
+      ...grid(
+        ['rate', 'status', 'reason', 'rows'],
+        reasons.flatMap((s) => s.byReason!.map((r) => [`${s.multiplier}×`, `\`${r.status}\``, r.reason.replace(/\|/g, '/'), int(r.count)])),
+        ['---:', '---', '---', '---:'],
+      ),
+    );
+  }
+  out.push(
+    'Targets at 2× and 4× the knee (goodput ≥ 90 % of the knee’s, p99 start delay under the period, 0 `failed`, 0 duplicates, RSS bounded: at the end at most 20 % or 50 MB above the start, on time within 10 s):',
+    '',
+  );
+  out.push(
+    ...grid(
+      ['system', 'rate', 'goodput ≥ 90 %', 'p99 < period', '0 failed', '0 dup', 'RSS bounded', 'on time ≤ 10 s'],
+      result.steps
+        .filter((s) => s.multiplier > 1)
+        .map((s) => {
+          const ratio = goodputRatio(result, s);
+          const rssBounded = s.rss.every((r) => r.endMb <= Math.max(1.2 * r.startMb, r.startMb + RSS_SLACK_MB));
+          return [
+            name(s),
+            `${s.multiplier}×`,
+            verdict(ratio === null ? null : ratio >= 0.9),
+            verdict(s.delayMs.n === 0 ? null : s.delayMs.p99 < result.periodMs),
+            verdict(s.failed === 0),
+            verdict(s.duplicates === 0),
+            verdict(rssBounded),
+            verdict(s.recovery.backOnTimeS !== null && s.recovery.backOnTimeS <= 10),
+          ];
+        }),
+      ['---', '---:', '---', '---', '---', '---', '---', '---'],
+    ),
+  );
+  const logged = result.steps.filter((s) => s.system === 'dcron' && s.logged.length > 0);
+  if (logged.length > 0) {
+    out.push('What the library logged at warn/error level, all processes together (the most frequent kinds):', '');
+    for (const s of logged)
+      out.push(
+        `- ${s.multiplier}×: ${s.logged
+          .slice(0, 3)
+          .map((l) => `${int(l.count)} × “${l.example.replace(/\|/g, '/').slice(0, 120)}”`)
+          .join('; ')}`,
+      );
+    out.push('');
+  }
+  return out;
+}
