@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { doubling, retryDelay } from '../config/backoff.js';
 import type { Cluster, Redis } from 'ioredis';
-import { ALERT_STATE_TTL_MS, executionEntry, leaseStateOf, KeyBuilder, queueEntryTtlMs } from './lease.store.js';
+import { ALERT_STATE_TTL_MS, executionEntry, holderRandom, leaseHolder, leaseStateOf, KeyBuilder, queueEntryTtlMs } from './lease.store.js';
 import type {
   AcquireResult,
   ClaimRequest,
@@ -85,7 +85,7 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
 
   async claim(request: ClaimRequest): Promise<ClaimResult> {
     const { jobName, executionId } = request;
-    const random = newToken();
+    const random = holderRandom(newToken(), executionId);
     const reply = (await this.runner.run(
       'claim',
       SCRIPTS.claim,
@@ -126,13 +126,13 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
       case -1:
         return { kind: 'paused' };
       case -2:
-        return { kind: 'overlap' };
+        return reply[1] ? { kind: 'overlap', holder: leaseHolder(String(reply[1])) } : { kind: 'overlap' };
       case -3:
         return { kind: 'queued', superseded: parseQueued(reply[1]) };
       case -4:
         return { kind: 'replacing', holderToken: String(reply[1]) };
       case -5:
-        return { kind: 'ahead' };
+        return reply[1] ? { kind: 'ahead', holder: leaseHolder(String(reply[1])) } : { kind: 'ahead' };
       default:
         throw new Error(`unexpected reply from the claim script: ${JSON.stringify(reply)}`);
     }
@@ -240,18 +240,19 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
     }
   }
 
-  async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<Refenced | undefined> {
+  async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number, waitingFor?: string): Promise<Refenced | undefined> {
     const key = lease.on === 'slot' ? this.keys.slot(lease.jobName, lease.executionId) : this.keys.lease(lease.jobName);
+    const random = waitingFor === undefined ? '' : holderRandom(newToken(), lease.executionId, waitingFor);
     const reply = (await this.runner.run(
       'refence',
       SCRIPTS.refence,
       [key, this.keys.fence(lease.jobName), this.keys.forgot(lease.jobName)],
-      [lease.token, floor, leaseMs, forgotMs, lease.on],
+      [lease.token, floor, leaseMs, forgotMs, lease.on, random],
     )) as [number, number?, number?];
     if (reply[0] !== 1) return undefined;
     const fencingToken = Number(reply[1]);
     return {
-      lease: { ...lease, fencingToken, token: `${fencingToken}:${lease.token.slice(lease.token.indexOf(':') + 1)}` },
+      lease: { ...lease, fencingToken, token: `${fencingToken}:${random || lease.token.slice(lease.token.indexOf(':') + 1)}` },
       forgot: reply[2] === 1,
     };
   }

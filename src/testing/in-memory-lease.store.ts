@@ -25,7 +25,15 @@ import {
   type TakeResult,
 } from '../leasing/lease.store.js';
 import { DEFAULT_KEY_PREFIX } from '../config/store.options.js';
-import { ALERT_STATE_TTL_MS, executionEntry, leaseStateOf, parseLeaderToken, queueEntryTtlMs } from '../leasing/lease.store.js';
+import {
+  ALERT_STATE_TTL_MS,
+  executionEntry,
+  holderRandom,
+  leaseHolder,
+  leaseStateOf,
+  parseLeaderToken,
+  queueEntryTtlMs,
+} from '../leasing/lease.store.js';
 
 interface Entry {
   value: string | Map<string, string>;
@@ -70,7 +78,7 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     const { jobName, executionId } = request;
     const k = this.keys;
     const slotKey = k.slot(jobName, executionId);
-    const random = randomUUID();
+    const random = holderRandom(randomUUID(), executionId);
     if (this.exists(k.paused(jobName))) return { kind: 'paused' };
     if (request.overlap === 'allow') {
       if (this.exists(slotKey)) return { kind: 'taken' };
@@ -84,7 +92,7 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     if (holder !== undefined) {
       if (request.ahead) {
         this.del(slotKey);
-        return { kind: 'ahead' };
+        return { kind: 'ahead', holder: leaseHolder(holder) };
       }
       if (request.overlap === 'queue') {
         const previous = this.get(k.queue(jobName));
@@ -95,7 +103,7 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
         this.set(k.abort(jobName), holder, request.leaseMs);
         return { kind: 'replacing', holderToken: holder };
       }
-      return { kind: 'overlap' };
+      return { kind: 'overlap', holder: leaseHolder(holder) };
     }
     const fence = this.incr(k.fence(jobName));
     this.set(k.lease(jobName), `${fence}:${random}`, request.leaseMs);
@@ -225,7 +233,7 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     return Number(this.get(this.keys.fence(jobName)) ?? '0') < fencingToken ? 'unsure' : 'gone';
   }
 
-  async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<Refenced | undefined> {
+  async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number, waitingFor?: string): Promise<Refenced | undefined> {
     const key = lease.on === 'slot' ? this.keys.slot(lease.jobName, lease.executionId) : this.keys.lease(lease.jobName);
     if (this.get(key) !== lease.token) return undefined;
     const fenceKey = this.keys.fence(lease.jobName);
@@ -237,7 +245,10 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
       this.set(fenceKey, String(fence));
     }
     if (forgot) this.set(this.keys.forgot(lease.jobName), '1', forgotMs);
-    const random = lease.token.slice(lease.token.indexOf(':') + 1);
+    const random =
+      waitingFor === undefined
+        ? lease.token.slice(lease.token.indexOf(':') + 1)
+        : holderRandom(randomUUID(), lease.executionId, waitingFor);
     this.set(key, `${fence}:${random}`, leaseMs);
     return { lease: { ...lease, fencingToken: fence, token: `${fence}:${random}` }, forgot };
   }

@@ -198,7 +198,28 @@ describe('JobExecutor on in-memory adapters', () => {
     expect(await r.executor.fire(SLOT)).toBe('ran');
     expect(performance.now() - started).toBeGreaterThanOrEqual(LEASE_MS - 20);
     expect(r.calls[0]!.fencingToken).toBe(11);
-    expect(r.warnings.some((w) => w.includes(`waiting one lease (${LEASE_MS} ms) before starting`))).toBe(true);
+    expect(
+      r.warnings.some((w) =>
+        w.includes(`waiting until report:old (on instance-gone) ended, at most one lease (${LEASE_MS} ms), before starting`),
+      ),
+    ).toBe(true);
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'completed', fencingToken: 11 });
+  });
+
+  it('a stale fence with a running row waits only until that row is final, then starts above its token', async () => {
+    const r = rig();
+    await r.history.begin(runningRow('report', 'report:old', 10));
+    const started = performance.now();
+    const fired = r.executor.fire(SLOT);
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS / 5));
+    expect(r.calls).toHaveLength(0);
+    const finishedAt = new Date(SLOT.getTime() - 3_000_000);
+    const finish = { finishedAt, durationMs: 1, processedCount: 0, failedCount: 0, error: null, nextAttemptAt: null };
+    expect(await r.history.finish({ executionId: 'report:old', fencingToken: 10, status: 'completed', ...finish })).toBe(true);
+    expect(await fired).toBe('ran');
+    // Not a whole lease: the wait ended with the row it waited for.
+    expect(performance.now() - started).toBeLessThan(LEASE_MS);
+    expect(r.calls[0]!.fencingToken).toBe(11);
     expect(await r.history.get(executionId)).toMatchObject({ status: 'completed', fencingToken: 11 });
   });
 
