@@ -253,3 +253,56 @@ describe('JobExecutor on in-memory adapters', () => {
     expect(row!.error).toMatch(/lease/);
   });
 });
+
+describe('a slot that finds the job lease held says what holds it', () => {
+  const PREVIOUS = 'report:2026-05-01T09:00:00Z';
+  const held = (r: Rig, id = PREVIOUS) =>
+    r.leases.claim({
+      jobName: 'report',
+      executionId: id,
+      overlap: 'skip',
+      leaseMs: 2_000,
+      slotMs: 2_000,
+      queued: { executionId: id, scheduledAt: SLOT.getTime() - 3_600_000, businessDate: '2026-05-01' },
+    });
+  const options = { lease: 2_000 };
+
+  it("waits past the settle time for the previous slot's run that has not written its row yet, then runs", async () => {
+    const r = rig(options);
+    const claim = await held(r);
+    if (claim.kind !== 'won') throw new Error(claim.kind);
+    // Its row INSERT is slow; it then runs briefly and lets go, after the settle time (1 s).
+    setTimeout(() => void r.leases.release(claim.lease, { leaseMs: 2_000, doneMs: 1_000, succeeded: true }), 1_400);
+    expect(await r.executor.fire(SLOT)).toBe('ran');
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
+  });
+
+  it("says the previous slot's run was still starting when it never wrote its row within the start budget", async () => {
+    const r = rig(options);
+    await held(r);
+    expect(await r.executor.fire(SLOT)).toBe('skipped_overlap');
+    const row = await r.history.get(executionId);
+    expect(row?.status).toBe('skipped_overlap');
+    expect(row?.error).toBe(`the previous slot's run (${PREVIOUS}) was still starting (overlap: skip)`);
+  });
+
+  it('names the previous run when it was going', async () => {
+    const r = rig(options);
+    const claim = await held(r);
+    if (claim.kind !== 'won') throw new Error(claim.kind);
+    await r.history.begin({ ...runningRow('report', PREVIOUS, claim.lease.fencingToken) });
+    expect(await r.executor.fire(SLOT)).toBe('skipped_overlap');
+    expect((await r.history.get(executionId))?.error).toBe(`the previous run of this job (${PREVIOUS}) was still going (overlap: skip)`);
+  });
+
+  it('names the execution a guard waits for, whose lease Redis lost, instead of a run that is going', async () => {
+    const r = rig(options);
+    const claim = await held(r);
+    if (claim.kind !== 'won') throw new Error(claim.kind);
+    await r.leases.refence(claim.lease, 10, 2_000, 4_000, 'report:lost');
+    expect(await r.executor.fire(SLOT)).toBe('skipped_overlap');
+    expect((await r.history.get(executionId))?.error).toBe(
+      `the job's lease was held by ${PREVIOUS}, waiting for report:lost (whose lease Redis lost) to end (overlap: skip)`,
+    );
+  });
+});
