@@ -114,7 +114,10 @@ async function continueExisting(
     if (ctx.mayRecover(row)) {
       trigger = 'recover';
     } else {
-      const error = `instance ${row.instanceId} stopped renewing its lease before finishing`;
+      const error =
+        owner === 'unsure'
+          ? `its run on instance ${row.instanceId} did not record an end within a lease after Redis lost its lease`
+          : `instance ${row.instanceId} stopped renewing its lease before finishing`;
       if (await ctx.db('closing a dead run', () => ctx.deps.history.markLeaseLost(row.executionId, row.fencingToken ?? -1, now, error))) {
         ctx.alertFailure({
           kind: 'lease_lost',
