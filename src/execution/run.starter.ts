@@ -102,9 +102,14 @@ async function continueExisting(
       ctx.deps.logger.warn(
         `job '${ctx.job.name}': ${row.executionId} is running on ${row.instanceId} with no lease Redis still knows of; waiting until its row is final, at most one lease (${ctx.job.leaseMs} ms), before taking it over`,
       );
-      const fresh = await ctx.deps.leases.refence(lease, row.fencingToken ?? 0, ctx.job.leaseMs, 2 * ctx.job.leaseMs, row.executionId);
-      if (!fresh) return ctx.lapsed(row.executionId);
-      keeper.rebind(fresh.lease, performance.now());
+      // Mark the lease as a guard of that run (and raise its token above the run's), so a slot
+      // that finds the job held says what it waits for. Unmarked if Redis does not answer.
+      const sentAt = performance.now();
+      const marked = await ctx.deps.leases
+        .refence(lease, row.fencingToken ?? 0, ctx.job.leaseMs, 2 * ctx.job.leaseMs, row.executionId)
+        .catch(() => null);
+      if (marked === undefined) return ctx.lapsed(row.executionId);
+      if (marked) keeper.rebind(marked.lease, sentAt);
       const waited = await untilFinal(ctx, keeper, [row]);
       if (waited) return waited;
       if (!keeper.valid()) return ctx.lapsed(row.executionId);
