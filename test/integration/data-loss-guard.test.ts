@@ -8,7 +8,7 @@
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { jobProvider, startApp, type RunningApp } from '../support/app.js';
+import { jobProvider, startApp } from '../support/app.js';
 import { executionIdOf, recordRun, waitForRow, type RecordedRun } from '../support/faults-kit.js';
 import { integrationSetup } from '../support/integration.setup.js';
 import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
@@ -44,7 +44,6 @@ describe('after Redis loses its data during a run', () => {
     // The default lease (30 s): a guard that waits a whole lease stops the job for seven slots.
     const options = { name, catchUp: 'none' as const };
     const lagMs = 1_500;
-    const started: RunningApp[] = [];
     for (let i = 0; i < 3; i++) {
       const label = `${name}-${i}`;
       const app = await startApp({
@@ -54,7 +53,6 @@ describe('after Redis loses its data during a run', () => {
         module: i === 2 ? { clock: () => Date.now() - lagMs } : {},
       });
       apps.push(app);
-      started.push(app);
     }
 
     // A run that started after every instance was up, then every key deleted 0.7 s into it.
@@ -84,6 +82,10 @@ describe('after Redis loses its data during a run', () => {
       'the slots after the run whose lease Redis lost',
     ).toEqual(next.map((executionId) => [executionId, 'completed', null]));
     for (const row of rows) expect(Number(row.fencingToken)).toBeGreaterThan(first.token);
+
+    // No slot of the job was recorded as skipped because a run was going: none was.
+    const skipped = await prisma.distributedCronRun.findMany({ where: { jobName: name, status: 'skipped_overlap' } });
+    expect(skipped.filter((r) => /was still going/.test(r.error ?? '')).map((r) => [r.executionId, r.error])).toEqual([]);
 
     // Nothing ran twice, no two handlers at once.
     const ordered = [...runs].sort((x, y) => x.start - y.start);
