@@ -210,7 +210,7 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
   }
 
   async take(jobName: string, executionId: string, on: HeldLease['on'], leaseMs: number, deadFence?: number): Promise<TakeResult> {
-    const random = newToken();
+    const random = holderRandom(newToken(), executionId);
     const slotKey = this.keys.slot(jobName, executionId);
     const leaseKey = this.keys.lease(jobName);
     const reply = (await this.runner.run(
@@ -298,7 +298,7 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
   }
 
   async acquireAfter(jobName: string, executionId: string, holderToken: string, leaseMs: number): Promise<AcquireResult> {
-    const random = newToken();
+    const random = holderRandom(newToken(), executionId);
     const reply = (await this.runner.run(
       'acquire',
       SCRIPTS.acquire,

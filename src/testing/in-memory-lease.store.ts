@@ -218,7 +218,7 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     for (const line of [k.queue(jobName), k.retryLine(jobName)]) {
       if (this.get(line)?.includes(executionEntry(executionId))) this.del(line);
     }
-    const random = randomUUID();
+    const random = holderRandom(randomUUID(), executionId);
     const fence = this.incr(k.fence(jobName));
     this.set(key, `${fence}:${random}`, leaseMs);
     return { kind: 'taken', lease: { jobName, executionId, token: `${fence}:${random}`, fencingToken: fence, on } };
@@ -298,7 +298,7 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     const holder = this.get(k.lease(jobName));
     if (holder !== undefined) return holder === holderToken ? { kind: 'held' } : { kind: 'superseded' };
     if (this.get(k.abort(jobName)) === holderToken) this.del(k.abort(jobName));
-    const random = randomUUID();
+    const random = holderRandom(randomUUID(), executionId);
     const fence = this.incr(k.fence(jobName));
     this.set(k.lease(jobName), `${fence}:${random}`, leaseMs);
     return { kind: 'acquired', lease: { jobName, executionId, token: `${fence}:${random}`, fencingToken: fence, on: 'lease' } };

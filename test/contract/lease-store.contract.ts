@@ -400,6 +400,17 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
     });
 
     describe('refence', () => {
+      it('a lease taken outside its slot names its execution to a claim that finds it held', async () => {
+        const h = await setup();
+        const j = job();
+        const taken = await h.store.take(j, `${j}:1`, 'lease', LEASE_MS);
+        if (taken.kind !== 'taken') throw new Error(taken.kind);
+        expect(await h.store.claim(request(j, 2))).toEqual({
+          kind: 'overlap',
+          holder: { fencingToken: taken.lease.fencingToken, executionId: `${j}:1` },
+        });
+      });
+
       it('a guard: the raised lease names the run it waits for, and a claim that finds it held says so', async () => {
         const h = await setup();
         const j = job();
