@@ -239,8 +239,11 @@ export class JobExecutor {
    * run that has not started its handler yet, and why a slot that found it there did not start.
    */
   private async holderState(holder: LeaseHolder | undefined): Promise<{ starting: boolean; why: string }> {
-    const going = { starting: false, why: 'the previous run of this job was still going' };
-    if (holder?.executionId === undefined) return going;
+    if (holder === undefined) return { starting: false, why: 'the previous run of this job was still going' };
+    // A lease whose value does not name its run (a hand-over from a release, a store of your own).
+    if (holder.executionId === undefined) {
+      return { starting: false, why: `the job's lease was held by another execution of this job (fencing token ${holder.fencingToken})` };
+    }
     const id = holder.executionId;
     if (holder.waitingFor !== undefined) {
       return {

@@ -295,6 +295,23 @@ describe('a slot that finds the job lease held says what holds it', () => {
     expect((await r.history.get(executionId))?.error).toBe(`the previous run of this job (${PREVIOUS}) was still going (overlap: skip)`);
   });
 
+  it('does not say a run was going when the lease does not name its run', async () => {
+    const clock = { now: SLOT.getTime() };
+    const leases = new InMemoryLeaseStore(() => clock.now);
+    const claim = leases.claim.bind(leases);
+    // As a lease handed over by a release reads: its fencing token only.
+    leases.claim = async (request) => {
+      const result = await claim(request);
+      return result.kind === 'overlap' || result.kind === 'ahead' ? { kind: result.kind, holder: { fencingToken: 7 } } : result;
+    };
+    const r = rig(options, () => undefined, { clock, leases, history: new InMemoryRunHistory() });
+    await held(r);
+    expect(await r.executor.fire(SLOT)).toBe('skipped_overlap');
+    expect((await r.history.get(executionId))?.error).toBe(
+      "the job's lease was held by another execution of this job (fencing token 7) (overlap: skip)",
+    );
+  });
+
   it('names the execution a guard waits for, whose lease Redis lost, instead of a run that is going', async () => {
     const r = rig(options);
     const claim = await held(r);
