@@ -184,7 +184,7 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
         // While the client reconnects, the attempt waits in its place in line, ahead of the claims
         // made after it, so this instance's next slot does not meet its own stale lease.
         const reply = await this.runner.run('release', SCRIPTS.release, keys, args, { waitUntil: giveUpAt });
-        return this.releaseResult(lease, nextRandom, reply as [number, number, string, number]);
+        return this.releaseResult(lease, nextRandom, reply as [number, number, string, number, string?]);
       } catch (error) {
         if (!isTransient(error) || this.redis.status === 'end' || performance.now() >= giveUpAt) throw error;
         // A ready client answered too soon (READONLY) or not at all (a stall): ask again shortly.
@@ -195,7 +195,7 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
     }
   }
 
-  private releaseResult(lease: HeldLease, nextRandom: string, reply: [number, number, string, number]): ReleaseResult {
+  private releaseResult(lease: HeldLease, nextRandom: string, reply: [number, number, string, number, string?]): ReleaseResult {
     const endedStreak = Number(reply[3] ?? 0);
     if (reply[0] === 0) return { kind: 'not_owner', endedStreak };
     const next = reply[0] === 2 ? parseQueued(reply[2]) : undefined;
@@ -204,7 +204,14 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
     return {
       kind: 'handed_over',
       next,
-      lease: { jobName: lease.jobName, executionId: next.executionId, token: `${fencingToken}:${nextRandom}`, fencingToken, on: 'lease' },
+      // The script names the execution in the random part (handedRandom in release-8.lua).
+      lease: {
+        jobName: lease.jobName,
+        executionId: next.executionId,
+        token: `${fencingToken}:${reply[4] || nextRandom}`,
+        fencingToken,
+        on: 'lease',
+      },
       endedStreak,
     };
   }

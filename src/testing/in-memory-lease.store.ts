@@ -137,10 +137,10 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
       if (done[0] === 2) return { kind: 'not_owner', endedStreak: done[3] };
       return this.releaseResult(lease, done[0], done[1], done[2], done[3], done[4]);
     }
-    const nextRandom = randomUUID();
-    const answer = (code: number, fence: number, payload: string, ended: number): ReleaseResult => {
-      if (code === 2 || ended > 0) this.set(recordKey, JSON.stringify([code, fence, payload, ended, nextRandom]), options.leaseMs);
-      return this.releaseResult(lease, code, fence, payload, ended, nextRandom);
+    const nextRandom: string = randomUUID();
+    const answer = (code: number, fence: number, payload: string, ended: number, random = nextRandom): ReleaseResult => {
+      if (code === 2 || ended > 0) this.set(recordKey, JSON.stringify([code, fence, payload, ended, random]), options.leaseMs);
+      return this.releaseResult(lease, code, fence, payload, ended, random);
     };
     let ended = 0;
     if (options.succeeded) {
@@ -177,8 +177,11 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
       const { line, queued } = next;
       this.del(line);
       const fence = this.incr(k.fence(jobName));
-      this.set(leaseKey, `${fence}:${nextRandom}`, options.leaseMs);
-      return answer(2, fence, queued, ended);
+      // Named after the waiting execution, as release-8.lua does.
+      const waiting = parseQueued(queued)?.executionId;
+      const random = waiting === undefined ? nextRandom : holderRandom(nextRandom, waiting);
+      this.set(leaseKey, `${fence}:${random}`, options.leaseMs);
+      return answer(2, fence, queued, ended, random);
     }
     this.del(leaseKey);
     return answer(1, 0, '', ended);

@@ -231,6 +231,11 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         expect(released.lease.fencingToken).toBeGreaterThan(first.fencingToken);
         expect(await h.store.renew(released.lease, LEASE_MS)).toBe('renewed');
         expect(await h.store.owner(j, `${j}:2`, released.lease.fencingToken)).toBe('alive');
+        // The handed-over lease names its execution to a claim that finds it held.
+        expect(await h.store.claim(request(j, 3))).toEqual({
+          kind: 'overlap',
+          holder: { fencingToken: released.lease.fencingToken, executionId: `${j}:2` },
+        });
       });
 
       it('a second release after a hand-over answers not_owner and hands nothing over again', async () => {
