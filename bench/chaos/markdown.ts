@@ -25,7 +25,14 @@ interface ChaosResult {
   instances: number;
   jobs: unknown[];
   settings: { leaseMs: number; renewMs: number; sweepMs: number };
-  figures: { duplicateExecutions: number; concurrentHandlers: number; silentLosses: number; fenceRegressions: number };
+  figures: {
+    duplicateExecutions: number;
+    concurrentHandlers: number;
+    silentLosses: number;
+    fenceRegressions: number;
+    /** Absent from results written before the figure existed. */
+    contradictingReasons?: number;
+  };
   faults: { total: number; byKind: Record<string, number>; maxSecondsBetweenStarts: number };
   verdict: {
     slots: {
@@ -72,6 +79,7 @@ function render(r: ChaosResult, title: string): string[] {
   out.push(`| **concurrent handlers** (skip / queue / replace) | **${f.concurrentHandlers}** |`);
   out.push(`| **silent losses** | **${f.silentLosses}** |`);
   out.push(`| **fence regressions** | **${f.fenceRegressions}** |`);
+  out.push(`| **rows whose reason contradicts the side-effect log** | **${f.contradictingReasons ?? '– (not measured in this run)'}** |`);
   out.push(
     `| paused owner, fenced (not counted: a SIGSTOPped process woke after its lease expired; the later run had the larger token) | ${v.concurrency.pausedOwnerFenced} overlaps, owner ran on ${v.concurrency.pausedOwnerTailMs.max ?? 0} ms at most after SIGCONT |`,
   );
@@ -104,7 +112,7 @@ export function chaosSection(resultsDir: string): string[] {
   out.push(
     '`npm run chaos` (bench/chaos/README.md): five app processes against a private Redis and PostgreSQL, each behind its own TCP proxy; ' +
       'faults at random from a seeded deck; the verdict is computed from the handlers’ own fsync’d logs, not from the library’s rows. ' +
-      'The four bold figures must be 0.',
+      'The five bold figures must be 0.',
     '',
   );
   if (plain) out.push(...render(plain, 'Redis standalone'));

@@ -80,7 +80,7 @@ export function formatReport(h: ReportHeader, faults: FaultRecord[], v: Verdict)
     row('  pods SIGKILLed / SIGSTOPped mid-run', `${n(p.faults.kill)} / ${n(p.faults.stop)}`);
   }
   lines.push('');
-  lines.push('  the four figures (all must be 0):');
+  lines.push('  the five figures (all must be 0):');
   row(
     '  duplicate executions',
     n(v.figures.duplicateExecutions),
@@ -118,6 +118,11 @@ export function formatReport(h: ReportHeader, faults: FaultRecord[], v: Verdict)
     v.fence.regressions
       ? `${n(v.fence.episodes)} episodes in ${n(v.fence.jobs)} jobs (a reset makes every start an episode until tokens pass the old maximum)`
       : '',
+  );
+  row(
+    '  rows whose reason contradicts the log',
+    n(v.figures.contradictingReasons),
+    `of ${n(v.reasons.checked)} skips saying a run was going (no handler of the job ran, no owner frozen or cut off)`,
   );
   lines.push('');
   lines.push(

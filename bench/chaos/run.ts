@@ -7,7 +7,7 @@
  * Starts a private Redis (or a Sentinel setup) and a private PostgreSQL cluster, one TCP proxy per
  * instance and server, N app instances as processes; injects seeded faults; then computes the
  * verdict from the handlers' side-effect logs and the run history, prints it, writes
- * bench/results/chaos.json (a `--quick` run: .tmp/chaos-quick.json) and exits 1 when any of the four figures is not 0.
+ * bench/results/chaos.json (a `--quick` run: .tmp/chaos-quick.json) and exits 1 when any of the five figures is not 0.
  */
 import { randomInt } from 'node:crypto';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -128,12 +128,18 @@ const skip1 = job('skip', 1);
 const allow2 = job('allow', 2);
 const queue5 = job('queue', 5);
 
-test('a clean history has four zeros', () => {
+test('a clean history has five zeros', () => {
   const h = new History().life('i0').life('i1');
   for (let k = 0; k < 20; k++) h.handler(skip1, T + k * 1000, k % 2 ? 'i1' : 'i0', k + 1, T + k * 1000 + 5, T + k * 1000 + 900);
   h.rowsForAll([skip1], T, T + 20_000);
   const v = h.verdict([skip1]);
-  assert.deepEqual(v.figures, { duplicateExecutions: 0, concurrentHandlers: 0, silentLosses: 0, fenceRegressions: 0 });
+  assert.deepEqual(v.figures, {
+    duplicateExecutions: 0,
+    concurrentHandlers: 0,
+    silentLosses: 0,
+    fenceRegressions: 0,
+    contradictingReasons: 0,
+  });
   assert.equal(v.slots.expected, 20);
   assert.equal(v.slots.withRow, 20);
 });
@@ -342,6 +348,31 @@ test('pods: a recover after a killed pod is not a duplicate; two pods exiting 0 
   assert.equal(v.pods!.doubleSuccessUncounted, 1);
   assert.deepEqual(v.pods!.exitCodes, { none: 1, '0': 3 });
   assert.equal(v.figures.concurrentHandlers, 0);
+});
+
+test('a skip saying a run was going while no handler of the job ran contradicts the log, unless an owner may have held the lease unseen', () => {
+  const going = 'the previous run of this job (x) was still going (overlap: skip)';
+  const skipAt = (h: History, slotMs: number): History => h.row(skip1, slotMs, 'skipped_overlap', { error: going, started_at: null });
+  // A handler of the slot before runs across the next slot: true. The run of T+2 s had ended 1.9 s before T+4 s: false.
+  const h = new History().life('i0').life('i1');
+  h.handler(skip1, T, 'i0', 1, T + 5, T + 1_500).handler(skip1, T + 2_000, 'i1', 2, T + 2_005, T + 2_100);
+  skipAt(h, T + 1_000);
+  skipAt(h, T + 4_000);
+  h.row(skip1, T + 5_000, 'skipped_overlap', { error: `the previous slot's run (x) was still starting (overlap: skip)`, started_at: null });
+  const v = h.verdict([skip1], { windowTo: T + 1 });
+  assert.equal(v.reasons.checked, 2);
+  assert.equal(v.figures.contradictingReasons, 1);
+  assert.equal((v.reasons.examples[0] as { executionId: string }).executionId, executionIdOf(skip1.name, T + 4_000));
+
+  // The same, but the earlier handler's process was SIGKILLed (its lease outlived it), or a process was frozen meanwhile.
+  const killed = new History().life('i0', { diedAt: T + 3_500 }).life('i1');
+  killed.handler(skip1, T + 2_000, 'i0', 2, T + 2_005, undefined);
+  skipAt(killed, T + 4_000);
+  assert.equal(killed.verdict([skip1], { windowTo: T + 1 }).figures.contradictingReasons, 0);
+  const frozen = new History().life('i0').life('i1', { stops: [{ from: T + 3_000, to: T + 6_000 }] });
+  frozen.handler(skip1, T + 2_000, 'i0', 2, T + 2_005, T + 2_100);
+  skipAt(frozen, T + 4_000);
+  assert.equal(frozen.verdict([skip1], { windowTo: T + 1 }).figures.contradictingReasons, 0);
 });
 
 let failed = 0;

@@ -3,7 +3,7 @@
  * history rows, the slots each job should have fired, the life of every app process and the
  * faults injected. Pure: everything it needs comes in `VerdictInput`.
  *
- * The four figures that must be 0:
+ * The figures that must be 0:
  * - duplicate executions: a start of an execution ID that had already started, unless it is a
  *   later attempt (retry/recover) that began after the earlier start had provably ended (its
  *   'end' line, or its process's death, is before the later start);
@@ -13,6 +13,12 @@
  * - fence regressions: per job, in start order, a handler whose fencing token is not above the
  *   largest token of the handlers that started before it (under 'allow': of those that had ended
  *   before its lease can have been claimed, since runs of an 'allow' job may hold leases together).
+ *
+ *
+ * And a fifth, the rows' own truth: reasons that contradict the side-effect log, e.g. a
+ * `skipped_overlap` row saying a run of its job was still going while no handler of that job ran
+ * between the slot's claim and the row, and no owner could have held the lease unseen (a handler
+ * that had just ended on a process that died, was frozen or cut off; any process frozen then).
  *
  * An overlap (or a second start) whose earlier handler's process was SIGSTOPped long enough for
  * its lease to expire, and whose later handler began while it was stopped (or within
@@ -102,6 +108,8 @@ export interface Figures {
   concurrentHandlers: number;
   silentLosses: number;
   fenceRegressions: number;
+  /** Rows whose reason contradicts the side-effect log (see `reasons`). */
+  contradictingReasons: number;
 }
 
 interface Stat {
@@ -184,6 +192,12 @@ export interface Verdict {
     episodes: number;
     jobs: number;
     /** The first regressing start of each episode. */
+    examples: unknown[];
+  };
+  /** Rows whose reason says a run was going (`skipped_overlap`), checked against the handlers' log. */
+  reasons: {
+    checked: number;
+    contradicting: number;
     examples: unknown[];
   };
   /**
@@ -576,6 +590,45 @@ export function computeVerdict(input: VerdictInput): Verdict {
   }
   const losses = Object.values(lossByKind).reduce((a, b) => a + b, 0);
 
+  // --- reasons that contradict the side-effect log ---------------------------------------------------
+  // A skip saying a run of its job was going must have had one going: a handler of the job ran at
+  // some time between the slot's claim (its instant, less the claim-ahead) and the row. Excused: a
+  // handler that had ended less than a lease before, on a process that died (its lease outlived
+  // it) or that a targeted fault froze or cut off then (its release may not have reached Redis);
+  // any process frozen meanwhile (it may hold a lease and not have started its handler).
+  let reasonsChecked = 0;
+  let contradicting = 0;
+  const reasonExamples: unknown[] = [];
+  const targeted = input.faults.filter((f) => f.target !== undefined && !f.error);
+  const frozenBetween = (from: number, to: number): boolean =>
+    [...input.lives, ...podLives].some((l) => l.stops.some((st) => st.from <= to && (st.to ?? l.diedAt ?? input.endedAt) >= from));
+  for (const row of input.rows) {
+    if (row.status !== 'skipped_overlap' || row.error === null || !/was still going/.test(row.error)) continue;
+    reasonsChecked++;
+    const from = row.scheduled_at - CLAIM_AHEAD_BOUND_MS;
+    const to = row.finished_at ?? row.updated_at;
+    const group = byJob.get(row.job_name) ?? [];
+    if (group.some((h) => h.start <= to && h.end >= from)) continue;
+    const lingering = group.some(
+      (h) =>
+        h.end >= from - leaseMs &&
+        h.end < from &&
+        (h.endedBy !== 'line' || targeted.some((f) => f.target === h.instance && f.start <= to && f.end >= h.end - leaseMs)),
+    );
+    if (lingering || frozenBetween(from - leaseMs, to)) continue;
+    contradicting++;
+    if (reasonExamples.length < EXAMPLES) {
+      const before = group.filter((h) => h.end < from).sort((a, b) => b.end - a.end)[0];
+      reasonExamples.push({
+        executionId: row.execution_id,
+        row,
+        lastHandlerBefore: before ? showHandler(before) : '(none)',
+        libraryLogs: showLogs(row.execution_id),
+        faults: faultsAround(row.scheduled_at),
+      });
+    }
+  }
+
   // --- recovery after each fault --------------------------------------------------------------------------
   const completedByJob = new Map<string, RunRow[]>();
   for (const row of input.rows) {
@@ -644,6 +697,7 @@ export function computeVerdict(input: VerdictInput): Verdict {
       concurrentHandlers: pairs,
       silentLosses: losses,
       fenceRegressions: regressions,
+      contradictingReasons: contradicting,
     },
     slots: {
       expected,
@@ -693,6 +747,7 @@ export function computeVerdict(input: VerdictInput): Verdict {
       crashWindowExamples: crashExamples,
     },
     fence: { regressions, episodes, jobs: jobsWithRegressions.size, examples: fenceExamples },
+    reasons: { checked: reasonsChecked, contradicting, examples: reasonExamples },
     recovery: {
       perFault,
       byKind,

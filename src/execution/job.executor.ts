@@ -5,6 +5,7 @@ import { describeError } from '../errors/error.redact.js';
 import { defaultExecutionId, type JobConfig } from '../config/job.config.js';
 import { claimAheadMs } from '../scheduling/job.timer.js';
 import type { LeaseKeeper } from '../leasing/lease.keeper.js';
+import type { LeaseHolder } from '../leasing/lease.store.js';
 import { ExecutorContext, HistoryTimeoutError, type ExecutorDeps, type JobStats, type Started } from './executor.context.js';
 import { abortReason, execute } from './run.attempt.js';
 import { beginRun, refence, restartRow } from './run.starter.js';
@@ -167,8 +168,9 @@ export class JobExecutor {
   /**
    * `settleUntil` (performance.now()): set once the slot instant has passed and the previous run
    * still held the job; until then the claim changes nothing and is tried again (see `settleMs`).
+   * `startUntil`: set once that run was found still starting; how long it may keep the slot waiting.
    */
-  private async fireSlot(scheduledAt: Date, trigger: RunTrigger, settleUntil?: number): Promise<FireOutcome> {
+  private async fireSlot(scheduledAt: Date, trigger: RunTrigger, settleUntil?: number, startUntil?: number): Promise<FireOutcome> {
     if (this.ctx.stopping.signal.aborted && settleUntil === undefined) return 'shutting_down';
     const slot = this.ctx.job.slotInfo(scheduledAt);
     let executionId: string;
@@ -248,6 +250,14 @@ export class JobExecutor {
         // One more look at the end of the settle time, not a poll: under load, polling claims of
         // thousands of jobs would be the load that keeps the runs from finishing.
         await sleep(Math.max(1, settleUntil - performance.now()));
+        // A holder that has not started its handler yet (its row is not written: a slow INSERT
+        // while the fleet starts up) is not a run that is going: give it up to the start budget,
+        // looking once per settle time, so a slow row write does not skip the slots after it.
+        const budgetEnd = startUntil ?? settleUntil + this.holderBudgetMs(scheduledAt) - this.settleMs(scheduledAt);
+        if (performance.now() < budgetEnd && !this.ctx.stopping.signal.aborted && (await this.holderState(claim.holder)).starting) {
+          const next = Math.min(budgetEnd, performance.now() + this.settleMs(scheduledAt));
+          return this.fireSlot(scheduledAt, trigger, next, budgetEnd);
+        }
         return this.fireSlot(scheduledAt, trigger, settleUntil);
       }
       case 'taken':
@@ -258,7 +268,7 @@ export class JobExecutor {
         this.ctx.stats.paused++;
         return 'paused';
       case 'overlap':
-        return skippedOverlap(this.ctx, slot, executionId, 'the previous run of this job was still going (overlap: skip)', trigger);
+        return skippedOverlap(this.ctx, slot, executionId, `${(await this.holderState(claim.holder)).why} (overlap: skip)`, trigger);
       case 'queued':
         this.ctx.stats.queued++;
         await this.ctx.notStarted(
@@ -283,6 +293,48 @@ export class JobExecutor {
         await recordSuperseded(this.ctx, claim.superseded);
         return this.startAndRun(slot, executionId, holding(this.ctx.keep(claim.lease, sentAt), unit), trigger);
     }
+  }
+
+  /**
+   * What holds the job's lease, as the lease's value and the holder's row tell: whether it is a
+   * run that has not started its handler yet, and why a slot that found it there did not start.
+   */
+  private async holderState(holder: LeaseHolder | undefined): Promise<{ starting: boolean; why: string }> {
+    if (holder === undefined) return { starting: false, why: 'the previous run of this job was still going' };
+    // A lease whose value does not name its run (a hand-over from a release, a store of your own).
+    if (holder.executionId === undefined) {
+      return { starting: false, why: `the job's lease was held by another execution of this job (fencing token ${holder.fencingToken})` };
+    }
+    const id = holder.executionId;
+    if (holder.waitingFor !== undefined) {
+      return {
+        starting: false,
+        why: `the job's lease was held by ${id}, waiting for ${holder.waitingFor} (whose lease Redis lost) to end`,
+      };
+    }
+    let row: RunRecord | undefined;
+    try {
+      row = await this.ctx.db('get', () => this.ctx.deps.history.get(id));
+    } catch {
+      return { starting: false, why: `the job's lease was held by the run of ${id}` };
+    }
+    if (row === undefined) return { starting: true, why: `the previous slot's run (${id}) was still starting` };
+    if (row.status === 'running' && row.fencingToken === holder.fencingToken) {
+      return { starting: false, why: `the previous run of this job (${id}) was still going` };
+    }
+    if (row.status === 'running') {
+      return {
+        starting: false,
+        why: `the job's lease was held by a takeover of ${id}, whose run on ${row.instanceId} had stopped renewing`,
+      };
+    }
+    return { starting: false, why: `the previous run of this job (${id}) had ended (${row.status}) and was letting go of the lease` };
+  }
+
+  /** How long a slot may wait for the previous slot's run to start its handler: half its period, at most the run-history deadline. */
+  private holderBudgetMs(scheduledAt: Date): number {
+    const periodMs = this.ctx.job.schedule.next(scheduledAt).getTime() - scheduledAt.getTime();
+    return Math.max(this.settleMs(scheduledAt), Math.min(Math.floor(periodMs / 2), this.ctx.historyTimeoutMs));
   }
 
   /** How long after its instant a slot waits for the job's previous run to let go: a quarter of its period, at most 1 s. */

@@ -132,7 +132,7 @@ export class SweepChecks {
           this.ctx.deps.history.settleQueued(
             row.executionId,
             'skipped_overlap',
-            'superseded by a newer slot while waiting (overlap: queue)',
+            `superseded by a newer slot while waiting (overlap: ${this.ctx.job.overlap})`,
             new Date(this.ctx.deps.clock()),
           ),
         );

@@ -56,14 +56,50 @@ export interface ClaimRequest {
   lateWin?(lease: HeldLease): void;
 }
 
+/**
+ * Who holds a job's lease, as the lease's value tells: which run, and whether it is a guard (a
+ * run that found another run's lease forgotten by Redis and holds the job until that run ends).
+ */
+export interface LeaseHolder {
+  fencingToken: number;
+  /** The execution whose run (or guard) holds the lease; undefined when the value does not say. */
+  executionId?: string;
+  /** Set while the holder guards the job: the execution whose lease Redis lost, which it waits for. */
+  waitingFor?: string;
+}
+
+/**
+ * The random part of a lease's value, `<random>|<executionId>[|<waitingFor>]` (each URI-encoded),
+ * so an instance that finds the lease held can tell which run holds it and why.
+ */
+export function holderRandom(random: string, executionId: string, waitingFor?: string): string {
+  const named = `${random}|${encodeURIComponent(executionId)}`;
+  return waitingFor === undefined ? named : `${named}|${encodeURIComponent(waitingFor)}`;
+}
+
+/** Reads a `LeaseHolder` from a lease's value `<fencing token>:<random part>` (see `holderRandom`). */
+export function leaseHolder(value: string): LeaseHolder {
+  const colon = value.indexOf(':');
+  const holder: LeaseHolder = { fencingToken: Number(colon < 0 ? value : value.slice(0, colon)) };
+  const parts = colon < 0 ? [] : value.slice(colon + 1).split('|');
+  try {
+    if (parts[1] !== undefined) holder.executionId = decodeURIComponent(parts[1]);
+    if (parts[2] !== undefined) holder.waitingFor = decodeURIComponent(parts[2]);
+  } catch {
+    // Not a value this library wrote: only the fencing token is known.
+  }
+  return holder;
+}
+
 export type ClaimResult =
   | { kind: 'won'; lease: HeldLease; superseded?: QueuedSlot }
   | { kind: 'taken' }
   | { kind: 'paused' }
-  | { kind: 'overlap' }
+  /** `holder`: who holds the job's lease (a store that does not say leaves it out). */
+  | { kind: 'overlap'; holder?: LeaseHolder }
   | { kind: 'queued'; superseded?: QueuedSlot }
   | { kind: 'replacing'; holderToken: string }
-  | { kind: 'ahead' };
+  | { kind: 'ahead'; holder?: LeaseHolder };
 
 export type RenewResult = 'renewed' | 'lost' | 'stop_requested';
 
@@ -168,9 +204,11 @@ export interface LeaseStore {
    * Gives a held lease a fencing token above `floor` and renews it; undefined when this token no
    * longer holds it. `forgot`: the job's counter was below the floor, so Redis forgot it; the job
    * is then marked for `forgotMs` so that no instance takes a missing lease of it for an expired
-   * one meanwhile. (Not below: rows of an `allow` job were written out of order.)
+   * one meanwhile. (Not below: rows of an `allow` job were written out of order.) With
+   * `waitingFor`, the lease's value says from now on that its holder guards the job until that
+   * execution's run ends (see `LeaseHolder`).
    */
-  refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<Refenced | undefined>;
+  refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number, waitingFor?: string): Promise<Refenced | undefined>;
   /** For `replace`: takes the job lease once `holderToken` has let go of it. */
   acquireAfter(jobName: string, executionId: string, holderToken: string, leaseMs: number): Promise<AcquireResult>;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { doubling, retryDelay } from '../config/backoff.js';
 import type { Cluster, Redis } from 'ioredis';
-import { ALERT_STATE_TTL_MS, executionEntry, leaseStateOf, KeyBuilder, queueEntryTtlMs } from './lease.store.js';
+import { ALERT_STATE_TTL_MS, executionEntry, holderRandom, leaseHolder, leaseStateOf, KeyBuilder, queueEntryTtlMs } from './lease.store.js';
 import type {
   AcquireResult,
   ClaimRequest,
@@ -85,7 +85,7 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
 
   async claim(request: ClaimRequest): Promise<ClaimResult> {
     const { jobName, executionId } = request;
-    const random = newToken();
+    const random = holderRandom(newToken(), executionId);
     const reply = (await this.runner.run(
       'claim',
       SCRIPTS.claim,
@@ -127,13 +127,13 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
       case -1:
         return { kind: 'paused' };
       case -2:
-        return { kind: 'overlap' };
+        return reply[1] ? { kind: 'overlap', holder: leaseHolder(String(reply[1])) } : { kind: 'overlap' };
       case -3:
         return { kind: 'queued', superseded: parseQueued(reply[1]) };
       case -4:
         return { kind: 'replacing', holderToken: String(reply[1]) };
       case -5:
-        return { kind: 'ahead' };
+        return reply[1] ? { kind: 'ahead', holder: leaseHolder(String(reply[1])) } : { kind: 'ahead' };
       default:
         throw new Error(`unexpected reply from the claim script: ${JSON.stringify(reply)}`);
     }
@@ -198,7 +198,7 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
         // While the client reconnects, the attempt waits in its place in line, ahead of the claims
         // made after it, so this instance's next slot does not meet its own stale lease.
         const reply = await this.runner.run('release', SCRIPTS.release, keys, args, { waitUntil: giveUpAt });
-        return this.releaseResult(lease, nextRandom, reply as [number, number, string, number]);
+        return this.releaseResult(lease, nextRandom, reply as [number, number, string, number, string?]);
       } catch (error) {
         if (!isTransient(error) || this.redis.status === 'end' || performance.now() >= giveUpAt) throw error;
         // A ready client answered too soon (READONLY) or not at all (a stall): ask again shortly.
@@ -209,7 +209,7 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
     }
   }
 
-  private releaseResult(lease: HeldLease, nextRandom: string, reply: [number, number, string, number]): ReleaseResult {
+  private releaseResult(lease: HeldLease, nextRandom: string, reply: [number, number, string, number, string?]): ReleaseResult {
     const endedStreak = Number(reply[3] ?? 0);
     if (reply[0] === 0) return { kind: 'not_owner', endedStreak };
     const next = reply[0] === 2 ? parseQueued(reply[2]) : undefined;
@@ -218,13 +218,20 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
     return {
       kind: 'handed_over',
       next,
-      lease: { jobName: lease.jobName, executionId: next.executionId, token: `${fencingToken}:${nextRandom}`, fencingToken, on: 'lease' },
+      // The script names the execution in the random part (handedRandom in release-8.lua).
+      lease: {
+        jobName: lease.jobName,
+        executionId: next.executionId,
+        token: `${fencingToken}:${reply[4] || nextRandom}`,
+        fencingToken,
+        on: 'lease',
+      },
       endedStreak,
     };
   }
 
   async take(jobName: string, executionId: string, on: HeldLease['on'], leaseMs: number, deadFence?: number): Promise<TakeResult> {
-    const random = newToken();
+    const random = holderRandom(newToken(), executionId);
     const slotKey = this.keys.slot(jobName, executionId);
     const leaseKey = this.keys.lease(jobName);
     const reply = (await this.runner.run(
@@ -254,18 +261,19 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
     }
   }
 
-  async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<Refenced | undefined> {
+  async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number, waitingFor?: string): Promise<Refenced | undefined> {
     const key = lease.on === 'slot' ? this.keys.slot(lease.jobName, lease.executionId) : this.keys.lease(lease.jobName);
+    const random = waitingFor === undefined ? '' : holderRandom(newToken(), lease.executionId, waitingFor);
     const reply = (await this.runner.run(
       'refence',
       SCRIPTS.refence,
       [key, this.keys.fence(lease.jobName), this.keys.forgot(lease.jobName)],
-      [lease.token, floor, leaseMs, forgotMs, lease.on],
+      [lease.token, floor, leaseMs, forgotMs, lease.on, random],
     )) as [number, number?, number?];
     if (reply[0] !== 1) return undefined;
     const fencingToken = Number(reply[1]);
     return {
-      lease: { ...lease, fencingToken, token: `${fencingToken}:${lease.token.slice(lease.token.indexOf(':') + 1)}` },
+      lease: { ...lease, fencingToken, token: `${fencingToken}:${random || lease.token.slice(lease.token.indexOf(':') + 1)}` },
       forgot: reply[2] === 1,
     };
   }
@@ -311,7 +319,7 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
   }
 
   async acquireAfter(jobName: string, executionId: string, holderToken: string, leaseMs: number): Promise<AcquireResult> {
-    const random = newToken();
+    const random = holderRandom(newToken(), executionId);
     const reply = (await this.runner.run(
       'acquire',
       SCRIPTS.acquire,

@@ -73,8 +73,8 @@ class SplitLeaseStore implements LeaseStore {
   owner(jobName: string, executionId: string, fencingToken: number): ReturnType<LeaseStore['owner']> {
     return this.leases.owner(jobName, executionId, fencingToken);
   }
-  refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): ReturnType<LeaseStore['refence']> {
-    return this.leases.refence(lease, floor, leaseMs, forgotMs);
+  refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number, waitingFor?: string): ReturnType<LeaseStore['refence']> {
+    return this.leases.refence(lease, floor, leaseMs, forgotMs, waitingFor);
   }
   acquireAfter(jobName: string, executionId: string, holderToken: string, leaseMs: number): ReturnType<LeaseStore['acquireAfter']> {
     return this.leases.acquireAfter(jobName, executionId, holderToken, leaseMs);

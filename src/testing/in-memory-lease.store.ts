@@ -26,7 +26,15 @@ import {
 } from '../leasing/lease.store.js';
 import { DEFAULT_KEY_PREFIX } from '../config/store.options.js';
 import { MemoryKeyspace } from './memory.keyspace.js';
-import { ALERT_STATE_TTL_MS, executionEntry, leaseStateOf, parseLeaderToken, queueEntryTtlMs } from '../leasing/lease.store.js';
+import {
+  ALERT_STATE_TTL_MS,
+  executionEntry,
+  holderRandom,
+  leaseHolder,
+  leaseStateOf,
+  parseLeaderToken,
+  queueEntryTtlMs,
+} from '../leasing/lease.store.js';
 
 function parseQueued(payload: string | undefined): QueuedSlot | undefined {
   if (!payload) return undefined;
@@ -67,7 +75,7 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     const { jobName, executionId } = request;
     const k = this.keys;
     const slotKey = k.slot(jobName, executionId);
-    const random = randomUUID();
+    const random = holderRandom(randomUUID(), executionId);
     if (this.redis.exists(k.paused(jobName))) return { kind: 'paused' };
     if (request.overlap === 'allow') {
       if (this.redis.exists(slotKey)) return { kind: 'taken' };
@@ -81,7 +89,7 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     if (holder !== undefined) {
       if (request.ahead) {
         this.redis.del(slotKey);
-        return { kind: 'ahead' };
+        return { kind: 'ahead', holder: leaseHolder(holder) };
       }
       if (request.overlap === 'queue') {
         const previous = this.redis.get(k.queue(jobName));
@@ -92,7 +100,7 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
         this.redis.set(k.abort(jobName), holder, request.leaseMs);
         return { kind: 'replacing', holderToken: holder };
       }
-      return { kind: 'overlap' };
+      return { kind: 'overlap', holder: leaseHolder(holder) };
     }
     const fence = this.redis.incr(k.fence(jobName));
     this.redis.set(k.lease(jobName), `${fence}:${random}`, request.leaseMs);
@@ -126,10 +134,10 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
       if (done[0] === 2) return { kind: 'not_owner', endedStreak: done[3] };
       return this.releaseResult(lease, done[0], done[1], done[2], done[3], done[4]);
     }
-    const nextRandom = randomUUID();
-    const answer = (code: number, fence: number, payload: string, ended: number): ReleaseResult => {
-      if (code === 2 || ended > 0) this.redis.set(recordKey, JSON.stringify([code, fence, payload, ended, nextRandom]), options.leaseMs);
-      return this.releaseResult(lease, code, fence, payload, ended, nextRandom);
+    const nextRandom: string = randomUUID();
+    const answer = (code: number, fence: number, payload: string, ended: number, random = nextRandom): ReleaseResult => {
+      if (code === 2 || ended > 0) this.redis.set(recordKey, JSON.stringify([code, fence, payload, ended, random]), options.leaseMs);
+      return this.releaseResult(lease, code, fence, payload, ended, random);
     };
     let ended = 0;
     if (options.succeeded) {
@@ -166,8 +174,11 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
       const { line, queued } = next;
       this.redis.del(line);
       const fence = this.redis.incr(k.fence(jobName));
-      this.redis.set(leaseKey, `${fence}:${nextRandom}`, options.leaseMs);
-      return answer(2, fence, queued, ended);
+      // Named after the waiting execution, as release-8.lua does.
+      const waiting = parseQueued(queued)?.executionId;
+      const random = waiting === undefined ? nextRandom : holderRandom(nextRandom, waiting);
+      this.redis.set(leaseKey, `${fence}:${random}`, options.leaseMs);
+      return answer(2, fence, queued, ended, random);
     }
     this.redis.del(leaseKey);
     return answer(1, 0, '', ended);
@@ -207,7 +218,7 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     for (const line of [k.queue(jobName), k.retryLine(jobName)]) {
       if (this.redis.get(line)?.includes(executionEntry(executionId))) this.redis.del(line);
     }
-    const random = randomUUID();
+    const random = holderRandom(randomUUID(), executionId);
     const fence = this.redis.incr(k.fence(jobName));
     this.redis.set(key, `${fence}:${random}`, leaseMs);
     return { kind: 'taken', lease: { jobName, executionId, token: `${fence}:${random}`, fencingToken: fence, on } };
@@ -222,7 +233,7 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     return Number(this.redis.get(this.keys.fence(jobName)) ?? '0') < fencingToken ? 'unsure' : 'gone';
   }
 
-  async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number): Promise<Refenced | undefined> {
+  async refence(lease: HeldLease, floor: number, leaseMs: number, forgotMs: number, waitingFor?: string): Promise<Refenced | undefined> {
     const key = lease.on === 'slot' ? this.keys.slot(lease.jobName, lease.executionId) : this.keys.lease(lease.jobName);
     if (this.redis.get(key) !== lease.token) return undefined;
     const fenceKey = this.keys.fence(lease.jobName);
@@ -234,7 +245,10 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
       this.redis.set(fenceKey, String(fence));
     }
     if (forgot) this.redis.set(this.keys.forgot(lease.jobName), '1', forgotMs);
-    const random = lease.token.slice(lease.token.indexOf(':') + 1);
+    const random =
+      waitingFor === undefined
+        ? lease.token.slice(lease.token.indexOf(':') + 1)
+        : holderRandom(randomUUID(), lease.executionId, waitingFor);
     this.redis.set(key, `${fence}:${random}`, leaseMs);
     return { lease: { ...lease, fencingToken: fence, token: `${fence}:${random}` }, forgot };
   }
@@ -280,7 +294,7 @@ export class InMemoryLeaseStore implements LeaseStore, RetryLine, JobFlags, Fail
     const holder = this.redis.get(k.lease(jobName));
     if (holder !== undefined) return holder === holderToken ? { kind: 'held' } : { kind: 'superseded' };
     if (this.redis.get(k.abort(jobName)) === holderToken) this.redis.del(k.abort(jobName));
-    const random = randomUUID();
+    const random = holderRandom(randomUUID(), executionId);
     const fence = this.redis.incr(k.fence(jobName));
     this.redis.set(k.lease(jobName), `${fence}:${random}`, leaseMs);
     return { kind: 'acquired', lease: { jobName, executionId, token: `${fence}:${random}`, fencingToken: fence, on: 'lease' } };

@@ -69,11 +69,14 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         }
       });
 
-      it('skip: a claim of another slot while the lease is held answers overlap', async () => {
+      it('skip: a claim of another slot while the lease is held answers overlap, naming the run that holds it', async () => {
         const h = await setup();
         const j = job();
-        await won(h, request(j, 1));
-        expect(await h.store.claim(request(j, 2))).toEqual({ kind: 'overlap' });
+        const holder = await won(h, request(j, 1));
+        expect(await h.store.claim(request(j, 2))).toEqual({
+          kind: 'overlap',
+          holder: { fencingToken: holder.fencingToken, executionId: `${j}:1` },
+        });
       });
 
       it('queue: a slot waits behind the held lease; a newer waiting slot supersedes it', async () => {
@@ -108,8 +111,11 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         const h = await setup();
         const j = job();
         await won(h, request(j, 1));
-        expect(await h.store.claim(request(j, 2, 'skip', { ahead: true }))).toEqual({ kind: 'ahead' });
-        expect(await h.store.claim(request(j, 2))).toEqual({ kind: 'overlap' });
+        expect(await h.store.claim(request(j, 2, 'skip', { ahead: true }))).toEqual({
+          kind: 'ahead',
+          holder: { fencingToken: 1, executionId: `${j}:1` },
+        });
+        expect((await h.store.claim(request(j, 2))).kind).toBe('overlap');
       });
 
       it('ahead: a claim made before the instant wins when the lease is free', async () => {
@@ -169,7 +175,7 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         await h.advance(LEASE_MS / 2);
         expect(await h.store.renew(lease, LEASE_MS)).toBe('renewed');
         await h.advance(LEASE_MS * 0.6);
-        expect(await h.store.claim(request(j, 2))).toEqual({ kind: 'overlap' });
+        expect((await h.store.claim(request(j, 2))).kind).toBe('overlap');
       });
 
       it('renewing an expired lease answers lost', async () => {
@@ -225,6 +231,11 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
         expect(released.lease.fencingToken).toBeGreaterThan(first.fencingToken);
         expect(await h.store.renew(released.lease, LEASE_MS)).toBe('renewed');
         expect(await h.store.owner(j, `${j}:2`, released.lease.fencingToken)).toBe('alive');
+        // The handed-over lease names its execution to a claim that finds it held.
+        expect(await h.store.claim(request(j, 3))).toEqual({
+          kind: 'overlap',
+          holder: { fencingToken: released.lease.fencingToken, executionId: `${j}:2` },
+        });
       });
 
       it('a second release after a hand-over answers not_owner and hands nothing over again', async () => {
@@ -394,6 +405,34 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
     });
 
     describe('refence', () => {
+      it('a lease taken outside its slot names its execution to a claim that finds it held', async () => {
+        const h = await setup();
+        const j = job();
+        const taken = await h.store.take(j, `${j}:1`, 'lease', LEASE_MS);
+        if (taken.kind !== 'taken') throw new Error(taken.kind);
+        expect(await h.store.claim(request(j, 2))).toEqual({
+          kind: 'overlap',
+          holder: { fencingToken: taken.lease.fencingToken, executionId: `${j}:1` },
+        });
+      });
+
+      it('a guard: the raised lease names the run it waits for, and a claim that finds it held says so', async () => {
+        const h = await setup();
+        const j = job();
+        const lease = await won(h, request(j, 2));
+        const guard = (await h.store.refence(lease, 41, LEASE_MS, 1_000, `${j}:1`))!.lease;
+        expect(guard).toMatchObject({ executionId: `${j}:2`, fencingToken: 42, on: 'lease' });
+        expect(guard.token).not.toBe(`42:${lease.token.slice(lease.token.indexOf(':') + 1)}`);
+        expect(await h.store.claim(request(j, 3))).toEqual({
+          kind: 'overlap',
+          holder: { fencingToken: 42, executionId: `${j}:2`, waitingFor: `${j}:1` },
+        });
+        expect(await h.store.renew(guard, LEASE_MS)).toBe('renewed');
+        expect(await h.store.renew(lease, LEASE_MS)).toBe('lost');
+        expect((await h.store.release(guard, RELEASE)).kind).toBe('released');
+        expect((await won(h, request(j, 4))).fencingToken).toBe(43);
+      });
+
       it('raises the held lease above the floor and keeps it held under the new token', async () => {
         const h = await setup();
         const j = job();

@@ -198,7 +198,28 @@ describe('JobExecutor on in-memory adapters', () => {
     expect(await r.executor.fire(SLOT)).toBe('ran');
     expect(performance.now() - started).toBeGreaterThanOrEqual(LEASE_MS - 20);
     expect(r.calls[0]!.fencingToken).toBe(11);
-    expect(r.warnings.some((w) => w.includes(`waiting one lease (${LEASE_MS} ms) before starting`))).toBe(true);
+    expect(
+      r.warnings.some((w) =>
+        w.includes(`waiting until report:old (on instance-gone) ended, at most one lease (${LEASE_MS} ms), before starting`),
+      ),
+    ).toBe(true);
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'completed', fencingToken: 11 });
+  });
+
+  it('a stale fence with a running row waits only until that row is final, then starts above its token', async () => {
+    const r = rig();
+    await r.history.begin(runningRow('report', 'report:old', 10));
+    const started = performance.now();
+    const fired = r.executor.fire(SLOT);
+    await new Promise((resolve) => setTimeout(resolve, LEASE_MS / 5));
+    expect(r.calls).toHaveLength(0);
+    const finishedAt = new Date(SLOT.getTime() - 3_000_000);
+    const finish = { finishedAt, durationMs: 1, processedCount: 0, failedCount: 0, error: null, nextAttemptAt: null };
+    expect(await r.history.finish({ executionId: 'report:old', fencingToken: 10, status: 'completed', ...finish })).toBe(true);
+    expect(await fired).toBe('ran');
+    // Not a whole lease: the wait ended with the row it waited for.
+    expect(performance.now() - started).toBeLessThan(LEASE_MS);
+    expect(r.calls[0]!.fencingToken).toBe(11);
     expect(await r.history.get(executionId)).toMatchObject({ status: 'completed', fencingToken: 11 });
   });
 
@@ -230,5 +251,75 @@ describe('JobExecutor on in-memory adapters', () => {
     const row = await shared.history.get(executionId);
     expect(row).toMatchObject({ status: 'lease_lost', fencingToken: 1 });
     expect(row!.error).toMatch(/lease/);
+  });
+});
+
+describe('a slot that finds the job lease held says what holds it', () => {
+  const PREVIOUS = 'report:2026-05-01T09:00:00Z';
+  const held = (r: Rig, id = PREVIOUS) =>
+    r.leases.claim({
+      jobName: 'report',
+      executionId: id,
+      overlap: 'skip',
+      leaseMs: 2_000,
+      slotMs: 2_000,
+      queued: { executionId: id, scheduledAt: SLOT.getTime() - 3_600_000, businessDate: '2026-05-01' },
+    });
+  const options = { lease: 2_000 };
+
+  it("waits past the settle time for the previous slot's run that has not written its row yet, then runs", async () => {
+    const r = rig(options);
+    const claim = await held(r);
+    if (claim.kind !== 'won') throw new Error(claim.kind);
+    // Its row INSERT is slow; it then runs briefly and lets go, after the settle time (1 s).
+    setTimeout(() => void r.leases.release(claim.lease, { leaseMs: 2_000, doneMs: 1_000, succeeded: true }), 1_400);
+    expect(await r.executor.fire(SLOT)).toBe('ran');
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
+  });
+
+  it("says the previous slot's run was still starting when it never wrote its row within the start budget", async () => {
+    const r = rig(options);
+    await held(r);
+    expect(await r.executor.fire(SLOT)).toBe('skipped_overlap');
+    const row = await r.history.get(executionId);
+    expect(row?.status).toBe('skipped_overlap');
+    expect(row?.error).toBe(`the previous slot's run (${PREVIOUS}) was still starting (overlap: skip)`);
+  });
+
+  it('names the previous run when it was going', async () => {
+    const r = rig(options);
+    const claim = await held(r);
+    if (claim.kind !== 'won') throw new Error(claim.kind);
+    await r.history.begin({ ...runningRow('report', PREVIOUS, claim.lease.fencingToken) });
+    expect(await r.executor.fire(SLOT)).toBe('skipped_overlap');
+    expect((await r.history.get(executionId))?.error).toBe(`the previous run of this job (${PREVIOUS}) was still going (overlap: skip)`);
+  });
+
+  it('does not say a run was going when the lease does not name its run', async () => {
+    const clock = { now: SLOT.getTime() };
+    const leases = new InMemoryLeaseStore(() => clock.now);
+    const claim = leases.claim.bind(leases);
+    // As a lease handed over by a release reads: its fencing token only.
+    leases.claim = async (request) => {
+      const result = await claim(request);
+      return result.kind === 'overlap' || result.kind === 'ahead' ? { kind: result.kind, holder: { fencingToken: 7 } } : result;
+    };
+    const r = rig(options, () => undefined, { clock, leases, history: new InMemoryRunHistory() });
+    await held(r);
+    expect(await r.executor.fire(SLOT)).toBe('skipped_overlap');
+    expect((await r.history.get(executionId))?.error).toBe(
+      "the job's lease was held by another execution of this job (fencing token 7) (overlap: skip)",
+    );
+  });
+
+  it('names the execution a guard waits for, whose lease Redis lost, instead of a run that is going', async () => {
+    const r = rig(options);
+    const claim = await held(r);
+    if (claim.kind !== 'won') throw new Error(claim.kind);
+    await r.leases.refence(claim.lease, 10, 2_000, 4_000, 'report:lost');
+    expect(await r.executor.fire(SLOT)).toBe('skipped_overlap');
+    expect((await r.history.get(executionId))?.error).toBe(
+      `the job's lease was held by ${PREVIOUS}, waiting for report:lost (whose lease Redis lost) to end (overlap: skip)`,
+    );
   });
 });

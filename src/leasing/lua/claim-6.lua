@@ -9,7 +9,8 @@
   KEYS[6] paused key  <prefix>:{job}:paused
 
   ARGV[1] random part of this claim's token; the value stored is '<fence>:<random>', so anyone can
-          tell from a lease key which fencing token (and so which run-history row) holds it
+          tell from a lease key which fencing token (and so which run-history row) holds it; the
+          random part names the execution too ('<random>|<executionId>', see lease.store.ts)
   ARGV[2] slot key TTL, ms (the slot key only marks the slot as claimed, except under 'allow')
   ARGV[3] lease TTL, ms
   ARGV[4] overlap policy: skip | queue | allow | replace
@@ -24,10 +25,10 @@
                              claim made obsolete, or ''
    { 0 }                     taken: another instance claimed this slot
    { -1 }                    paused fleet-wide
-   { -2 }                    overlap: another run holds the lease ('skip')
+   { -2, holder }            overlap: another run holds the lease ('skip'); holder = the lease's value
    { -3, superseded }        queued behind the running one ('queue'); superseded as above
    { -4, holderToken }       asked the holder to stop ('replace'); wait for the lease
-   { -5 }                    ahead of the slot and another run holds the lease: nothing changed
+   { -5, holder }            ahead of the slot and another run holds the lease: nothing changed
 ]]
 if redis.call('EXISTS', KEYS[6]) == 1 then
   return { -1 }
@@ -49,7 +50,7 @@ local holder = redis.call('GET', KEYS[2])
 if holder then
   if ARGV[7] == '1' then
     redis.call('DEL', KEYS[1])
-    return { -5 }
+    return { -5, holder }
   end
   if mode == 'queue' then
     local previous = redis.call('GET', KEYS[4])
@@ -59,7 +60,7 @@ if holder then
     redis.call('SET', KEYS[5], holder, 'PX', ARGV[3])
     return { -4, holder }
   end
-  return { -2 }
+  return { -2, holder }
 end
 local fence = redis.call('INCR', KEYS[3])
 redis.call('SET', KEYS[2], fence .. ':' .. ARGV[1], 'PX', ARGV[3])

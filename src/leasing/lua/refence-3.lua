@@ -16,8 +16,9 @@
   ARGV[3] lease TTL, ms
   ARGV[4] how long the forgot key lives, ms
   ARGV[5] which key is the lease: 'slot' (an 'allow' job, whose runs can write out of order) | 'lease'
+  ARGV[6] the lease's new random part, or '' to keep it (a guard names the run it waits for in it)
 
-  Output: { 1, fence, forgot } the lease now has token '<fence>:<random>'; forgot 1 when the
+  Output: { 1, fence, forgot } the lease now has token '<fence>:<random>' (random: ARGV[6] when given); forgot 1 when the
                                counter was below the floor, else 0
           { 0 }                the lease is not held by this token any more
 ]]
@@ -37,6 +38,9 @@ end
 if forgot then
   redis.call('SET', KEYS[3], '1', 'PX', ARGV[4])
 end
-local random = string.sub(ARGV[1], string.find(ARGV[1], ':', 1, true) + 1)
+local random = ARGV[6]
+if random == nil or random == '' then
+  random = string.sub(ARGV[1], string.find(ARGV[1], ':', 1, true) + 1)
+end
 redis.call('SET', KEYS[1], string.format('%d', fence) .. ':' .. random, 'PX', ARGV[3])
 return { 1, fence, forgot and 1 or 0 }

@@ -38,33 +38,49 @@
           hold the job's lease for nothing, and a replay() of the execution in that moment would
           find the job busy.
 
-  Output: { code, fence, payload, endedStreak }
+  Output: { code, fence, payload, endedStreak, handedRandom }
     code 0  not the owner any more (nothing released)
     code 1  released
     code 2  released and handed to the waiting execution (retry line first, then the queued
-            slot), which now holds the lease with token '<fence>:<ARGV[4]>'; payload is its entry. Answered again on a retry while the
+            slot), which now holds the lease with token '<fence>:<handedRandom>', handedRandom being
+            '<ARGV[4]>|<its execution ID, URI-encoded>' (see lease.store.ts); payload is its entry. Answered again on a retry while the
             queued slot still holds the lease, which is then extended to a full lease TTL (the
             queued run starts when the caller gets this answer, not when the first call ran)
     endedStreak: the number of consecutive failures this success ended, or 0
 ]]
+-- The random part of the lease handed to a waiting entry: ARGV[4], and the entry's execution ID
+-- URI-encoded, so that a claim that finds the lease held can tell which run holds it.
+local function handedRandom(payload)
+  local ok, entry = pcall(cjson.decode, payload)
+  if not ok or type(entry) ~= 'table' or type(entry.executionId) ~= 'string' then
+    return ARGV[4]
+  end
+  local encoded = string.gsub(entry.executionId, '[^%w%-%._~]', function(c)
+    return string.format('%%%02X', string.byte(c))
+  end)
+  return ARGV[4] .. '|' .. encoded
+end
+
 local record = redis.call('GET', KEYS[7])
 if record then
   local done = cjson.decode(record)
+  local random = ''
   if done[1] == 2 then
-    local handed = string.format('%d', done[2]) .. ':' .. ARGV[4]
+    random = handedRandom(done[3])
+    local handed = string.format('%d', done[2]) .. ':' .. random
     if done[5] ~= ARGV[4] or redis.call('GET', KEYS[2]) ~= handed then
       return { 0, 0, '', done[4] }
     end
     redis.call('PEXPIRE', KEYS[2], ARGV[5])
   end
-  return { done[1], done[2], done[3], done[4] }
+  return { done[1], done[2], done[3], done[4], random }
 end
 
-local function answer(code, fence, payload, ended)
+local function answer(code, fence, payload, ended, random)
   if code == 2 or ended > 0 then
     redis.call('SET', KEYS[7], cjson.encode({ code, fence, payload, ended, ARGV[4] }), 'PX', ARGV[5])
   end
-  return { code, fence, payload, ended }
+  return { code, fence, payload, ended, random or '' }
 end
 
 local ended = 0
@@ -108,8 +124,9 @@ end
 if queued then
   redis.call('DEL', line)
   local fence = redis.call('INCR', KEYS[3])
-  redis.call('SET', KEYS[2], fence .. ':' .. ARGV[4], 'PX', ARGV[5])
-  return answer(2, fence, queued, ended)
+  local random = handedRandom(queued)
+  redis.call('SET', KEYS[2], fence .. ':' .. random, 'PX', ARGV[5])
+  return answer(2, fence, queued, ended, random)
 end
 redis.call('DEL', KEYS[2])
 return answer(1, 0, '', ended)
