@@ -5,12 +5,13 @@ import { describeError } from '../errors/error.redact.js';
 import { defaultExecutionId, type JobConfig } from '../config/job.config.js';
 import { claimAheadMs } from '../scheduling/job.timer.js';
 import type { LeaseKeeper } from '../leasing/lease.keeper.js';
-import type { LeaseHolder } from '../leasing/lease.store.js';
 import { ExecutorContext, HistoryTimeoutError, type ExecutorDeps, type JobStats, type Started } from './executor.context.js';
 import { abortReason, execute } from './run.attempt.js';
-import { beginRun, refence, restartRow } from './run.starter.js';
+import { beginRun } from './run.starter.js';
+import { holderBudgetMs, holderState, settleMs } from './lease.holder.js';
+import { replaceThenRun, startAgain } from './run.again.js';
 import { holding, roomToClaim } from './pool.gate.js';
-import { giveUpQueued, recordSuperseded, skippedOverlap } from './slot.outcomes.js';
+import { manualFindsBusy, recordSuperseded, skippedOverlap } from './slot.outcomes.js';
 import { SweepChecks, VANISHED_CLAIM, type StartAgain } from './sweep.checks.js';
 import { enqueueAgain, handOff, replayOnQueue, runStep } from './queue.steps.js';
 import type { QueueStep, StepResult } from '../topology/queue.step.js';
@@ -18,8 +19,6 @@ import { startBudgetMs } from './admission.js';
 import { LeaseStoreTimeoutError } from '../leasing/redis.errors.js';
 
 export type { ExecutorDeps, JobStats } from './executor.context.js';
-export { HistoryTimeoutError } from './executor.context.js';
-export { FINISH_RETRY_MS } from './run.attempt.js';
 
 /**
  * One job's pipeline on one instance: claim → run history → run (renewing the lease) → finish →
@@ -50,7 +49,7 @@ export class JobExecutor {
     this.ctx = new ExecutorContext(job, invoke, deps);
     this.ctx.onHandedOver = (slot, executionId, keeper) => this.ctx.track(this.startAndRun(slot, executionId, keeper, 'schedule'));
     // Queue mode: the sweep puts what is due on the job's queue; a worker runs it (runQueued).
-    const again: StartAgain = (row, trigger, deadFence) => this.startAgain(row, trigger, deadFence);
+    const again: StartAgain = (row, trigger, deadFence) => startAgain(this.ctx, this.slotWait, row, trigger, deadFence);
     this.checks = new SweepChecks(this.ctx, job.queue ? enqueueAgain(this.ctx) : again);
     this.startBudgetMs = startBudgetMs({ minPeriodMs: job.schedule.minPeriodMs, catchUpWindowMs: job.catchUp.windowMs });
   }
@@ -75,7 +74,7 @@ export class JobExecutor {
 
   /** A worker's step of a queue-mode execution: runs what its row says is due, here; resolves when it ended. */
   runQueued(step: QueueStep): Promise<StepResult> {
-    const run = runStep(this.ctx, step, (row, trigger, deadFence) => this.startAgain(row, trigger, deadFence));
+    const run = runStep(this.ctx, step, (row, trigger, deadFence) => startAgain(this.ctx, this.slotWait, row, trigger, deadFence));
     this.ctx.track(run);
     return run;
   }
@@ -186,21 +185,9 @@ export class JobExecutor {
       return 'unavailable';
     }
 
-    if (trigger === 'manual' && (this.ctx.job.overlap === 'queue' || this.ctx.job.overlap === 'replace')) {
-      // A manual trigger of an execution that is running or waiting must not touch the job's
-      // lease or queue (it would ask that very run to stop, or push out a waiting slot).
-      let row: RunRecord | undefined;
-      try {
-        row = await this.ctx.db('get', () => this.ctx.deps.history.get(executionId));
-      } catch (error) {
-        this.ctx.deps.logger.error(messages.HISTORY_UNAVAILABLE(this.ctx.job.name, executionId, describeError(error)));
-        this.ctx.stats.unavailable++;
-        return 'unavailable';
-      }
-      if (row && (row.status === 'running' || row.status === 'queued')) {
-        this.ctx.stats.alreadyDone++;
-        return 'already_done';
-      }
+    if (trigger === 'manual') {
+      const busy = await manualFindsBusy(this.ctx, executionId);
+      if (busy) return busy;
     }
 
     const unit = this.ctx.pool && (await roomToClaim(this.ctx, trigger));
@@ -245,7 +232,7 @@ export class JobExecutor {
         if (this.ctx.stopping.signal.aborted) return this.fireSlot(scheduledAt, trigger, 0);
         if (settleUntil === undefined) {
           await this.waitForSlot(scheduledAt, trigger);
-          return this.fireSlot(scheduledAt, trigger, performance.now() + this.settleMs(scheduledAt));
+          return this.fireSlot(scheduledAt, trigger, performance.now() + settleMs(this.ctx, scheduledAt));
         }
         // One more look at the end of the settle time, not a poll: under load, polling claims of
         // thousands of jobs would be the load that keeps the runs from finishing.
@@ -253,9 +240,9 @@ export class JobExecutor {
         // A holder that has not started its handler yet (its row is not written: a slow INSERT
         // while the fleet starts up) is not a run that is going: give it up to the start budget,
         // looking once per settle time, so a slow row write does not skip the slots after it.
-        const budgetEnd = startUntil ?? settleUntil + this.holderBudgetMs(scheduledAt) - this.settleMs(scheduledAt);
-        if (performance.now() < budgetEnd && !this.ctx.stopping.signal.aborted && (await this.holderState(claim.holder)).starting) {
-          const next = Math.min(budgetEnd, performance.now() + this.settleMs(scheduledAt));
+        const budgetEnd = startUntil ?? settleUntil + holderBudgetMs(this.ctx, scheduledAt) - settleMs(this.ctx, scheduledAt);
+        if (performance.now() < budgetEnd && !this.ctx.stopping.signal.aborted && (await holderState(this.ctx, claim.holder)).starting) {
+          const next = Math.min(budgetEnd, performance.now() + settleMs(this.ctx, scheduledAt));
           return this.fireSlot(scheduledAt, trigger, next, budgetEnd);
         }
         return this.fireSlot(scheduledAt, trigger, settleUntil);
@@ -268,7 +255,7 @@ export class JobExecutor {
         this.ctx.stats.paused++;
         return 'paused';
       case 'overlap':
-        return skippedOverlap(this.ctx, slot, executionId, `${(await this.holderState(claim.holder)).why} (overlap: skip)`, trigger);
+        return skippedOverlap(this.ctx, slot, executionId, `${(await holderState(this.ctx, claim.holder)).why} (overlap: skip)`, trigger);
       case 'queued':
         this.ctx.stats.queued++;
         await this.ctx.notStarted(
@@ -288,58 +275,14 @@ export class JobExecutor {
           'queued',
           trigger,
         );
-        return this.replaceThenRun(slot, executionId, claim.holderToken, trigger);
+        return replaceThenRun(this.ctx, slot, executionId, claim.holderToken, trigger, {
+          run: (keeper) => this.startAndRun(slot, executionId, keeper, trigger),
+          unavailable: (error) => this.storeUnavailable(slot, executionId, error, trigger),
+        });
       case 'won':
         await recordSuperseded(this.ctx, claim.superseded);
         return this.startAndRun(slot, executionId, holding(this.ctx.keep(claim.lease, sentAt), unit), trigger);
     }
-  }
-
-  /**
-   * What holds the job's lease, as the lease's value and the holder's row tell: whether it is a
-   * run that has not started its handler yet, and why a slot that found it there did not start.
-   */
-  private async holderState(holder: LeaseHolder | undefined): Promise<{ starting: boolean; why: string }> {
-    if (holder === undefined) return { starting: false, why: 'the previous run of this job was still going' };
-    // A lease whose value does not name its run (a hand-over from a release, a store of your own).
-    if (holder.executionId === undefined) {
-      return { starting: false, why: `the job's lease was held by another execution of this job (fencing token ${holder.fencingToken})` };
-    }
-    const id = holder.executionId;
-    if (holder.waitingFor !== undefined) {
-      return {
-        starting: false,
-        why: `the job's lease was held by ${id}, waiting for ${holder.waitingFor} (whose lease Redis lost) to end`,
-      };
-    }
-    let row: RunRecord | undefined;
-    try {
-      row = await this.ctx.db('get', () => this.ctx.deps.history.get(id));
-    } catch {
-      return { starting: false, why: `the job's lease was held by the run of ${id}` };
-    }
-    if (row === undefined) return { starting: true, why: `the previous slot's run (${id}) was still starting` };
-    if (row.status === 'running' && row.fencingToken === holder.fencingToken) {
-      return { starting: false, why: `the previous run of this job (${id}) was still going` };
-    }
-    if (row.status === 'running') {
-      return {
-        starting: false,
-        why: `the job's lease was held by a takeover of ${id}, whose run on ${row.instanceId} had stopped renewing`,
-      };
-    }
-    return { starting: false, why: `the previous run of this job (${id}) had ended (${row.status}) and was letting go of the lease` };
-  }
-
-  /** How long a slot may wait for the previous slot's run to start its handler: half its period, at most the run-history deadline. */
-  private holderBudgetMs(scheduledAt: Date): number {
-    const periodMs = this.ctx.job.schedule.next(scheduledAt).getTime() - scheduledAt.getTime();
-    return Math.max(this.settleMs(scheduledAt), Math.min(Math.floor(periodMs / 2), this.ctx.historyTimeoutMs));
-  }
-
-  /** How long after its instant a slot waits for the job's previous run to let go: a quarter of its period, at most 1 s. */
-  private settleMs(scheduledAt: Date): number {
-    return Math.min(1_000, Math.floor((this.ctx.job.schedule.next(scheduledAt).getTime() - scheduledAt.getTime()) / 4));
   }
 
   /** Milliseconds until the slot instant on this instance's clock, at most the job's claim-ahead time; ≤ 0 once it is due. */
@@ -351,6 +294,8 @@ export class JobExecutor {
    * A slot its timer claimed ahead of the instant starts at the instant. Timers may fire a
    * millisecond early, so look again (a few times: an injected clock need not move).
    */
+  private readonly slotWait = (scheduledAt: Date, trigger: RunTrigger): Promise<void> => this.waitForSlot(scheduledAt, trigger);
+
   private async waitForSlot(scheduledAt: Date, trigger: RunTrigger): Promise<void> {
     if (trigger !== 'schedule') return;
     // Admission's start pipeline ends here: the claim (and row) are done, the rest is waiting.
@@ -416,7 +361,7 @@ export class JobExecutor {
    */
   async retry(row: RunRecord, trigger: 'retry' | 'replay'): Promise<FireOutcome> {
     if (this.ctx.job.queue) return replayOnQueue(this.ctx, row);
-    const outcome = this.startAgain(row, trigger).then(async (result) => {
+    const outcome = startAgain(this.ctx, this.slotWait, row, trigger).then(async (result) => {
       if (typeof result === 'string') return result === 'busy' || result === 'alive' ? 'lost' : result;
       await result.finished;
       return 'ran' as const;
@@ -426,93 +371,6 @@ export class JobExecutor {
       this.ctx.deps.logger.error(`job '${this.ctx.job.name}': ${trigger} of ${row.executionId} failed to start: ${describeError(error)}`);
       return 'unavailable' as const;
     });
-  }
-
-  /**
-   * Takes the lease for an existing row outside its slot's claim and starts its next attempt.
-   * Resolves once the run started (with the promise of its end) or could not start.
-   */
-  private async startAgain(
-    row: RunRecord,
-    trigger: RunTrigger,
-    deadFence?: number,
-  ): Promise<{ finished: Promise<void> } | FireOutcome | 'busy' | 'alive'> {
-    if (this.ctx.stopping.signal.aborted) return 'shutting_down';
-    const on = this.ctx.job.overlap === 'allow' ? 'slot' : 'lease';
-    const sentAt = performance.now();
-    const taken = await this.ctx.deps.leases.take(this.ctx.job.name, row.executionId, on, this.ctx.job.leaseMs, deadFence);
-    if (taken.kind === 'paused') return 'paused';
-    if (taken.kind === 'busy') return 'busy';
-    if (taken.kind === 'alive') return 'alive';
-    const keeper = this.ctx.keep(taken.lease, sentAt);
-    let started: Started | FireOutcome | 'changed' | undefined;
-    try {
-      for (let round = 0; round < 3 && started === undefined; round++) {
-        if (!keeper.valid()) {
-          started = this.ctx.lapsed(row.executionId);
-          break;
-        }
-        const maxAttempts =
-          trigger === 'replay'
-            ? row.attempt + 1
-            : trigger === 'recover' || row.status === 'queued'
-              ? row.attempt + 1
-              : this.ctx.job.maxAttempts;
-        const result = await restartRow(this.ctx, row, keeper, trigger, maxAttempts);
-        if (typeof result === 'object' && 'kind' in result) {
-          const stop = await refence(this.ctx, keeper, result);
-          if (stop) started = stop;
-          continue;
-        }
-        started = result;
-      }
-      if (started === undefined) throw new Error(`the fencing token of ${row.executionId} stayed at or below the run history's floor`);
-    } catch (error) {
-      keeper.stop();
-      await this.ctx.releaseAndContinue(keeper.lease);
-      throw error;
-    }
-    if (typeof started === 'string') {
-      keeper.stop();
-      await this.ctx.releaseAndContinue(keeper.lease);
-      return started === 'changed' ? 'lost' : started;
-    }
-    this.ctx.stats.ran++;
-    // A queued slot a worker took ahead of its instant (queue mode) starts at the instant.
-    if (started.trigger === 'schedule') await this.waitForSlot(row.scheduledAt, 'schedule');
-    const finished = execute(this.ctx, this.ctx.job.slotInfo(row.scheduledAt), row.executionId, keeper, started.attempt, started.trigger);
-    this.ctx.track(finished);
-    return { finished };
-  }
-
-  private async replaceThenRun(slot: SlotInfo, executionId: string, holderToken: string, trigger: RunTrigger): Promise<FireOutcome> {
-    const { job } = this.ctx;
-    // The holder sees the stop request at its next renewal and lets go when its handler settles;
-    // one that ignores the signal keeps the lease at most one more lease period, which then expires.
-    const deadline = performance.now() + 2 * job.leaseMs + job.renewMs + 1_000;
-    const pollMs = Math.min(250, Math.max(20, Math.floor(job.renewMs / 4)));
-    for (;;) {
-      try {
-        await sleep(pollMs, undefined, { signal: this.ctx.stopping.signal });
-      } catch {
-        // The `queued` row stays: another instance's sweep starts it once the lease is free.
-        return 'shutting_down';
-      }
-      let result;
-      const sentAt = performance.now();
-      try {
-        result = await this.ctx.deps.leases.acquireAfter(job.name, executionId, holderToken, job.leaseMs);
-      } catch (error) {
-        return this.storeUnavailable(slot, executionId, error, trigger);
-      }
-      if (result.kind === 'acquired') return this.startAndRun(slot, executionId, this.ctx.keep(result.lease, sentAt), trigger);
-      if (result.kind === 'superseded') {
-        return giveUpQueued(this.ctx, slot, executionId, 'a newer slot took the lease first (overlap: replace)', trigger);
-      }
-      if (performance.now() > deadline) {
-        return giveUpQueued(this.ctx, slot, executionId, 'the run being replaced did not let go of its lease in time', trigger);
-      }
-    }
   }
 
   private async storeUnavailable(slot: SlotInfo, executionId: string, error: unknown, trigger: RunTrigger): Promise<FireOutcome> {

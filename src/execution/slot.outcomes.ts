@@ -1,4 +1,5 @@
-import type { FireOutcome, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
+import type { FireOutcome, RunRecord, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
+import * as messages from '../distributed-cron.messages.js';
 import { describeError } from '../errors/error.redact.js';
 import type { QueuedSlot } from '../leasing/lease.store.js';
 import type { ExecutorContext } from './executor.context.js';
@@ -56,4 +57,26 @@ export async function skippedOverlap(
   ctx.stats.skippedOverlap++;
   await ctx.notStarted(slot, executionId, why, 'skipped_overlap', trigger);
   return 'skipped_overlap';
+}
+
+/**
+ * A manual trigger of an execution that is running or waiting (`overlap: 'queue'` or `'replace'`)
+ * must not touch the job's lease or queue: it would ask that very run to stop, or push out a
+ * waiting slot. Returns the outcome when the trigger stops here.
+ */
+export async function manualFindsBusy(ctx: ExecutorContext, executionId: string): Promise<FireOutcome | undefined> {
+  if (ctx.job.overlap !== 'queue' && ctx.job.overlap !== 'replace') return undefined;
+  let row: RunRecord | undefined;
+  try {
+    row = await ctx.db('get', () => ctx.deps.history.get(executionId));
+  } catch (error) {
+    ctx.deps.logger.error(messages.HISTORY_UNAVAILABLE(ctx.job.name, executionId, describeError(error)));
+    ctx.stats.unavailable++;
+    return 'unavailable';
+  }
+  if (row && (row.status === 'running' || row.status === 'queued')) {
+    ctx.stats.alreadyDone++;
+    return 'already_done';
+  }
+  return undefined;
 }

@@ -1,0 +1,60 @@
+import type { RunRecord } from '../distributed-cron.interfaces.js';
+import type { LeaseHolder } from '../leasing/lease.store.js';
+import type { ExecutorContext } from './executor.context.js';
+
+/*
+ * What a slot that found its job's lease held learns of the holder: whether it is a run that has
+ * not started its handler yet (worth waiting for), and the reason its row gives when it skips.
+ */
+
+/** What the holder's questions read of the job's executor context. */
+type HolderContext = Pick<ExecutorContext, 'job' | 'db' | 'historyTimeoutMs'> & {
+  readonly deps: Pick<ExecutorContext['deps'], 'history'>;
+};
+
+/**
+ * What holds the job's lease, as the lease's value and the holder's row tell: whether it is a
+ * run that has not started its handler yet, and why a slot that found it there did not start.
+ */
+export async function holderState(ctx: HolderContext, holder: LeaseHolder | undefined): Promise<{ starting: boolean; why: string }> {
+  if (holder === undefined) return { starting: false, why: 'the previous run of this job was still going' };
+  // A lease whose value does not name its run (a hand-over from a release, a store of your own).
+  if (holder.executionId === undefined) {
+    return { starting: false, why: `the job's lease was held by another execution of this job (fencing token ${holder.fencingToken})` };
+  }
+  const id = holder.executionId;
+  if (holder.waitingFor !== undefined) {
+    return {
+      starting: false,
+      why: `the job's lease was held by ${id}, waiting for ${holder.waitingFor} (whose lease Redis lost) to end`,
+    };
+  }
+  let row: RunRecord | undefined;
+  try {
+    row = await ctx.db('get', () => ctx.deps.history.get(id));
+  } catch {
+    return { starting: false, why: `the job's lease was held by the run of ${id}` };
+  }
+  if (row === undefined) return { starting: true, why: `the previous slot's run (${id}) was still starting` };
+  if (row.status === 'running' && row.fencingToken === holder.fencingToken) {
+    return { starting: false, why: `the previous run of this job (${id}) was still going` };
+  }
+  if (row.status === 'running') {
+    return {
+      starting: false,
+      why: `the job's lease was held by a takeover of ${id}, whose run on ${row.instanceId} had stopped renewing`,
+    };
+  }
+  return { starting: false, why: `the previous run of this job (${id}) had ended (${row.status}) and was letting go of the lease` };
+}
+
+/** How long a slot may wait for the previous slot's run to start its handler: half its period, at most the run-history deadline. */
+export function holderBudgetMs(ctx: HolderContext, scheduledAt: Date): number {
+  const periodMs = ctx.job.schedule.next(scheduledAt).getTime() - scheduledAt.getTime();
+  return Math.max(settleMs(ctx, scheduledAt), Math.min(Math.floor(periodMs / 2), ctx.historyTimeoutMs));
+}
+
+/** How long after its instant a slot waits for the job's previous run to let go: a quarter of its period, at most 1 s. */
+export function settleMs(ctx: Pick<ExecutorContext, 'job'>, scheduledAt: Date): number {
+  return Math.min(1_000, Math.floor((ctx.job.schedule.next(scheduledAt).getTime() - scheduledAt.getTime()) / 4));
+}
