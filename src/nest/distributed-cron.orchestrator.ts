@@ -100,6 +100,8 @@ export class DistributedCronOrchestrator {
       // that is down or slow delays no start by more than WARM_UP_WAIT_MS (its slots then say so).
       const warm = Promise.allSettled([births, runtime.history.writes.warmUp?.(), this.dispatcher.start()]);
       await Promise.race([warm, sleep(WARM_UP_WAIT_MS, undefined, { ref: false })]);
+      // The list read on joining is as old as the warm-up: the first slots are ranked over who is up now.
+      await this.dispatcher.refresh();
     }
     // Catch-up covers the slots before the timers start; the timers, those after.
     const timersAt = new Date(runtime.clock());
