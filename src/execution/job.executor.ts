@@ -279,10 +279,32 @@ export class JobExecutor {
           trigger,
         );
         return this.replaceThenRun(slot, executionId, claim.holderToken, trigger);
-      case 'won':
+      case 'won': {
         await recordSuperseded(this.ctx, claim.superseded);
-        return this.startAndRun(slot, executionId, holding(this.ctx.keep(claim.lease, sentAt), unit), trigger);
+        const tooLate = this.claimedTooLate(scheduledAt, trigger, settleUntil);
+        if (tooLate === undefined) return this.startAndRun(slot, executionId, holding(this.ctx.keep(claim.lease, sentAt), unit), trigger);
+        // Its row and run would start later still, holding the job into its next slot: let go first.
+        unit?.release();
+        await this.ctx.releaseAndContinue(claim.lease);
+        this.startPhaseEnded(scheduledAt, true);
+        this.ctx.deps.load!.noteShed(this.ctx.job.name, tooLate);
+        return this.skippedOverload(slot, executionId, tooLate);
+      }
     }
+  }
+
+  /**
+   * A scheduled slot admission control let in, whose claim was answered past the slot's start
+   * budget while this instance is overloaded (a fleet starting together, a GC storm): the reason
+   * its row gives for not starting; undefined: it starts.
+   */
+  private claimedTooLate(scheduledAt: Date, trigger: RunTrigger, settleUntil: number | undefined): string | undefined {
+    const { load } = this.ctx.deps;
+    if (trigger !== 'schedule' || settleUntil !== undefined || !load || !this.startPhases.has(scheduledAt.getTime())) return undefined;
+    const lateMs = this.ctx.deps.clock() - scheduledAt.getTime();
+    if (lateMs <= this.startBudgetMs || !load.overloaded()) return undefined;
+    const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+    return `not started: this instance was overloaded (its claim was answered ${seconds(lateMs)} after the slot, past its start budget of ${seconds(this.startBudgetMs)}; ${load.describe()})`;
   }
 
   /** How long after its instant a slot waits for the job's previous run to let go: a quarter of its period, at most 1 s. */
