@@ -44,6 +44,8 @@ export class JobExecutor {
   private readonly startPhases = new Map<number, (answered: boolean) => void>();
   /** How late a scheduled slot may start before admission control sheds it (see `startBudgetMs`). */
   readonly startBudgetMs: number;
+  /** performance.now() until which this instance counts as just started (see `claimedTooLate`). */
+  private startingUntil = 0;
 
   constructor(job: JobConfig, invoke: (ctx: CronContext) => unknown, deps: ExecutorDeps) {
     this.ctx = new ExecutorContext(job, invoke, deps);
@@ -65,6 +67,14 @@ export class JobExecutor {
   /** Deadline of every run-history call: shorter than the lease by one renewal interval. */
   get historyTimeoutMs(): number {
     return this.ctx.historyTimeoutMs;
+  }
+
+  /**
+   * The timers have just started: for `ms`, a slot whose claim is answered past its start budget
+   * while this instance is overloaded is shed instead of started (see `claimedTooLate`).
+   */
+  startingUp(ms: number): void {
+    this.startingUntil = performance.now() + ms;
   }
 
   /** True when the job names no resource pool, or its pool has a free unit on this instance now. */
@@ -294,13 +304,17 @@ export class JobExecutor {
   }
 
   /**
-   * A scheduled slot admission control let in, whose claim was answered past the slot's start
-   * budget while this instance is overloaded (a fleet starting together, a GC storm): the reason
-   * its row gives for not starting; undefined: it starts.
+   * A scheduled slot of a just-started instance (see `startingUp`) that admission control let
+   * in, whose claim was answered past the slot's start budget while this instance is overloaded
+   * (a fleet starting together, every process still warming up): the reason its row gives for
+   * not starting; undefined: it starts. Started, its row and run would come later still and hold
+   * the job into its next slot. Past start-up admission keeps the claims in time, and a late one
+   * runs late rather than not at all.
    */
   private claimedTooLate(scheduledAt: Date, trigger: RunTrigger, settleUntil: number | undefined): string | undefined {
     const { load } = this.ctx.deps;
     if (trigger !== 'schedule' || settleUntil !== undefined || !load || !this.startPhases.has(scheduledAt.getTime())) return undefined;
+    if (performance.now() >= this.startingUntil) return undefined;
     const lateMs = this.ctx.deps.clock() - scheduledAt.getTime();
     if (lateMs <= this.startBudgetMs || !load.overloaded()) return undefined;
     const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;

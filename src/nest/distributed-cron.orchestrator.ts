@@ -107,7 +107,9 @@ export class DistributedCronOrchestrator {
     const timersAt = new Date(runtime.clock());
     this.pacer.start();
     for (const { executor, timer } of runtime.jobs.values()) {
-      if (!executor.job.disabled) timer.start();
+      if (executor.job.disabled) continue;
+      executor.startingUp(START_SPREAD_MS);
+      timer.start();
     }
     this.dispatcher.timersStarted();
     void births.then((born) => this.catchUp(born, timersAt));

@@ -264,6 +264,7 @@ describe('JobExecutor on in-memory adapters', () => {
       noteShed: (_job, why) => void shed.push(why),
     };
     const r = rig({ overlap: 'skip' }, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
+    r.executor.startingUp(60_000);
     const answered: boolean[] = [];
     expect(await r.executor.fire(SLOT, 'schedule', (ok) => answered.push(ok))).toBe('skipped_overload');
     expect(r.calls).toHaveLength(0);
@@ -285,6 +286,27 @@ describe('JobExecutor on in-memory adapters', () => {
     expect(claim.kind).toBe('won');
   });
 
+  it('past start-up, an admitted slot whose claim is answered late runs late (no collapse under steady load)', async () => {
+    const clock = { now: SLOT.getTime() - 250 };
+    class LateReplies extends InMemoryLeaseStore {
+      override async claim(request: ClaimRequest): Promise<ClaimResult> {
+        const result = await super.claim(request);
+        clock.now = SLOT.getTime() + 31 * 60_000;
+        return result;
+      }
+    }
+    const leases = new LateReplies(() => clock.now);
+    const load: LoadSignal = {
+      overloaded: () => true,
+      claimDeadlineMs: () => undefined,
+      describe: () => 'event loop 900 ms behind',
+      noteShed: () => undefined,
+    };
+    const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
+    expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
+  });
+
   it('a slot fired without admission control still runs when its claim is answered late', async () => {
     const clock = { now: SLOT.getTime() - 250 };
     class LateReplies extends InMemoryLeaseStore {
@@ -296,6 +318,7 @@ describe('JobExecutor on in-memory adapters', () => {
     }
     const leases = new LateReplies(() => clock.now);
     const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock });
+    r.executor.startingUp(60_000);
     expect(await r.executor.fire(SLOT)).toBe('ran');
     expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
   });
