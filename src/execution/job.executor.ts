@@ -46,6 +46,8 @@ export class JobExecutor {
   readonly startBudgetMs: number;
   /** performance.now() until which this instance counts as just started (see `claimedTooLate`). */
   private startingUntil = 0;
+  /** performance.now() from which a claim answered while not overloaded ends the start-up. */
+  private warmFrom = 0;
 
   constructor(job: JobConfig, invoke: (ctx: CronContext) => unknown, deps: ExecutorDeps) {
     this.ctx = new ExecutorContext(job, invoke, deps);
@@ -70,11 +72,14 @@ export class JobExecutor {
   }
 
   /**
-   * The timers have just started: for `ms`, a slot whose claim is answered past its start budget
-   * while this instance is overloaded is shed instead of started (see `claimedTooLate`).
+   * The timers have just started: for `atLeastMs`, then until a claim is answered while this
+   * instance is not overloaded (at most `atMostMs` in all), a slot whose claim is answered past its
+   * start budget while it is overloaded is shed instead of started (see `claimedTooLate`).
    */
-  startingUp(ms: number): void {
-    this.startingUntil = performance.now() + ms;
+  startingUp(atLeastMs: number, atMostMs: number): void {
+    const now = performance.now();
+    this.warmFrom = now + atLeastMs;
+    this.startingUntil = now + Math.max(atLeastMs, atMostMs);
   }
 
   /** True when the job names no resource pool, or its pool has a free unit on this instance now. */
@@ -315,8 +320,13 @@ export class JobExecutor {
     const { load } = this.ctx.deps;
     if (trigger !== 'schedule' || settleUntil !== undefined || !load || !this.startPhases.has(scheduledAt.getTime())) return undefined;
     if (performance.now() >= this.startingUntil) return undefined;
+    if (!load.overloaded()) {
+      // Warm: the start-up is over for this job.
+      if (performance.now() >= this.warmFrom) this.startingUntil = 0;
+      return undefined;
+    }
     const lateMs = this.ctx.deps.clock() - scheduledAt.getTime();
-    if (lateMs <= this.startBudgetMs || !load.overloaded()) return undefined;
+    if (lateMs <= this.startBudgetMs) return undefined;
     const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
     return `not started: this instance was overloaded (its claim was answered ${seconds(lateMs)} after the slot, past its start budget of ${seconds(this.startBudgetMs)}; ${load.describe()})`;
   }

@@ -30,6 +30,13 @@ const WARM_UP_WAIT_MS = 2_000;
  */
 const START_SPREAD_MS = 10_000;
 const START_SLOTS_PER_TURN = 200;
+/**
+ * After the timers start, for the pacer's 10 s and then until the instance is no longer
+ * overloaded (at most this long), a slot whose claim is answered past its start budget is shed
+ * rather than started late (see `JobExecutor.startingUp`): a fleet started together on a small
+ * machine is late with its first claims for as long as its processes saturate the cores.
+ */
+const START_LATE_CLAIMS_MS = 30_000;
 
 /**
  * The lifecycle of the mounted jobs on this instance: what starts at bootstrap (queue
@@ -108,7 +115,7 @@ export class DistributedCronOrchestrator {
     this.pacer.start();
     for (const { executor, timer } of runtime.jobs.values()) {
       if (executor.job.disabled) continue;
-      executor.startingUp(START_SPREAD_MS);
+      executor.startingUp(START_SPREAD_MS, START_LATE_CLAIMS_MS);
       timer.start();
     }
     this.dispatcher.timersStarted();

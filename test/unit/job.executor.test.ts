@@ -264,7 +264,7 @@ describe('JobExecutor on in-memory adapters', () => {
       noteShed: (_job, why) => void shed.push(why),
     };
     const r = rig({ overlap: 'skip' }, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
-    r.executor.startingUp(60_000);
+    r.executor.startingUp(0, 60_000);
     const answered: boolean[] = [];
     expect(await r.executor.fire(SLOT, 'schedule', (ok) => answered.push(ok))).toBe('skipped_overload');
     expect(r.calls).toHaveLength(0);
@@ -284,6 +284,66 @@ describe('JobExecutor on in-memory adapters', () => {
       queued: { executionId: next, scheduledAt: SLOT.getTime() + 3_600_000, businessDate: '2026-05-01' },
     });
     expect(claim.kind).toBe('won');
+  });
+
+  it('start-up ends once a claim is answered while the instance is not overloaded: a later late claim runs late', async () => {
+    const clock = { now: SLOT.getTime() - 250 };
+    let lateBy = 0;
+    class LateReplies extends InMemoryLeaseStore {
+      override async claim(request: ClaimRequest): Promise<ClaimResult> {
+        const result = await super.claim(request);
+        clock.now = request.queued.scheduledAt + lateBy;
+        return result;
+      }
+    }
+    const leases = new LateReplies(() => clock.now);
+    let overloaded = false;
+    const load: LoadSignal = {
+      overloaded: () => overloaded,
+      claimDeadlineMs: () => undefined,
+      describe: () => 'event loop 900 ms behind',
+      noteShed: () => undefined,
+    };
+    const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
+    r.executor.startingUp(0, 60_000);
+    // Warm and on time: the hourly slot runs, and this job's start-up is over.
+    expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
+    overloaded = true;
+    lateBy = 31 * 60_000;
+    const next = new Date(SLOT.getTime() + 3_600_000);
+    clock.now = next.getTime() - 250;
+    expect(await r.executor.fire(next, 'schedule', () => undefined)).toBe('ran');
+    expect(await r.history.get('report:2026-05-01T11:00:00Z')).toMatchObject({ status: 'completed' });
+  });
+
+  it('within its shortest start-up, a calm moment does not end it: a later late claim is still shed', async () => {
+    const clock = { now: SLOT.getTime() - 250 };
+    let lateBy = 0;
+    class LateReplies extends InMemoryLeaseStore {
+      override async claim(request: ClaimRequest): Promise<ClaimResult> {
+        const result = await super.claim(request);
+        clock.now = request.queued.scheduledAt + lateBy;
+        return result;
+      }
+    }
+    const leases = new LateReplies(() => clock.now);
+    let overloaded = false;
+    const load: LoadSignal = {
+      overloaded: () => overloaded,
+      claimDeadlineMs: () => undefined,
+      describe: () => 'event loop 900 ms behind',
+      noteShed: () => undefined,
+    };
+    const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
+    r.executor.startingUp(60_000, 60_000);
+    // On time and calm, but within the shortest start-up (other processes may still be starting).
+    expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
+    overloaded = true;
+    lateBy = 31 * 60_000;
+    const next = new Date(SLOT.getTime() + 3_600_000);
+    clock.now = next.getTime() - 250;
+    expect(await r.executor.fire(next, 'schedule', () => undefined)).toBe('skipped_overload');
+    expect(await r.history.get('report:2026-05-01T11:00:00Z')).toMatchObject({ status: 'skipped_overload', attempt: 0 });
   });
 
   it('past start-up, an admitted slot whose claim is answered late runs late (no collapse under steady load)', async () => {
@@ -318,7 +378,7 @@ describe('JobExecutor on in-memory adapters', () => {
     }
     const leases = new LateReplies(() => clock.now);
     const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock });
-    r.executor.startingUp(60_000);
+    r.executor.startingUp(0, 60_000);
     expect(await r.executor.fire(SLOT)).toBe('ran');
     expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
   });
