@@ -123,6 +123,21 @@ if (( want_postgres )); then
     psql_admin -c "ALTER ROLE cron LOGIN CREATEDB PASSWORD 'cron'"
     wait_until "postgres login as cron" cron_login
   fi
+  # The suites start many app instances at once, each with its pool (the bench and the chaos
+  # runs five processes with warm pools): the default 100 connections is too few on one machine.
+  if [[ "$(psql_admin -tAc 'SHOW max_connections')" -lt 300 ]]; then
+    cluster="$(pg_lsclusters -h 2>/dev/null | awk '$3 == 5432 { print $1 " " $2 }' | sort -V | tail -n 1)"
+    if [[ -n "$cluster" ]]; then
+      read -r pg_version pg_name <<<"$cluster"
+      log "postgres: raising max_connections to 300 (restarts cluster $pg_version/$pg_name)"
+      psql_admin -c "ALTER SYSTEM SET max_connections = 300"
+      as_root pg_ctlcluster "$pg_version" "$pg_name" restart
+      wait_until "postgres" pg_ready
+      wait_until "postgres login as cron" cron_login
+    else
+      log "postgres: max_connections is below 300 on a cluster this script did not find; some suites may run out of connections"
+    fi
+  fi
   log "postgres: database distributed_cron ready"
 fi
 

@@ -44,6 +44,10 @@ export class JobExecutor {
   private readonly startPhases = new Map<number, (answered: boolean) => void>();
   /** How late a scheduled slot may start before admission control sheds it (see `startBudgetMs`). */
   readonly startBudgetMs: number;
+  /** performance.now() until which this instance counts as just started (see `claimedTooLate`). */
+  private startingUntil = 0;
+  /** performance.now() from which a claim answered while not overloaded ends the start-up. */
+  private warmFrom = 0;
 
   constructor(job: JobConfig, invoke: (ctx: CronContext) => unknown, deps: ExecutorDeps) {
     this.ctx = new ExecutorContext(job, invoke, deps);
@@ -65,6 +69,17 @@ export class JobExecutor {
   /** Deadline of every run-history call: shorter than the lease by one renewal interval. */
   get historyTimeoutMs(): number {
     return this.ctx.historyTimeoutMs;
+  }
+
+  /**
+   * The timers have just started: for `atLeastMs`, then until a claim is answered while this
+   * instance is not overloaded (at most `atMostMs` in all), a slot whose claim is answered past its
+   * start budget while it is overloaded is shed instead of started (see `claimedTooLate`).
+   */
+  startingUp(atLeastMs: number, atMostMs: number): void {
+    const now = performance.now();
+    this.warmFrom = now + atLeastMs;
+    this.startingUntil = now + Math.max(atLeastMs, atMostMs);
   }
 
   /** True when the job names no resource pool, or its pool has a free unit on this instance now. */
@@ -279,10 +294,41 @@ export class JobExecutor {
           run: (keeper) => this.startAndRun(slot, executionId, keeper, trigger),
           unavailable: (error) => this.storeUnavailable(slot, executionId, error, trigger),
         });
-      case 'won':
+      case 'won': {
         await recordSuperseded(this.ctx, claim.superseded);
-        return this.startAndRun(slot, executionId, holding(this.ctx.keep(claim.lease, sentAt), unit), trigger);
+        const tooLate = this.claimedTooLate(scheduledAt, trigger, settleUntil);
+        if (tooLate === undefined) return this.startAndRun(slot, executionId, holding(this.ctx.keep(claim.lease, sentAt), unit), trigger);
+        // Its row and run would start later still, holding the job into its next slot: let go first.
+        unit?.release();
+        await this.ctx.releaseAndContinue(claim.lease);
+        this.startPhaseEnded(scheduledAt, true);
+        this.ctx.deps.load!.noteShed(this.ctx.job.name, tooLate);
+        return this.skippedOverload(slot, executionId, tooLate);
+      }
     }
+  }
+
+  /**
+   * A scheduled slot of a just-started instance (see `startingUp`) that admission control let
+   * in, whose claim was answered past the slot's start budget while this instance is overloaded
+   * (a fleet starting together, every process still warming up): the reason its row gives for
+   * not starting; undefined: it starts. Started, its row and run would come later still and hold
+   * the job into its next slot. Past start-up admission keeps the claims in time, and a late one
+   * runs late rather than not at all.
+   */
+  private claimedTooLate(scheduledAt: Date, trigger: RunTrigger, settleUntil: number | undefined): string | undefined {
+    const { load } = this.ctx.deps;
+    if (trigger !== 'schedule' || settleUntil !== undefined || !load || !this.startPhases.has(scheduledAt.getTime())) return undefined;
+    if (performance.now() >= this.startingUntil) return undefined;
+    if (!load.overloaded()) {
+      // Warm: the start-up is over for this job.
+      if (performance.now() >= this.warmFrom) this.startingUntil = 0;
+      return undefined;
+    }
+    const lateMs = this.ctx.deps.clock() - scheduledAt.getTime();
+    if (lateMs <= this.startBudgetMs) return undefined;
+    const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+    return `not started: this instance was overloaded (its claim was answered ${seconds(lateMs)} after the slot, past its start budget of ${seconds(this.startBudgetMs)}; ${load.describe()})`;
   }
 
   /** Milliseconds until the slot instant on this instance's clock, at most the job's claim-ahead time; ≤ 0 once it is due. */

@@ -13,6 +13,13 @@ const MEMBER_EVERY_MS = 2_000;
 const MEMBER_TTL_MS = 3 * MEMBER_EVERY_MS;
 /** How long start-up waits for the first member list (Redis may be down: then every instance claims every slot). */
 const FIRST_BEAT_WAIT_MS = 500;
+/**
+ * While a fleet that starts together joins, the list is read this often for the first
+ * `STARTUP_BEATS` beats: an instance ready before the others sees each of them within this of
+ * its joining, instead of claiming every slot of the second they join alone.
+ */
+const STARTUP_BEAT_MS = 200;
+const STARTUP_BEATS = 25;
 /** How long a receipt lives: far longer than the head start, so a late look still finds it. */
 const RECEIPT_TTL_MS = 30_000;
 /**
@@ -81,8 +88,8 @@ export class SlotDispatcher {
   /**
    * Joins the leader election, or the fleet's member list: resolves once this instance has read
    * the list (at most `FIRST_BEAT_WAIT_MS`), so its first slots are not claimed by every instance
-   * at once, and renews its entry every `MEMBER_EVERY_MS` (the first few times sooner, while a
-   * fleet that starts together joins).
+   * at once, and renews its entry every `MEMBER_EVERY_MS` (the first `STARTUP_BEATS` times every
+   * `STARTUP_BEAT_MS`, while a fleet that starts together joins).
    */
   async start(): Promise<void> {
     this.admission?.start();
@@ -96,12 +103,22 @@ export class SlotDispatcher {
           void this.beat();
           again(beats + 1);
         },
-        beats < 4 ? MEMBER_EVERY_MS / 4 : MEMBER_EVERY_MS,
+        beats < STARTUP_BEATS ? STARTUP_BEAT_MS : MEMBER_EVERY_MS,
       );
       this.heartbeat.unref();
     };
     again(0);
     await Promise.race([first, sleep(FIRST_BEAT_WAIT_MS, undefined, { ref: false })]);
+  }
+
+  /**
+   * Reads the member list again now (at most `FIRST_BEAT_WAIT_MS`): called just before the
+   * timers start, after a warm-up that may have taken seconds, so the first slots are ranked
+   * over the instances that are up then, not those that were when this one joined.
+   */
+  async refresh(): Promise<void> {
+    if (this.leader || !this.fleet || !this.heartbeat || this.stopped) return;
+    await Promise.race([this.beat(), sleep(FIRST_BEAT_WAIT_MS, undefined, { ref: false })]);
   }
 
   /** Leaves the member list: the others stop waiting for this instance's claims. */

@@ -30,6 +30,13 @@ const WARM_UP_WAIT_MS = 2_000;
  */
 const START_SPREAD_MS = 10_000;
 const START_SLOTS_PER_TURN = 200;
+/**
+ * After the timers start, for the pacer's 10 s and then until the instance is no longer
+ * overloaded (at most this long), a slot whose claim is answered past its start budget is shed
+ * rather than started late (see `JobExecutor.startingUp`): a fleet started together on a small
+ * machine is late with its first claims for as long as its processes saturate the cores.
+ */
+const START_LATE_CLAIMS_MS = 30_000;
 
 /**
  * The lifecycle of the mounted jobs on this instance: what starts at bootstrap (queue
@@ -100,12 +107,16 @@ export class DistributedCronOrchestrator {
       // that is down or slow delays no start by more than WARM_UP_WAIT_MS (its slots then say so).
       const warm = Promise.allSettled([births, runtime.history.writes.warmUp?.(), this.dispatcher.start()]);
       await Promise.race([warm, sleep(WARM_UP_WAIT_MS, undefined, { ref: false })]);
+      // The list read on joining is as old as the warm-up: the first slots are ranked over who is up now.
+      await this.dispatcher.refresh();
     }
     // Catch-up covers the slots before the timers start; the timers, those after.
     const timersAt = new Date(runtime.clock());
     this.pacer.start();
     for (const { executor, timer } of runtime.jobs.values()) {
-      if (!executor.job.disabled) timer.start();
+      if (executor.job.disabled) continue;
+      executor.startingUp(START_SPREAD_MS, START_LATE_CLAIMS_MS);
+      timer.start();
     }
     this.dispatcher.timersStarted();
     void births.then((born) => this.catchUp(born, timersAt));

@@ -10,7 +10,9 @@ import type { AlertEvent } from '../../src/alerting/alert.interfaces.js';
 import { resolveJobConfig } from '../../src/config/job.config.js';
 import type { CronContext, DistributedCronOptions } from '../../src/distributed-cron.interfaces.js';
 import { JobExecutor } from '../../src/execution/job.executor.js';
+import type { LoadSignal } from '../../src/execution/admission.js';
 import type { BeginRequest } from '../../src/history/run-history.js';
+import type { ClaimRequest, ClaimResult } from '../../src/leasing/lease.store.js';
 import { InMemoryLeaseStore } from '../../src/testing/in-memory-lease.store.js';
 import { InMemoryRunHistory } from '../../src/testing/in-memory-run-history.js';
 
@@ -36,6 +38,7 @@ function rig(
   options: DistributedCronOptions = {},
   handler: (ctx: CronContext) => unknown = () => undefined,
   shared?: Pick<Rig, 'leases' | 'history' | 'clock'>,
+  load?: LoadSignal,
 ): Rig {
   const clock = shared?.clock ?? { now: SLOT.getTime() };
   const leases = shared?.leases ?? new InMemoryLeaseStore(() => clock.now);
@@ -66,7 +69,17 @@ function rig(
       calls.push(ctx);
       return handler(ctx);
     },
-    { leases, flags: leases, retryLine: leases, history, alerts: dispatcher, instanceId: 'instance-a', clock: () => clock.now, logger },
+    {
+      leases,
+      flags: leases,
+      retryLine: leases,
+      history,
+      alerts: dispatcher,
+      instanceId: 'instance-a',
+      clock: () => clock.now,
+      logger,
+      load,
+    },
   );
   executors.push(executor);
   return { executor, leases, history, clock, alerts, warnings, calls };
@@ -251,6 +264,144 @@ describe('JobExecutor on in-memory adapters', () => {
     const row = await shared.history.get(executionId);
     expect(row).toMatchObject({ status: 'lease_lost', fencingToken: 1 });
     expect(row!.error).toMatch(/lease/);
+  });
+
+  it('an admitted slot whose claim is answered past its start budget under load lets go of the job and is recorded skipped_overload', async () => {
+    const clock = { now: SLOT.getTime() - 250 };
+    // Redis answers, this instance reads the answer late: the claim's reply is handled 31 min after the hourly slot.
+    class LateReplies extends InMemoryLeaseStore {
+      override async claim(request: ClaimRequest): Promise<ClaimResult> {
+        const result = await super.claim(request);
+        clock.now = SLOT.getTime() + 31 * 60_000;
+        return result;
+      }
+    }
+    const leases = new LateReplies(() => clock.now);
+    const shed: string[] = [];
+    const load: LoadSignal = {
+      overloaded: () => true,
+      claimDeadlineMs: () => undefined,
+      describe: () => 'event loop 900 ms behind',
+      noteShed: (_job, why) => void shed.push(why),
+    };
+    const r = rig({ overlap: 'skip' }, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
+    r.executor.startingUp(0, 60_000);
+    const answered: boolean[] = [];
+    expect(await r.executor.fire(SLOT, 'schedule', (ok) => answered.push(ok))).toBe('skipped_overload');
+    expect(r.calls).toHaveLength(0);
+    expect(answered).toEqual([true]);
+    const row = await r.history.get(executionId);
+    expect(row).toMatchObject({ status: 'skipped_overload', attempt: 0 });
+    expect(row?.error).toContain('its claim was answered 1860.0 s after the slot, past its start budget');
+    expect(shed).toHaveLength(1);
+    // The job is free: the next slot is not skipped as an overlap of a run that never started.
+    const next = 'report:2026-05-01T11:00:00Z';
+    const claim = await r.leases.claim({
+      jobName: 'report',
+      executionId: next,
+      overlap: 'skip',
+      leaseMs: LEASE_MS,
+      slotMs: 10_000,
+      queued: { executionId: next, scheduledAt: SLOT.getTime() + 3_600_000, businessDate: '2026-05-01' },
+    });
+    expect(claim.kind).toBe('won');
+  });
+
+  it('start-up ends once a claim is answered while the instance is not overloaded: a later late claim runs late', async () => {
+    const clock = { now: SLOT.getTime() - 250 };
+    let lateBy = 0;
+    class LateReplies extends InMemoryLeaseStore {
+      override async claim(request: ClaimRequest): Promise<ClaimResult> {
+        const result = await super.claim(request);
+        clock.now = request.queued.scheduledAt + lateBy;
+        return result;
+      }
+    }
+    const leases = new LateReplies(() => clock.now);
+    let overloaded = false;
+    const load: LoadSignal = {
+      overloaded: () => overloaded,
+      claimDeadlineMs: () => undefined,
+      describe: () => 'event loop 900 ms behind',
+      noteShed: () => undefined,
+    };
+    const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
+    r.executor.startingUp(0, 60_000);
+    // Warm and on time: the hourly slot runs, and this job's start-up is over.
+    expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
+    overloaded = true;
+    lateBy = 31 * 60_000;
+    const next = new Date(SLOT.getTime() + 3_600_000);
+    clock.now = next.getTime() - 250;
+    expect(await r.executor.fire(next, 'schedule', () => undefined)).toBe('ran');
+    expect(await r.history.get('report:2026-05-01T11:00:00Z')).toMatchObject({ status: 'completed' });
+  });
+
+  it('within its shortest start-up, a calm moment does not end it: a later late claim is still shed', async () => {
+    const clock = { now: SLOT.getTime() - 250 };
+    let lateBy = 0;
+    class LateReplies extends InMemoryLeaseStore {
+      override async claim(request: ClaimRequest): Promise<ClaimResult> {
+        const result = await super.claim(request);
+        clock.now = request.queued.scheduledAt + lateBy;
+        return result;
+      }
+    }
+    const leases = new LateReplies(() => clock.now);
+    let overloaded = false;
+    const load: LoadSignal = {
+      overloaded: () => overloaded,
+      claimDeadlineMs: () => undefined,
+      describe: () => 'event loop 900 ms behind',
+      noteShed: () => undefined,
+    };
+    const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
+    r.executor.startingUp(60_000, 60_000);
+    // On time and calm, but within the shortest start-up (other processes may still be starting).
+    expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
+    overloaded = true;
+    lateBy = 31 * 60_000;
+    const next = new Date(SLOT.getTime() + 3_600_000);
+    clock.now = next.getTime() - 250;
+    expect(await r.executor.fire(next, 'schedule', () => undefined)).toBe('skipped_overload');
+    expect(await r.history.get('report:2026-05-01T11:00:00Z')).toMatchObject({ status: 'skipped_overload', attempt: 0 });
+  });
+
+  it('past start-up, an admitted slot whose claim is answered late runs late (no collapse under steady load)', async () => {
+    const clock = { now: SLOT.getTime() - 250 };
+    class LateReplies extends InMemoryLeaseStore {
+      override async claim(request: ClaimRequest): Promise<ClaimResult> {
+        const result = await super.claim(request);
+        clock.now = SLOT.getTime() + 31 * 60_000;
+        return result;
+      }
+    }
+    const leases = new LateReplies(() => clock.now);
+    const load: LoadSignal = {
+      overloaded: () => true,
+      claimDeadlineMs: () => undefined,
+      describe: () => 'event loop 900 ms behind',
+      noteShed: () => undefined,
+    };
+    const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
+    expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
+  });
+
+  it('a slot fired without admission control still runs when its claim is answered late', async () => {
+    const clock = { now: SLOT.getTime() - 250 };
+    class LateReplies extends InMemoryLeaseStore {
+      override async claim(request: ClaimRequest): Promise<ClaimResult> {
+        const result = await super.claim(request);
+        clock.now = SLOT.getTime() + 31 * 60_000;
+        return result;
+      }
+    }
+    const leases = new LateReplies(() => clock.now);
+    const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock });
+    r.executor.startingUp(0, 60_000);
+    expect(await r.executor.fire(SLOT)).toBe('ran');
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
   });
 });
 

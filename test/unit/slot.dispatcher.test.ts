@@ -123,6 +123,51 @@ describe('fleet mode: who claims a slot first', () => {
   });
 });
 
+/** A member list kept as Redis keeps it: whoever has beaten is in it, for every instance. */
+class JoiningFleet extends MemoryFleet {
+  private readonly joined = new Set<string>();
+  constructor() {
+    super({});
+  }
+  override heartbeat(member: string): Promise<string[]> {
+    this.joined.add(member);
+    return Promise.resolve([...this.joined]);
+  }
+}
+
+describe('fleet mode: a fleet that starts together', () => {
+  it('an instance that was up alone ranks its next slots over an instance that joined since (a start-up beat)', async () => {
+    const fleet = new JoiningFleet();
+    const a = await started(fleet, 'a');
+    await sleep(50);
+    const b = await started(fleet, 'b');
+    // Less than the member list's renewal (2 s), more than a start-up beat.
+    await sleep(300);
+    const [onA, onB] = [jobs(200), jobs(200)];
+    for (const executor of onA.executors) a.dispatch(executor, SLOT);
+    for (const executor of onB.executors) b.dispatch(executor, SLOT);
+    await sleep(500);
+    // Each slot claimed by one instance first: a did not claim b's share alone.
+    expect([...onA.fired].filter((name) => onB.fired.has(name))).toEqual([]);
+    expect(onA.fired.size + onB.fired.size).toBe(200);
+    expect(onB.fired.size).toBeGreaterThan(60);
+  });
+
+  it('refresh() reads the member list at once: the first slots after a warm-up are ranked over who is up then', async () => {
+    const fleet = new JoiningFleet();
+    const a = await started(fleet, 'a');
+    const b = await started(fleet, 'b');
+    await a.refresh();
+    const [onA, onB] = [jobs(200), jobs(200)];
+    for (const executor of onA.executors) a.dispatch(executor, SLOT);
+    for (const executor of onB.executors) b.dispatch(executor, SLOT);
+    await sleep(500);
+    expect([...onA.fired].filter((name) => onB.fired.has(name))).toEqual([]);
+    expect(onA.fired.size + onB.fired.size).toBe(200);
+    expect(onB.fired.size).toBeGreaterThan(60);
+  });
+});
+
 describe("leader mode: a new leader's gap", () => {
   const at = (ss: string): number => Date.parse(`2026-12-01T00:00:${ss}Z`);
 
