@@ -199,7 +199,14 @@ export class Admission implements LoadSignal {
         'not started: this instance was overloaded (the next slot of the job came while it still waited to start)',
       );
     }
-    if ((this.queue.length === 0 && this.inFlight < this.limit) || this.stalled()) {
+    const stalled = this.stalled();
+    const now = this.options.clock();
+    if (now > deadline && !stalled) {
+      // Already past its budget when it arrives (a stalled event loop fired its timer late): not started late.
+      this.shedOne(request, this.overBudget(now - request.slotMs, request.budgetMs));
+      return;
+    }
+    if ((this.queue.length === 0 && this.inFlight < this.limit) || stalled) {
       this.admit(request);
       return;
     }
@@ -247,6 +254,9 @@ export class Admission implements LoadSignal {
     if (this.expectedTick > 0) {
       const late = Math.max(0, tick - this.expectedTick);
       this.lag = this.lag * 0.7 + late * 0.3;
+      // No answer can be read while this event loop is blocked: that time is this instance's
+      // stall, not Redis or the database failing to answer (see `stalled`).
+      if (late > 0) this.lastAnswerAt = Math.min(this.options.clock(), this.lastAnswerAt + late);
     }
     this.expectedTick = tick + CHECK_EVERY_MS;
     const now = this.options.clock();

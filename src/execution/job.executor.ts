@@ -150,6 +150,18 @@ export class JobExecutor {
     this.checks.watchForRow(slot, executionId, 'schedule', { status: 'lease_lost', error: VANISHED_CLAIM });
   }
 
+  /** A slot shed by the instance ranked first for it (see `SlotDispatcher.overdue`): looked at later; no row by then gets this one. */
+  watchShed(scheduledAt: Date, why: string): void {
+    const slot = this.ctx.job.slotInfo(scheduledAt);
+    let executionId: string;
+    try {
+      executionId = this.ctx.job.executionIdFor(slot);
+    } catch {
+      executionId = defaultExecutionId(slot);
+    }
+    this.checks.watchForRow(slot, executionId, 'schedule', { status: 'skipped_overload', error: why });
+  }
+
   /** Stops taking slots, lets running executions finish for up to `timeoutMs`, then aborts them. */
   async shutdown(timeoutMs: number): Promise<void> {
     this.ctx.stopping.abort();

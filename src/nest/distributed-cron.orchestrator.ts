@@ -176,6 +176,25 @@ export class DistributedCronOrchestrator {
     this.pacer.add({ executor, slot });
   }
 
+  /**
+   * Slots a stalled event loop let pass before the job's timer could run: too late to start, each
+   * is recorded as `skipped_overload` with the stall's length (see `SlotDispatcher.overdue`).
+   */
+  overdue(executor: JobExecutor, slots: readonly Date[], stalledMs: number): void {
+    const why = `not started: this instance was overloaded (its event loop stalled for ${(stalledMs / 1000).toFixed(1)} s; the slot was overdue when its timer could run)`;
+    try {
+      if (this.dispatcher) this.dispatcher.overdue(executor, slots, why);
+      else if (executor.job.fires) {
+        for (const slot of slots) {
+          this.runtime.admission.noteShed(executor.job.name, why);
+          void executor.shed(slot, why);
+        }
+      }
+    } catch (error) {
+      this.runtime.logger.error(`job '${executor.job.name}': ${slots.length} overdue slot(s) not recorded: ${describeError(error)}`);
+    }
+  }
+
   private handOn(executor: JobExecutor, slot: Date): void {
     try {
       if (this.dispatcher) this.dispatcher.dispatch(executor, slot);

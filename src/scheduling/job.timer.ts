@@ -2,7 +2,10 @@ import type { CronSchedule } from './cron.schedule.js';
 
 /** Longest single setTimeout we arm; long waits are re-checked so clock changes are noticed. */
 const MAX_WAIT_MS = 60 * 60 * 1000;
-/** A stalled event loop fires at most this many overdue slots at once; older ones are left to other instances. */
+/**
+ * A stalled event loop fires at most this many overdue slots at once; older ones go to `onOverdue`
+ * (recorded as not started: nothing may go without a row).
+ */
 const MAX_OVERDUE = 5;
 /**
  * How long before a slot its timer fires, so that the claim and the run-history INSERT are done
@@ -36,7 +39,8 @@ export class JobTimer {
     private readonly schedule: CronSchedule,
     private readonly clock: () => number,
     private readonly onSlot: (slot: Date) => void,
-    private readonly onOverdue: (skipped: number) => void,
+    /** Slots too old to fire when a stalled event loop let the timer run; `stalledMs`: how late the timer ran. */
+    private readonly onOverdue: (slots: Date[], stalledMs: number) => void,
     /** A slot this recent is still fired on start (the fleet may have started just after it). */
     private readonly graceMs = 0,
     private readonly aheadMs = 0,
@@ -79,12 +83,14 @@ export class JobTimer {
   }
 
   private tick(): void {
-    const now = this.clock() + this.aheadMs;
+    const clockNow = this.clock();
+    const now = clockNow + this.aheadMs;
     if (now < this.nextSlot!.getTime()) {
       this.arm();
       return;
     }
     const due: Date[] = [];
+    const stalledMs = clockNow - (this.nextSlot!.getTime() - this.aheadMs);
     let slot = this.nextSlot!;
     while (slot.getTime() <= now) {
       due.push(slot);
@@ -93,7 +99,7 @@ export class JobTimer {
     this.nextSlot = slot;
     this.arm();
     const fire = due.slice(-MAX_OVERDUE);
-    if (due.length > fire.length) this.onOverdue(due.length - fire.length);
+    if (due.length > fire.length) this.onOverdue(due.slice(0, due.length - fire.length), stalledMs);
     for (const s of fire) {
       this.lastSlot = s;
       this.onSlot(s);

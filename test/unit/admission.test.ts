@@ -152,6 +152,16 @@ describe('admission', () => {
     expect(started.map((s) => s.job)).toEqual(['stuck']);
   });
 
+  it('sheds a slot that arrives already past its budget (a stalled event loop fired its timer late), even with room', () => {
+    const { submit, startLog, shed, clock } = rig();
+    const late = submit('late', clock.now - 3_000);
+    const onTime = submit('on-time', clock.now - 400);
+    expect(shed).toEqual([late]);
+    expect(late.shed).toMatch(/^not started: this instance was overloaded \(start delay estimate 3\.0 s > budget 0\.5 s\)$/);
+    expect(startLog).toEqual(['on-time']);
+    expect(onTime.shed).toBeUndefined();
+  });
+
   it('lets every slot through when nothing answers (an outage, not load): each fails closed with its own reason', () => {
     const { submit, startLog, shed, clock, admission } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
     const stuck = submit('stuck', clock.now);
