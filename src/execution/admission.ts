@@ -47,6 +47,11 @@ export interface LoadSignal {
   describe(): string;
   /** A slot not started because of the load (a claim or row write that missed its deadline): counted in the episode's log lines. */
   noteShed(job: string, why: string): void;
+  /**
+   * A shed slot's row could not be written: true for the first of an episode (the caller logs it),
+   * false for the others (counted in the episode's last line, not logged one by one).
+   */
+  noteUnrecorded(): boolean;
 }
 
 export interface AdmissionOptions {
@@ -89,6 +94,8 @@ const NO_LOAD_MEMORY_MS = 10_000;
 const STALL_MS = 2_000;
 /** The longest latency sample the limit learns from. */
 const MAX_SAMPLE_MS = 5_000;
+/** Event-loop turns a start pipeline waits for (the claim's reply, the row's): each can wait one lag. */
+const LAG_TURNS = 2;
 /** Event-loop lag from which the instance counts as overloaded. */
 const LAG_OVERLOAD_MS = 100;
 
@@ -144,7 +151,7 @@ export class Admission implements LoadSignal {
   private timer: NodeJS.Timeout | undefined;
   private expectedTick = 0;
   /** The current overload episode, if any. */
-  private episode: { since: number; shed: number; jobs: Set<string>; lastShed: number } | undefined;
+  private episode: { since: number; shed: number; jobs: Set<string>; lastShed: number; unrecorded: number } | undefined;
 
   constructor(
     private readonly options: AdmissionOptions,
@@ -339,7 +346,11 @@ export class Admission implements LoadSignal {
     this.lastSampleAt = now;
     // A pipeline far below its limit says nothing about the limit.
     if (this.inFlight + 1 < this.limit / 2) return;
-    const gradient = Math.max(0.5, Math.min(1, (TOLERANCE * this.longRtt) / this.shortRtt));
+    // Latency this event loop's lag explains (a reply waits for the loop at each of the pipeline's
+    // steps) is not queueing in Redis or the database: a smaller limit would not remove it, only
+    // throttle what the batched claims and rows carry.
+    const queueing = Math.max(this.longRtt, this.shortRtt - LAG_TURNS * this.lag);
+    const gradient = Math.max(0.5, Math.min(1, (TOLERANCE * this.longRtt) / queueing));
     const next = this.limit * gradient + Math.sqrt(this.limit);
     this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, this.limit * 0.8 + next * 0.2));
   }
@@ -405,7 +416,7 @@ export class Admission implements LoadSignal {
   noteShed(job: string, why: string): void {
     const now = this.options.clock();
     if (!this.episode) {
-      this.episode = { since: now, shed: 0, jobs: new Set(), lastShed: now };
+      this.episode = { since: now, shed: 0, jobs: new Set(), lastShed: now, unrecorded: 0 };
       this.options.logger.warn(
         `overload: this instance cannot start every scheduled slot in time and sheds the late ones (rows say skipped_overload), ` +
           `first job '${job}': ${why.replace(/^not started: /, '')}; ${this.describe()}`,
@@ -416,6 +427,12 @@ export class Admission implements LoadSignal {
     this.episode.lastShed = now;
   }
 
+  noteUnrecorded(): boolean {
+    const episode = this.episode;
+    if (!episode) return true;
+    return episode.unrecorded++ === 0;
+  }
+
   private endEpisode(now: boolean): void {
     const episode = this.episode;
     if (!episode) return;
@@ -423,7 +440,8 @@ export class Admission implements LoadSignal {
     if (!now && (this.queue.length > 0 || at - episode.lastShed < EPISODE_QUIET_MS)) return;
     this.episode = undefined;
     this.options.logger.log(
-      `overload ended: ${episode.shed} slot(s) of ${episode.jobs.size} job(s) shed over ${seconds(episode.lastShed - episode.since)}`,
+      `overload ended: ${episode.shed} slot(s) of ${episode.jobs.size} job(s) shed over ${seconds(episode.lastShed - episode.since)}` +
+        (episode.unrecorded > 0 ? `; ${episode.unrecorded} of their rows could not be written (the sweep's checks write them later)` : ''),
     );
   }
 }
