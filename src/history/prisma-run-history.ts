@@ -31,7 +31,12 @@ export class PrismaRunHistory implements RunWrites, SweepQueries, RunReads {
    * Rows of slots that did not start (overlap, shed under overload, store outage) go in one INSERT
    * per turn; under overload, two at a time, each with the rows of every turn since (they are cheap).
    */
-  private readonly notStarted = new MicroBatcher((requests: NotStartedRequest[]) => notStartedMany(this.prisma, requests), 5_000, 2, 50_000);
+  private readonly notStarted = new MicroBatcher(
+    (requests: NotStartedRequest[]) => notStartedMany(this.prisma, requests),
+    5_000,
+    2,
+    50_000,
+  );
   /** Results of runs ending in the same turn go in one UPDATE. */
   private readonly finishes = new MicroBatcher((requests: FinishRequest[]) => finishMany(this.prisma, requests), 500);
   /**

@@ -145,10 +145,14 @@ describe('overload', () => {
     const windowUntil = Math.floor(stallUntil / 1000) * 1000 + 3_000;
     const slots = (windowUntil - windowFrom) / 1000;
     const where = { jobName: { startsWith: `${prefix}-job-` }, scheduledAt: { gte: new Date(windowFrom), lt: new Date(windowUntil) } };
-    await waitFor(async () => (await prisma.distributedCronRun.count({ where: { ...where, status: { notIn: ['running', 'queued'] } } })) >= jobs * slots, {
-      timeoutMs: 30_000,
-      message: 'every slot around the stall has a final row',
-    });
+    await waitFor(
+      async () =>
+        (await prisma.distributedCronRun.count({ where: { ...where, status: { notIn: ['running', 'queued'] } } })) >= jobs * slots,
+      {
+        timeoutMs: 30_000,
+        message: 'every slot around the stall has a final row',
+      },
+    );
     const rows = await prisma.distributedCronRun.findMany({ where, orderBy: { scheduledAt: 'asc' } });
     const context = JSON.stringify(
       rows.filter((r) => r.status !== 'completed').map((r) => [r.scheduledAt.toISOString(), r.status, r.instanceId, r.error]),
