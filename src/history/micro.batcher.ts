@@ -79,7 +79,8 @@ export class MicroBatcher<I, O> {
  * shutdowns, Prisma's P1001/P1017/P2024).
  */
 function unanswered(error: unknown): boolean {
-  const text = error instanceof Error ? `${error.name} ${error.message} ${(error as { code?: unknown }).code ?? ''}` : String(error);
+  const code = (error as { code?: unknown } | undefined)?.code;
+  const text = error instanceof Error ? `${error.name} ${error.message} ${typeof code === 'string' ? code : ''}` : String(error);
   return /timed? ?out|timeout|ECONN|EPIPE|ETIMEDOUT|connection|53300|\b08[0-9A-Z]{3}\b|57P0\d|P1001|P1017|P2024/i.test(text);
 }
 
