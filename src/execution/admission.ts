@@ -208,8 +208,9 @@ export class Admission implements LoadSignal {
     }
     const stalled = this.stalled();
     const now = this.options.clock();
-    if (now > deadline && !stalled) {
-      // Already past its budget when it arrives (a stalled event loop fired its timer late): not started late.
+    if (now > deadline && !stalled && this.overloaded()) {
+      // Already past its budget when it arrives at an overloaded instance (a stalled event loop
+      // fired its timer late): not started late. (Without load, a clock that jumped: it starts.)
       this.shedOne(request, this.overBudget(now - request.slotMs, request.budgetMs));
       return;
     }

@@ -96,7 +96,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         job.schedule,
         runtime.clock,
         (slot) => this.orchestrator!.dispatch(executor, slot),
-        (slots, stalledMs) => this.orchestrator!.overdue(executor, slots, stalledMs),
+        (slots, lateMs, stalledMs) => this.orchestrator!.overdue(executor, slots, lateMs, stalledMs),
         job.startGraceMs,
         claimAheadMs(job.overlap),
       );

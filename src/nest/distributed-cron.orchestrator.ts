@@ -177,11 +177,16 @@ export class DistributedCronOrchestrator {
   }
 
   /**
-   * Slots a stalled event loop let pass before the job's timer could run: too late to start, each
-   * is recorded as `skipped_overload` with the stall's length (see `SlotDispatcher.overdue`).
+   * Slots that passed before the job's timer could run (its event loop stalled, or the clock
+   * jumped forward): too late to start, each is recorded as `skipped_overload` with what happened
+   * (see `SlotDispatcher.overdue`).
    */
-  overdue(executor: JobExecutor, slots: readonly Date[], stalledMs: number): void {
-    const why = `not started: this instance was overloaded (its event loop stalled for ${(stalledMs / 1000).toFixed(1)} s; the slot was overdue when its timer could run)`;
+  overdue(executor: JobExecutor, slots: readonly Date[], lateMs: number, stalledMs: number): void {
+    const s = (ms: number): string => (ms / 1000).toFixed(1);
+    const why =
+      stalledMs >= lateMs / 2
+        ? `not started: this instance was overloaded (its event loop stalled for ${s(stalledMs)} s; the slot was overdue when its timer could run)`
+        : `not started: the clock of this instance jumped ${s(lateMs - stalledMs)} s forward past the slot`;
     try {
       if (this.dispatcher) this.dispatcher.overdue(executor, slots, why);
       else if (executor.job.fires) {

@@ -32,6 +32,8 @@ export function claimAheadMs(overlap: string): number {
  */
 export class JobTimer {
   private timer: NodeJS.Timeout | undefined;
+  /** When (performance.now) the armed timer should run. */
+  private armedFor = 0;
   private nextSlot: Date | undefined;
   private lastSlot: Date | undefined;
 
@@ -39,8 +41,11 @@ export class JobTimer {
     private readonly schedule: CronSchedule,
     private readonly clock: () => number,
     private readonly onSlot: (slot: Date) => void,
-    /** Slots too old to fire when a stalled event loop let the timer run; `stalledMs`: how late the timer ran. */
-    private readonly onOverdue: (slots: Date[], stalledMs: number) => void,
+    /**
+     * Slots too old to fire when the timer could run: `lateMs`, how late it ran on the clock;
+     * `stalledMs`, how late in real time (the event loop stalled; less than `lateMs`: the clock jumped).
+     */
+    private readonly onOverdue: (slots: Date[], lateMs: number, stalledMs: number) => void,
     /** A slot this recent is still fired on start (the fleet may have started just after it). */
     private readonly graceMs = 0,
     private readonly aheadMs = 0,
@@ -78,8 +83,9 @@ export class JobTimer {
   }
 
   private arm(): void {
-    const wait = this.nextSlot!.getTime() - this.aheadMs - this.clock();
-    this.timer = setTimeout(() => this.tick(), Math.min(Math.max(wait, 0), MAX_WAIT_MS));
+    const wait = Math.min(Math.max(this.nextSlot!.getTime() - this.aheadMs - this.clock(), 0), MAX_WAIT_MS);
+    this.armedFor = performance.now() + wait;
+    this.timer = setTimeout(() => this.tick(), wait);
   }
 
   private tick(): void {
@@ -90,7 +96,8 @@ export class JobTimer {
       return;
     }
     const due: Date[] = [];
-    const stalledMs = clockNow - (this.nextSlot!.getTime() - this.aheadMs);
+    const lateMs = clockNow - (this.nextSlot!.getTime() - this.aheadMs);
+    const stalledMs = Math.max(0, performance.now() - this.armedFor);
     let slot = this.nextSlot!;
     while (slot.getTime() <= now) {
       due.push(slot);
@@ -99,7 +106,7 @@ export class JobTimer {
     this.nextSlot = slot;
     this.arm();
     const fire = due.slice(-MAX_OVERDUE);
-    if (due.length > fire.length) this.onOverdue(due.slice(0, due.length - fire.length), stalledMs);
+    if (due.length > fire.length) this.onOverdue(due.slice(0, due.length - fire.length), lateMs, stalledMs);
     for (const s of fire) {
       this.lastSlot = s;
       this.onSlot(s);

@@ -109,12 +109,12 @@ describe('JobTimer after a stalled event loop', () => {
     const everySecond = job('* * * * * *');
     vi.setSystemTime(SLOT + 100);
     const fired: string[] = [];
-    const overdue: Array<{ slots: string[]; stalledMs: number }> = [];
+    const overdue: Array<{ slots: string[]; lateMs: number }> = [];
     const timer = new JobTimer(
       everySecond.schedule,
       () => Date.now(),
       (slot) => fired.push(slot.toISOString()),
-      (slots, stalledMs) => overdue.push({ slots: slots.map((s) => s.toISOString()), stalledMs }),
+      (slots, lateMs) => overdue.push({ slots: slots.map((s) => s.toISOString()), lateMs }),
       0,
       0,
     );
@@ -128,6 +128,6 @@ describe('JobTimer after a stalled event loop', () => {
     expect(overdue).toHaveLength(1);
     expect(overdue[0]!.slots).toEqual([1, 2, 3, 4, 5].map(second));
     // The timer was armed for the slot at +1 s and ran at +10.4 s.
-    expect(overdue[0]!.stalledMs).toBe(9_400);
+    expect(overdue[0]!.lateMs).toBe(9_400);
   });
 });
