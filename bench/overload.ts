@@ -129,6 +129,8 @@ export interface OverloadRun {
   settings: OverloadSettings;
   /** The knee measured by the scale probe of this run (fleet mode), if it ran. */
   probedKnee?: number;
+  /** Where the first library process of each step writes its CPU profile, if anywhere. */
+  profileDir?: string;
 }
 
 export async function runOverload(run: OverloadRun): Promise<OverloadResult> {
@@ -220,7 +222,11 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
           live: false,
           warmPool: true,
         };
-        children.push(spawnChild(`${run.buildDir}/bench/fixtures/fleet-instance.js`, id, { FLEET_CONFIG: JSON.stringify(config) }));
+        const profile =
+          run.profileDir && i === 0 ? ['--cpu-prof', `--cpu-prof-dir=${run.profileDir}`, `--cpu-prof-name=${tag}-w${i}.cpuprofile`] : [];
+        children.push(
+          spawnChild(`${run.buildDir}/bench/fixtures/fleet-instance.js`, id, { FLEET_CONFIG: JSON.stringify(config) }, undefined, profile),
+        );
       } else {
         const config: BullmqWorkerConfig = {
           instanceId: id,

@@ -14,6 +14,8 @@
  *                                      a shorter memory run (default 10 minutes, quick 1), on 5 instances
  *   npm run bench -- --only overload  1×, 2× and 4× the knee, library and BullMQ (about 7 minutes; quick: 3-5)
  *   npm run bench -- --only overload --overload-knee 2000   the knee given instead of probed first
+ *   npm run bench -- --only overload --overload-knee 2000 --overload-steps 2 --overload-no-bullmq [--profile]
+ *                                      one step, the library only (with --profile: a CPU profile of its first process)
  *   npm run bench -- --report-only     re-render BENCHMARKS.md and the chart from bench/results/*.json
  *   npm run bench -- --profile         V8 CPU profile of one fleet instance per size (scale probe: of every
  *                                      instance), into .tmp/bench-profiles/ (summarised by bench/profile-summary.ts)
@@ -90,6 +92,9 @@ function parseArgs(argv: string[]): Settings {
   const knee = value('--overload-knee') === undefined ? undefined : Number(value('--overload-knee'));
   if (knee !== undefined && (!Number.isInteger(knee) || knee < 2))
     throw new Error(`--overload-knee: expected a job count of 2 or more, got '${value('--overload-knee')}'`);
+  const overloadSteps = value('--overload-steps')?.split(',').map(Number);
+  if (overloadSteps?.some((m) => !(m > 0)))
+    throw new Error(`--overload-steps: expected multiples of the knee such as 1,2,4, got '${value('--overload-steps')}'`);
   return {
     quick,
     reportOnly: argv.includes('--report-only'),
@@ -113,7 +118,12 @@ function parseArgs(argv: string[]): Settings {
       ? { leasesMs: [5_000], workMs: 30_000, killAfterMs: 2_500, waitNaive: false }
       : { leasesMs: [5_000, 15_000, 30_000], workMs: 30_000, killAfterMs: 2_500, waitNaive: true },
     scale: quick ? SCALE_QUICK : SCALE_FULL,
-    overload: { ...(quick ? OVERLOAD_QUICK : OVERLOAD_FULL), knee },
+    overload: {
+      ...(quick ? OVERLOAD_QUICK : OVERLOAD_FULL),
+      knee,
+      ...(overloadSteps ? { multipliers: overloadSteps } : {}),
+      ...(argv.includes('--overload-no-bullmq') ? { bullmq: false } : {}),
+    },
     transportRounds: value('--transport-rounds') === undefined ? (quick ? 10 : 50) : Number(value('--transport-rounds')),
     footprint: {
       minutes: value('--footprint-minutes') === undefined ? undefined : Number(value('--footprint-minutes')),
@@ -316,6 +326,7 @@ async function main(): Promise<void> {
         runId,
         buildDir,
         settings: settings.overload,
+        profileDir: settings.profileDir,
         probedKnee: settings.only.has('probe') ? probedKnee : undefined,
       });
       save('overload', results.overload);

@@ -47,6 +47,11 @@ export interface LoadSignal {
   describe(): string;
   /** A slot not started because of the load (a claim or row write that missed its deadline): counted in the episode's log lines. */
   noteShed(job: string, why: string): void;
+  /**
+   * A shed slot's row could not be written: true for the first of an episode (the caller logs it),
+   * false for the others (counted in the episode's last line, not logged one by one).
+   */
+  noteUnrecorded(): boolean;
 }
 
 export interface AdmissionOptions {
@@ -89,6 +94,8 @@ const NO_LOAD_MEMORY_MS = 10_000;
 const STALL_MS = 2_000;
 /** The longest latency sample the limit learns from. */
 const MAX_SAMPLE_MS = 5_000;
+/** Event-loop turns a start pipeline waits for (the claim's reply, the row's): each can wait one lag. */
+const LAG_TURNS = 2;
 /** Event-loop lag from which the instance counts as overloaded. */
 const LAG_OVERLOAD_MS = 100;
 
@@ -144,7 +151,7 @@ export class Admission implements LoadSignal {
   private timer: NodeJS.Timeout | undefined;
   private expectedTick = 0;
   /** The current overload episode, if any. */
-  private episode: { since: number; shed: number; jobs: Set<string>; lastShed: number } | undefined;
+  private episode: { since: number; shed: number; jobs: Set<string>; lastShed: number; unrecorded: number } | undefined;
 
   constructor(
     private readonly options: AdmissionOptions,
@@ -199,7 +206,15 @@ export class Admission implements LoadSignal {
         'not started: this instance was overloaded (the next slot of the job came while it still waited to start)',
       );
     }
-    if ((this.queue.length === 0 && this.inFlight < this.limit) || this.stalled()) {
+    const stalled = this.stalled();
+    const now = this.options.clock();
+    if (now > deadline && !stalled && this.overloaded()) {
+      // Already past its budget when it arrives at an overloaded instance (a stalled event loop
+      // fired its timer late): not started late. (Without load, a clock that jumped: it starts.)
+      this.shedOne(request, this.overBudget(now - request.slotMs, request.budgetMs));
+      return;
+    }
+    if ((this.queue.length === 0 && this.inFlight < this.limit) || stalled) {
       this.admit(request);
       return;
     }
@@ -247,6 +262,9 @@ export class Admission implements LoadSignal {
     if (this.expectedTick > 0) {
       const late = Math.max(0, tick - this.expectedTick);
       this.lag = this.lag * 0.7 + late * 0.3;
+      // No answer can be read while this event loop is blocked: that time is this instance's
+      // stall, not Redis or the database failing to answer (see `stalled`).
+      if (late > 0) this.lastAnswerAt = Math.min(this.options.clock(), this.lastAnswerAt + late);
     }
     this.expectedTick = tick + CHECK_EVERY_MS;
     const now = this.options.clock();
@@ -329,7 +347,11 @@ export class Admission implements LoadSignal {
     this.lastSampleAt = now;
     // A pipeline far below its limit says nothing about the limit.
     if (this.inFlight + 1 < this.limit / 2) return;
-    const gradient = Math.max(0.5, Math.min(1, (TOLERANCE * this.longRtt) / this.shortRtt));
+    // Latency this event loop's lag explains (a reply waits for the loop at each of the pipeline's
+    // steps) is not queueing in Redis or the database: a smaller limit would not remove it, only
+    // throttle what the batched claims and rows carry.
+    const queueing = Math.max(this.longRtt, this.shortRtt - LAG_TURNS * this.lag);
+    const gradient = Math.max(0.5, Math.min(1, (TOLERANCE * this.longRtt) / queueing));
     const next = this.limit * gradient + Math.sqrt(this.limit);
     this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, this.limit * 0.8 + next * 0.2));
   }
@@ -395,7 +417,7 @@ export class Admission implements LoadSignal {
   noteShed(job: string, why: string): void {
     const now = this.options.clock();
     if (!this.episode) {
-      this.episode = { since: now, shed: 0, jobs: new Set(), lastShed: now };
+      this.episode = { since: now, shed: 0, jobs: new Set(), lastShed: now, unrecorded: 0 };
       this.options.logger.warn(
         `overload: this instance cannot start every scheduled slot in time and sheds the late ones (rows say skipped_overload), ` +
           `first job '${job}': ${why.replace(/^not started: /, '')}; ${this.describe()}`,
@@ -406,6 +428,12 @@ export class Admission implements LoadSignal {
     this.episode.lastShed = now;
   }
 
+  noteUnrecorded(): boolean {
+    const episode = this.episode;
+    if (!episode) return true;
+    return episode.unrecorded++ === 0;
+  }
+
   private endEpisode(now: boolean): void {
     const episode = this.episode;
     if (!episode) return;
@@ -413,7 +441,8 @@ export class Admission implements LoadSignal {
     if (!now && (this.queue.length > 0 || at - episode.lastShed < EPISODE_QUIET_MS)) return;
     this.episode = undefined;
     this.options.logger.log(
-      `overload ended: ${episode.shed} slot(s) of ${episode.jobs.size} job(s) shed over ${seconds(episode.lastShed - episode.since)}`,
+      `overload ended: ${episode.shed} slot(s) of ${episode.jobs.size} job(s) shed over ${seconds(episode.lastShed - episode.since)}` +
+        (episode.unrecorded > 0 ? `; ${episode.unrecorded} of their rows could not be written (the sweep's checks write them later)` : ''),
     );
   }
 }

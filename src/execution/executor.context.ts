@@ -213,7 +213,7 @@ export class ExecutorContext {
     nextAttemptAt: Date | null = null,
   ): Promise<'inserted' | 'exists' | 'error'> {
     try {
-      const inserted = await this.db('a not-started row', () =>
+      const record = () =>
         this.deps.history.recordNotStarted({
           ...slot,
           executionId,
@@ -224,13 +224,17 @@ export class ExecutorContext {
           now: new Date(this.deps.clock()),
           nextAttemptAt,
           maxAttempts: this.job.maxAttempts,
-        }),
-      );
+        });
+      // A shed slot's row waits its turn without a deadline of its own (thousands a second under
+      // overload: no timer each); the batcher bounds how many wait and fails them once it is full.
+      const inserted = await (status === 'skipped_overload' ? record() : this.db('a not-started row', record));
       return inserted ? 'inserted' : 'exists';
     } catch (error) {
-      this.deps.logger.error(
-        `job '${this.job.name}': could not record that ${executionId} did not start (${why}): ${describeError(error)}`,
-      );
+      // Under overload, one line per episode (its last line counts them), not one per shed slot.
+      if (status !== 'skipped_overload' || !this.deps.load || this.deps.load.noteUnrecorded())
+        this.deps.logger.error(
+          `job '${this.job.name}': could not record that ${executionId} did not start (${why}): ${describeError(error)}`,
+        );
       return 'error';
     }
   }

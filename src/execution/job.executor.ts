@@ -20,6 +20,9 @@ import { LeaseStoreTimeoutError } from '../leasing/redis.errors.js';
 
 export type { ExecutorDeps, JobStats } from './executor.context.js';
 
+/** The shortest wait for a claim's reply under load (a reply cannot come back sooner). */
+const MIN_CLAIM_WAIT_MS = 50;
+
 /**
  * One job's pipeline on one instance: claim → run history → run (renewing the lease) → finish →
  * release → alert. Every step's failure is caught here: `fire` never rejects.
@@ -138,8 +141,23 @@ export class JobExecutor {
 
   private async skippedOverload(slot: SlotInfo, executionId: string, why: string): Promise<FireOutcome> {
     this.ctx.stats.skippedOverload++;
-    await this.ctx.notStarted(slot, executionId, why, 'skipped_overload', 'schedule');
+    // Not written (the database is as overloaded as this instance): written once it had time.
+    if ((await this.ctx.notStarted(slot, executionId, why, 'skipped_overload', 'schedule')) === 'error')
+      this.checks.watchForRow(slot, executionId, 'schedule', { status: 'skipped_overload', error: why });
     return 'skipped_overload';
+  }
+
+  /**
+   * How long a claim may wait for its reply under load (undefined: the store's own deadline). A
+   * scheduled slot's claim waits at most until its start budget runs out: a reply after that
+   * would start the run later than the budget, so the slot is shed instead (a late win lets go).
+   */
+  private claimDeadlineMs(scheduledAt: Date, trigger: RunTrigger): number | undefined {
+    const load = this.ctx.deps.load;
+    const ms = load?.claimDeadlineMs(Math.floor((this.ctx.job.leaseMs - this.ctx.job.renewMs) / 2));
+    if (ms === undefined || trigger !== 'schedule') return ms;
+    const left = scheduledAt.getTime() + this.startBudgetMs - this.ctx.deps.clock();
+    return Math.max(MIN_CLAIM_WAIT_MS, Math.min(ms, left));
   }
 
   private startPhaseEnded(scheduledAt: Date, answered: boolean): void {
@@ -163,6 +181,18 @@ export class JobExecutor {
       return; // its claimant records the failure
     }
     this.checks.watchForRow(slot, executionId, 'schedule', { status: 'lease_lost', error: VANISHED_CLAIM });
+  }
+
+  /** A slot shed by the instance ranked first for it (see `SlotDispatcher.overdue`): looked at later; no row by then gets this one. */
+  watchShed(scheduledAt: Date, why: string): void {
+    const slot = this.ctx.job.slotInfo(scheduledAt);
+    let executionId: string;
+    try {
+      executionId = this.ctx.job.executionIdFor(slot);
+    } catch {
+      executionId = defaultExecutionId(slot);
+    }
+    this.checks.watchForRow(slot, executionId, 'schedule', { status: 'skipped_overload', error: why });
   }
 
   /** Stops taking slots, lets running executions finish for up to `timeoutMs`, then aborts them. */
@@ -220,7 +250,7 @@ export class JobExecutor {
         ahead: trigger === 'schedule' && (settleUntil === undefined || performance.now() < settleUntil),
         // Under load a claim may wait longer for its reply (the lease counts from `sentAt`), and
         // one that timed out but won after all lets go at once instead of holding the job.
-        deadlineMs: this.ctx.deps.load?.claimDeadlineMs(Math.floor((this.ctx.job.leaseMs - this.ctx.job.renewMs) / 2)),
+        deadlineMs: this.claimDeadlineMs(scheduledAt, trigger),
         lateWin: (lease) => {
           if (timedOut) this.ctx.track(this.ctx.releaseAndContinue(lease));
         },

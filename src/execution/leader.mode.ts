@@ -64,6 +64,11 @@ export class LeaderMode {
     await this.options.elector.stop();
   }
 
+  /** Whether this instance fires the slots now (it leads, and has not stopped). */
+  get leading(): boolean {
+    return this.options.elector.isLeader && !this.stopped;
+  }
+
   /** A slot a job's timer fired: fired here only by the leader. */
   dispatch(executor: JobExecutor, slot: Date): void {
     // The local deadline of the leadership: a leader that cannot renew stops firing before its lease can expire.

@@ -158,6 +158,37 @@ export class SlotDispatcher {
     if (this.deferred.length === 1) setTimeout(() => void this.claimLeftovers('deferred'), PREFERRED_HEAD_START_MS);
   }
 
+  /**
+   * Slots a stalled event loop let pass before the job's timer could run (job.timer.ts): too late
+   * to start, so each gets a `skipped_overload` row saying why. Written (insert-if-absent, batched)
+   * by the instance ranked first for the slot, as its claim would have been, so a fleet stalled
+   * together does not write every row five times; the next two in line watch that the row came
+   * (the first may be dead), and an instance that ran the slot meanwhile keeps its row.
+   */
+  overdue(executor: JobExecutor, slots: readonly Date[], why: string): void {
+    if (!executor.job.fires || this.stopped) return;
+    if (this.leader) {
+      if (this.leader.leading) for (const slot of slots) this.shedOverdue(executor, slot, why);
+      return;
+    }
+    const n = this.members.length;
+    const alone = !this.fleet || n < 2 || this.myIndex < 0;
+    for (const slot of slots) {
+      if (alone) {
+        this.shedOverdue(executor, slot, why);
+        continue;
+      }
+      const ranked = this.rank(executor.job.name, slot.getTime());
+      if (ranked[0] === this.myIndex) this.shedOverdue(executor, slot, why);
+      else if (ranked[1] === this.myIndex || ranked[2] === this.myIndex || n <= 2) executor.watchShed(slot, why);
+    }
+  }
+
+  private shedOverdue(executor: JobExecutor, slot: Date, why: string): void {
+    this.admission?.noteShed(executor.job.name, why);
+    void executor.shed(slot, why);
+  }
+
   /** The declined list of this turn's receipt for `slotMs`; the receipts go out after the turn's claims. */
   private receiptFor(slotMs: number): string[] {
     if (!this.receiptsDue) {

@@ -27,8 +27,16 @@ const WARM_CONNECTIONS = 6;
 export class PrismaRunHistory implements RunWrites, SweepQueries, RunReads {
   /** Rows of runs starting in the same event-loop turn go in one INSERT. */
   private readonly inserts = new MicroBatcher((requests: BeginRequest[]) => insertMany(this.prisma, requests), 500);
-  /** Rows of slots that did not start (overlap, store outage) in the same turn go in one INSERT. */
-  private readonly notStarted = new MicroBatcher((requests: NotStartedRequest[]) => notStartedMany(this.prisma, requests), 500);
+  /**
+   * Rows of slots that did not start (overlap, shed under overload, store outage) go in one INSERT
+   * per turn; under overload, two at a time, each with the rows of every turn since (they are cheap).
+   */
+  private readonly notStarted = new MicroBatcher(
+    (requests: NotStartedRequest[]) => notStartedMany(this.prisma, requests),
+    5_000,
+    2,
+    50_000,
+  );
   /** Results of runs ending in the same turn go in one UPDATE. */
   private readonly finishes = new MicroBatcher((requests: FinishRequest[]) => finishMany(this.prisma, requests), 500);
   /**

@@ -96,8 +96,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         job.schedule,
         runtime.clock,
         (slot) => this.orchestrator!.dispatch(executor, slot),
-        (skipped) =>
-          runtime.logger.warn(`job '${job.name}': the event loop stalled; ${skipped} overdue slots were left to other instances`),
+        (slots, lateMs, stalledMs) => this.orchestrator!.overdue(executor, slots, lateMs, stalledMs),
         job.startGraceMs,
         claimAheadMs(job.overlap),
       );

@@ -187,6 +187,30 @@ export class DistributedCronOrchestrator {
     this.pacer.add({ executor, slot });
   }
 
+  /**
+   * Slots that passed before the job's timer could run (its event loop stalled, or the clock
+   * jumped forward): too late to start, each is recorded as `skipped_overload` with what happened
+   * (see `SlotDispatcher.overdue`).
+   */
+  overdue(executor: JobExecutor, slots: readonly Date[], lateMs: number, stalledMs: number): void {
+    const s = (ms: number): string => (ms / 1000).toFixed(1);
+    const why =
+      stalledMs >= lateMs / 2
+        ? `not started: this instance was overloaded (its event loop stalled for ${s(stalledMs)} s; the slot was overdue when its timer could run)`
+        : `not started: the clock of this instance jumped ${s(lateMs - stalledMs)} s forward past the slot`;
+    try {
+      if (this.dispatcher) this.dispatcher.overdue(executor, slots, why);
+      else if (executor.job.fires) {
+        for (const slot of slots) {
+          this.runtime.admission.noteShed(executor.job.name, why);
+          void executor.shed(slot, why);
+        }
+      }
+    } catch (error) {
+      this.runtime.logger.error(`job '${executor.job.name}': ${slots.length} overdue slot(s) not recorded: ${describeError(error)}`);
+    }
+  }
+
   private handOn(executor: JobExecutor, slot: Date): void {
     try {
       if (this.dispatcher) this.dispatcher.dispatch(executor, slot);

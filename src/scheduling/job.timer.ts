@@ -2,7 +2,10 @@ import type { CronSchedule } from './cron.schedule.js';
 
 /** Longest single setTimeout we arm; long waits are re-checked so clock changes are noticed. */
 const MAX_WAIT_MS = 60 * 60 * 1000;
-/** A stalled event loop fires at most this many overdue slots at once; older ones are left to other instances. */
+/**
+ * A stalled event loop fires at most this many overdue slots at once; older ones go to `onOverdue`
+ * (recorded as not started: nothing may go without a row).
+ */
 const MAX_OVERDUE = 5;
 /**
  * How long before a slot its timer fires, so that the claim and the run-history INSERT are done
@@ -29,6 +32,8 @@ export function claimAheadMs(overlap: string): number {
  */
 export class JobTimer {
   private timer: NodeJS.Timeout | undefined;
+  /** When (performance.now) the armed timer should run. */
+  private armedFor = 0;
   private nextSlot: Date | undefined;
   private lastSlot: Date | undefined;
 
@@ -36,7 +41,11 @@ export class JobTimer {
     private readonly schedule: CronSchedule,
     private readonly clock: () => number,
     private readonly onSlot: (slot: Date) => void,
-    private readonly onOverdue: (skipped: number) => void,
+    /**
+     * Slots too old to fire when the timer could run: `lateMs`, how late it ran on the clock;
+     * `stalledMs`, how late in real time (the event loop stalled; less than `lateMs`: the clock jumped).
+     */
+    private readonly onOverdue: (slots: Date[], lateMs: number, stalledMs: number) => void,
     /** A slot this recent is still fired on start (the fleet may have started just after it). */
     private readonly graceMs = 0,
     private readonly aheadMs = 0,
@@ -74,17 +83,21 @@ export class JobTimer {
   }
 
   private arm(): void {
-    const wait = this.nextSlot!.getTime() - this.aheadMs - this.clock();
-    this.timer = setTimeout(() => this.tick(), Math.min(Math.max(wait, 0), MAX_WAIT_MS));
+    const wait = Math.min(Math.max(this.nextSlot!.getTime() - this.aheadMs - this.clock(), 0), MAX_WAIT_MS);
+    this.armedFor = performance.now() + wait;
+    this.timer = setTimeout(() => this.tick(), wait);
   }
 
   private tick(): void {
-    const now = this.clock() + this.aheadMs;
+    const clockNow = this.clock();
+    const now = clockNow + this.aheadMs;
     if (now < this.nextSlot!.getTime()) {
       this.arm();
       return;
     }
     const due: Date[] = [];
+    const lateMs = clockNow - (this.nextSlot!.getTime() - this.aheadMs);
+    const stalledMs = Math.max(0, performance.now() - this.armedFor);
     let slot = this.nextSlot!;
     while (slot.getTime() <= now) {
       due.push(slot);
@@ -93,7 +106,7 @@ export class JobTimer {
     this.nextSlot = slot;
     this.arm();
     const fire = due.slice(-MAX_OVERDUE);
-    if (due.length > fire.length) this.onOverdue(due.length - fire.length);
+    if (due.length > fire.length) this.onOverdue(due.slice(0, due.length - fire.length), lateMs, stalledMs);
     for (const s of fire) {
       this.lastSlot = s;
       this.onSlot(s);

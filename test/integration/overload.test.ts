@@ -114,6 +114,70 @@ describe('overload', () => {
     expect(starts.length).toBeLessThanOrEqual(INSTANCES);
   });
 
+  it('a stalled event loop leaves no slot without a row: the overdue slots say skipped_overload with the stall, once each', async () => {
+    const prefix = uniqueName('stall');
+    const jobs = 10;
+    const ran = new Map<string, number>();
+    const started = await Promise.all(
+      Array.from({ length: INSTANCES }, (_, i) => {
+        const label = `${prefix}-${i}`;
+        const providers = Array.from({ length: jobs }, (_, j) =>
+          jobProvider(
+            '* * * * * *',
+            { name: `${prefix}-job-${j}`, lease: '5s' },
+            (ctx) => void ran.set(ctx.executionId, (ran.get(ctx.executionId) ?? 0) + 1),
+            label,
+          ),
+        );
+        return startApp({ label, providers });
+      }),
+    );
+    apps.push(...started);
+    // Every instance runs in this process: a busy-wait of 8 s stalls all of them at once, past
+    // the few overdue slots a timer still fires.
+    const stallFrom = Math.ceil((Date.now() + 2_000) / 1000) * 1000 + 300;
+    await new Promise((resolve) => setTimeout(resolve, stallFrom - Date.now()));
+    const stallUntil = Date.now() + 8_000;
+    while (Date.now() < stallUntil) {
+      // busy: no timer, no I/O
+    }
+    const windowFrom = stallFrom - 2_300;
+    const windowUntil = Math.floor(stallUntil / 1000) * 1000 + 3_000;
+    const slots = (windowUntil - windowFrom) / 1000;
+    const where = { jobName: { startsWith: `${prefix}-job-` }, scheduledAt: { gte: new Date(windowFrom), lt: new Date(windowUntil) } };
+    await waitFor(
+      async () =>
+        (await prisma.distributedCronRun.count({ where: { ...where, status: { notIn: ['running', 'queued'] } } })) >= jobs * slots,
+      {
+        timeoutMs: 30_000,
+        message: 'every slot around the stall has a final row',
+      },
+    );
+    const rows = await prisma.distributedCronRun.findMany({ where, orderBy: { scheduledAt: 'asc' } });
+    const context = JSON.stringify(
+      rows.filter((r) => r.status !== 'completed').map((r) => [r.scheduledAt.toISOString(), r.status, r.instanceId, r.error]),
+      null,
+      1,
+    );
+    expect(rows).toHaveLength(jobs * slots);
+    const byStatus = new Map<string, number>();
+    for (const row of rows) byStatus.set(row.status, (byStatus.get(row.status) ?? 0) + 1);
+    expect([...byStatus.keys()].sort(), context).toEqual(['completed', 'skipped_overload']);
+    const stalled = rows.filter((r) => r.status === 'skipped_overload' && /event loop stalled for \d+\.\d s/.test(r.error ?? ''));
+    // The slots more than a few seconds before the timers could run again.
+    expect(stalled.length).toBeGreaterThanOrEqual(jobs * 2);
+    for (const row of rows.filter((r) => r.status === 'skipped_overload')) {
+      expect(row.error).toMatch(/^not started: this instance was overloaded \(/);
+      expect(ran.has(row.executionId)).toBe(false);
+    }
+    for (const row of rows.filter((r) => r.status === 'completed')) expect(ran.get(row.executionId)).toBe(1);
+    expect([...ran.values()].filter((n) => n > 1)).toEqual([]);
+    // No line per job or slot: one line per overload episode and instance.
+    const lines = logs.lines.filter((l) => l.message.includes(prefix)).map((l) => l.message);
+    expect(lines.filter((m) => /overdue/.test(m) && !m.startsWith('overload: '))).toEqual([]);
+    expect(logs.matching('warn', new RegExp(`^overload: .*first job '${prefix}-job-`)).length).toBeLessThanOrEqual(INSTANCES);
+  });
+
   it('an instance that claims a slot another instance shed runs it (an attempt-0 skipped_overload row never started)', async () => {
     const name = uniqueName('overload-shed');
     const ran: string[] = [];

@@ -152,6 +152,24 @@ describe('admission', () => {
     expect(started.map((s) => s.job)).toEqual(['stuck']);
   });
 
+  it('sheds a slot that arrives at an overloaded instance already past its budget, instead of claiming it late', () => {
+    const { submit, startLog, shed, clock } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    submit('running', clock.now + 250);
+    const waiting = submit('waiting', clock.now + 250, 10_000);
+    const late = submit('late', clock.now - 3_000);
+    expect(shed).toEqual([late]);
+    expect(late.shed).toMatch(/^not started: this instance was overloaded \(start delay estimate 3\.0 s > budget 0\.5 s\)$/);
+    expect(startLog).toEqual(['running']);
+    expect(waiting.shed).toBeUndefined();
+  });
+
+  it('starts a late slot when the instance is not overloaded (a clock that jumped is not load)', () => {
+    const { submit, startLog, shed, clock } = rig();
+    submit('late', clock.now - 3_000);
+    expect(shed).toEqual([]);
+    expect(startLog).toEqual(['late']);
+  });
+
   it('lets every slot through when nothing answers (an outage, not load): each fails closed with its own reason', () => {
     const { submit, startLog, shed, clock, admission } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
     const stuck = submit('stuck', clock.now);

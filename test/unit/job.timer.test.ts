@@ -96,3 +96,38 @@ describe('JobTimer on start-up', () => {
     expect(slots).toEqual(['2026-06-01T10:00:05.000Z', '2026-06-01T10:00:10.000Z']);
   });
 });
+
+describe('JobTimer after a stalled event loop', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('fires the last few overdue slots and hands every older one to onOverdue with the stall, so none goes unrecorded', () => {
+    const everySecond = job('* * * * * *');
+    vi.setSystemTime(SLOT + 100);
+    const fired: string[] = [];
+    const overdue: Array<{ slots: string[]; lateMs: number }> = [];
+    const timer = new JobTimer(
+      everySecond.schedule,
+      () => Date.now(),
+      (slot) => fired.push(slot.toISOString()),
+      (slots, lateMs) => overdue.push({ slots: slots.map((s) => s.toISOString()), lateMs }),
+      0,
+      0,
+    );
+    timer.start();
+    // The event loop is blocked: the clock moves on 9.4 s while the timer's 0.9 s wait cannot end.
+    vi.setSystemTime(SLOT + 9_500);
+    vi.advanceTimersByTime(900);
+    timer.stop();
+    const second = (n: number) => new Date(SLOT + n * 1000).toISOString();
+    expect(fired).toEqual([6, 7, 8, 9, 10].map(second));
+    expect(overdue).toHaveLength(1);
+    expect(overdue[0]!.slots).toEqual([1, 2, 3, 4, 5].map(second));
+    // The timer was armed for the slot at +1 s and ran at +10.4 s.
+    expect(overdue[0]!.lateMs).toBe(9_400);
+  });
+});
