@@ -283,6 +283,7 @@ describe('JobExecutor on in-memory adapters', () => {
       claimDeadlineMs: () => undefined,
       describe: () => 'event loop 900 ms behind',
       noteShed: (_job, why) => void shed.push(why),
+      noteUnrecorded: () => false,
     };
     const r = rig({ overlap: 'skip' }, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
     r.executor.startingUp(0, 60_000);
@@ -324,6 +325,7 @@ describe('JobExecutor on in-memory adapters', () => {
       claimDeadlineMs: () => undefined,
       describe: () => 'event loop 900 ms behind',
       noteShed: () => undefined,
+      noteUnrecorded: () => false,
     };
     const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
     r.executor.startingUp(0, 60_000);
@@ -354,6 +356,7 @@ describe('JobExecutor on in-memory adapters', () => {
       claimDeadlineMs: () => undefined,
       describe: () => 'event loop 900 ms behind',
       noteShed: () => undefined,
+      noteUnrecorded: () => false,
     };
     const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
     r.executor.startingUp(60_000, 60_000);
@@ -382,6 +385,7 @@ describe('JobExecutor on in-memory adapters', () => {
       claimDeadlineMs: () => undefined,
       describe: () => 'event loop 900 ms behind',
       noteShed: () => undefined,
+      noteUnrecorded: () => false,
     };
     const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
     expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
