@@ -1,4 +1,9 @@
 import type { LoggerService } from '@nestjs/common';
+import { OverloadEpisode, seconds } from './overload.episode.js';
+import { adaptedLimit } from './admission.estimates.js';
+
+export { EPISODE_QUIET_MS } from './overload.episode.js';
+export { BUDGET_SHARE_OF_PERIOD, MIN_BUDGET_MS, startBudgetMs } from './admission.estimates.js';
 
 /*
  * Admission control of this instance's start pipeline, for scheduled slots: a slot's claim, its
@@ -6,7 +11,9 @@ import type { LoggerService } from '@nestjs/common';
  * everything at once makes every start late and every claim time out; instead a bounded number of
  * slots are in the pipeline (a limit that follows the measured latency, as TCP Vegas and
  * Netflix's concurrency-limits do), the others wait in slot order, one per job, and a slot that
- * can no longer start within its start budget is shed at once with a row that says so.
+ * can no longer start within its start budget is shed at once with a row that says so. Beside this
+ * file: the pure estimates (admission.estimates.ts) and the overload episodes' log lines
+ * (overload.episode.ts).
  */
 
 /** A slot that asks to enter the start pipeline. */
@@ -70,16 +77,8 @@ export interface AdmissionTuning {
   maxLimit?: number;
 }
 
-/** The part of a job's period a scheduled slot may start late by, before it is shed. */
-export const BUDGET_SHARE_OF_PERIOD = 0.5;
-/** A slot is never shed for a start budget shorter than this. */
-export const MIN_BUDGET_MS = 250;
-/** How long without a shed slot (and nothing waiting) ends an overload episode. */
-export const EPISODE_QUIET_MS = 5_000;
 /** How often waiting slots are checked against their budgets, and the event loop's lag measured. */
 const CHECK_EVERY_MS = 100;
-/** Latency above the no-load latency times this counts as queueing (the limit shrinks). */
-const TOLERANCE = 2;
 /** The pipeline's rate is measured over windows at least this long, while slots wait (its capacity, not the demand). */
 const RATE_WINDOW_MS = 250;
 /** A rate measured longer ago than this predicts nothing. */
@@ -94,28 +93,14 @@ const NO_LOAD_MEMORY_MS = 10_000;
 const STALL_MS = 2_000;
 /** The longest latency sample the limit learns from. */
 const MAX_SAMPLE_MS = 5_000;
-/** Event-loop turns a start pipeline waits for (the claim's reply, the row's): each can wait one lag. */
-const LAG_TURNS = 2;
 /** Event-loop lag from which the instance counts as overloaded. */
 const LAG_OVERLOAD_MS = 100;
-
-/**
- * A scheduled slot's start budget: half the job's shortest period, at most its catch-up window
- * (a slot later than that would be a missed slot anyway), at least `MIN_BUDGET_MS`. A job every
- * second may start 0.5 s late; a daily job (window one day by default) half a day: never shed in
- * practice.
- */
-export function startBudgetMs(job: { readonly minPeriodMs: number; readonly catchUpWindowMs: number }): number {
-  return Math.max(MIN_BUDGET_MS, Math.min(job.minPeriodMs * BUDGET_SHARE_OF_PERIOD, job.catchUpWindowMs));
-}
 
 interface Waiting {
   readonly request: SlotRequest;
   readonly seq: number;
   readonly deadline: number;
 }
-
-const seconds = (ms: number): string => `${(Math.max(0, ms) / 1000).toFixed(1)} s`;
 
 /**
  * The admission control of one instance. `submit` admits a slot now, queues it in slot order, or
@@ -150,8 +135,8 @@ export class Admission implements LoadSignal {
   private lag = 0;
   private timer: NodeJS.Timeout | undefined;
   private expectedTick = 0;
-  /** The current overload episode, if any. */
-  private episode: { since: number; shed: number; jobs: Set<string>; lastShed: number; unrecorded: number } | undefined;
+  /** The overload episodes (their log lines). */
+  private readonly episode: OverloadEpisode;
 
   constructor(
     private readonly options: AdmissionOptions,
@@ -161,6 +146,7 @@ export class Admission implements LoadSignal {
     this.maxLimit = tuning.maxLimit ?? 8192;
     this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, tuning.initialLimit ?? 256));
     this.lastAnswerAt = options.clock();
+    this.episode = new OverloadEpisode(options.clock, options.logger);
   }
 
   /** Changes the limits (tests pin a small limit to overload an instance on purpose). */
@@ -188,7 +174,7 @@ export class Admission implements LoadSignal {
     this.queue = [];
     this.waitingByJob.clear();
     for (const item of waiting) this.admit(item.request);
-    this.endEpisode(true);
+    this.episode.end(true, this.queue.length);
   }
 
   reading(): AdmissionReading {
@@ -236,7 +222,7 @@ export class Admission implements LoadSignal {
 
   overloaded(): boolean {
     if (this.lag >= LAG_OVERLOAD_MS) return true;
-    return !this.stalled() && (this.episode !== undefined || this.queue.length > 0);
+    return !this.stalled() && (this.episode.active || this.queue.length > 0);
   }
 
   /** Slots are in the pipeline and nothing answered for `STALL_MS`: an outage of Redis or the database, not load. */
@@ -287,7 +273,7 @@ export class Admission implements LoadSignal {
       }
       this.queue = kept;
     }
-    this.endEpisode(false);
+    this.episode.end(false, this.queue.length);
   }
 
   private admit(request: SlotRequest): void {
@@ -323,12 +309,7 @@ export class Admission implements LoadSignal {
     }
   }
 
-  /**
-   * One latency sample of the start pipeline. The limit follows the gradient between the
-   * no-load latency and the recent one: at no-load latency it grows (by about its square root,
-   * smoothed), and it shrinks (at most by half per step) as latency climbs past `TOLERANCE` times
-   * the no-load latency, which is queueing in Redis, the database or this event loop.
-   */
+  /** One latency sample of the start pipeline; the limit follows it (see `adaptedLimit`). */
   private sample(ms: number): void {
     // A start held up far beyond any budget (a stalled process, a fencing wait) is one event, not the new normal.
     const rtt = Math.min(MAX_SAMPLE_MS, Math.max(0.5, ms));
@@ -347,13 +328,8 @@ export class Admission implements LoadSignal {
     this.lastSampleAt = now;
     // A pipeline far below its limit says nothing about the limit.
     if (this.inFlight + 1 < this.limit / 2) return;
-    // Latency this event loop's lag explains (a reply waits for the loop at each of the pipeline's
-    // steps) is not queueing in Redis or the database: a smaller limit would not remove it, only
-    // throttle what the batched claims and rows carry.
-    const queueing = Math.max(this.longRtt, this.shortRtt - LAG_TURNS * this.lag);
-    const gradient = Math.max(0.5, Math.min(1, (TOLERANCE * this.longRtt) / queueing));
-    const next = this.limit * gradient + Math.sqrt(this.limit);
-    this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, this.limit * 0.8 + next * 0.2));
+    const next = adaptedLimit(this.limit, this.longRtt, this.shortRtt, this.lag);
+    this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, next));
   }
 
   /**
@@ -415,34 +391,10 @@ export class Admission implements LoadSignal {
   }
 
   noteShed(job: string, why: string): void {
-    const now = this.options.clock();
-    if (!this.episode) {
-      this.episode = { since: now, shed: 0, jobs: new Set(), lastShed: now, unrecorded: 0 };
-      this.options.logger.warn(
-        `overload: this instance cannot start every scheduled slot in time and sheds the late ones (rows say skipped_overload), ` +
-          `first job '${job}': ${why.replace(/^not started: /, '')}; ${this.describe()}`,
-      );
-    }
-    this.episode.shed++;
-    this.episode.jobs.add(job);
-    this.episode.lastShed = now;
+    this.episode.noteShed(job, why, () => this.describe());
   }
 
   noteUnrecorded(): boolean {
-    const episode = this.episode;
-    if (!episode) return true;
-    return episode.unrecorded++ === 0;
-  }
-
-  private endEpisode(now: boolean): void {
-    const episode = this.episode;
-    if (!episode) return;
-    const at = this.options.clock();
-    if (!now && (this.queue.length > 0 || at - episode.lastShed < EPISODE_QUIET_MS)) return;
-    this.episode = undefined;
-    this.options.logger.log(
-      `overload ended: ${episode.shed} slot(s) of ${episode.jobs.size} job(s) shed over ${seconds(episode.lastShed - episode.since)}` +
-        (episode.unrecorded > 0 ? `; ${episode.unrecorded} of their rows could not be written (the sweep's checks write them later)` : ''),
-    );
+    return this.episode.noteUnrecorded();
   }
 }

@@ -16,12 +16,10 @@ import { SweepChecks, VANISHED_CLAIM, type StartAgain } from './sweep.checks.js'
 import { enqueueAgain, handOff, replayOnQueue, runStep } from './queue.steps.js';
 import type { QueueStep, StepResult } from '../topology/queue.step.js';
 import { startBudgetMs } from './admission.js';
+import { executionIdOf, shedSlot, skippedOverload, StartPhases } from './start.phase.js';
 import { LeaseStoreTimeoutError } from '../leasing/redis.errors.js';
 
 export type { ExecutorDeps, JobStats } from './executor.context.js';
-
-/** The shortest wait for a claim's reply under load (a reply cannot come back sooner). */
-const MIN_CLAIM_WAIT_MS = 50;
 
 /**
  * One job's pipeline on one instance: claim → run history → run (renewing the lease) → finish →
@@ -34,8 +32,9 @@ const MIN_CLAIM_WAIT_MS = 50;
  *   the token is raised, and if any run of the job may still be going, the start waits one lease.
  *
  * The parts live beside this file: the shared context (executor.context.ts), starting a run
- * (run.starter.ts), one attempt (run.attempt.ts), its outcome (run.outcome.ts), and what the
- * sweep asks of a job (sweep.checks.ts).
+ * (run.starter.ts), one attempt (run.attempt.ts), its outcome (run.outcome.ts), what the
+ * sweep asks of a job (sweep.checks.ts), and a scheduled slot's start phase under admission
+ * control (start.phase.ts).
  */
 export class JobExecutor {
   private readonly ctx: ExecutorContext;
@@ -43,14 +42,10 @@ export class JobExecutor {
   readonly checks: SweepChecks;
   /** In a Redis outage: slots not run (nor logged) since its first; undefined when Redis answers. */
   private outageSlots: number | undefined;
-  /** Scheduled slots in admission's start pipeline (slot instant → its end), ended when the slot waits for its instant. */
-  private readonly startPhases = new Map<number, (answered: boolean) => void>();
   /** How late a scheduled slot may start before admission control sheds it (see `startBudgetMs`). */
   readonly startBudgetMs: number;
-  /** performance.now() until which this instance counts as just started (see `claimedTooLate`). */
-  private startingUntil = 0;
-  /** performance.now() from which a claim answered while not overloaded ends the start-up. */
-  private warmFrom = 0;
+  /** Scheduled slots in admission's start pipeline, and this instance's start-up. */
+  private readonly phases: StartPhases;
 
   constructor(job: JobConfig, invoke: (ctx: CronContext) => unknown, deps: ExecutorDeps) {
     this.ctx = new ExecutorContext(job, invoke, deps);
@@ -59,6 +54,7 @@ export class JobExecutor {
     const again: StartAgain = (row, trigger, deadFence) => startAgain(this.ctx, this.slotWait, row, trigger, deadFence);
     this.checks = new SweepChecks(this.ctx, job.queue ? enqueueAgain(this.ctx) : again);
     this.startBudgetMs = startBudgetMs({ minPeriodMs: job.schedule.minPeriodMs, catchUpWindowMs: job.catchUp.windowMs });
+    this.phases = new StartPhases(this.ctx, this.startBudgetMs);
   }
 
   get job(): JobConfig {
@@ -77,12 +73,10 @@ export class JobExecutor {
   /**
    * The timers have just started: for `atLeastMs`, then until a claim is answered while this
    * instance is not overloaded (at most `atMostMs` in all), a slot whose claim is answered past its
-   * start budget while it is overloaded is shed instead of started (see `claimedTooLate`).
+   * start budget while it is overloaded is shed instead of started (see `StartPhases.claimedTooLate`).
    */
   startingUp(atLeastMs: number, atMostMs: number): void {
-    const now = performance.now();
-    this.warmFrom = now + atLeastMs;
-    this.startingUntil = now + Math.max(atLeastMs, atMostMs);
+    this.phases.startingUp(atLeastMs, atMostMs);
   }
 
   /** True when the job names no resource pool, or its pool has a free unit on this instance now. */
@@ -105,7 +99,7 @@ export class JobExecutor {
    */
   fire(scheduledAt: Date, trigger: RunTrigger = 'schedule', started?: (answered: boolean) => void): Promise<FireOutcome> {
     this.ctx.stats.fired++;
-    if (started) this.startPhases.set(scheduledAt.getTime(), started);
+    if (started) this.phases.begin(scheduledAt, started);
     const outcome = this.fireSlot(scheduledAt, trigger).catch((error: unknown) => {
       this.ctx.deps.logger.error(
         `job '${this.ctx.job.name}': unexpected error handling slot ${scheduledAt.toISOString()}: ${describeError(error)}`,
@@ -113,59 +107,15 @@ export class JobExecutor {
       return 'unavailable' as const;
     });
     // Ended here only when no answer ended it before: a call failed or timed out (or queue mode's hand-off).
-    if (started)
-      void outcome.then((result) => this.startPhaseEnded(scheduledAt, result !== 'unavailable' && result !== 'skipped_overload'));
+    if (started) void outcome.then((result) => this.phases.ended(scheduledAt, result !== 'unavailable' && result !== 'skipped_overload'));
     this.ctx.track(outcome);
     if (this.ctx.events.watchesTriggers) void outcome.then((result) => this.ctx.reportTrigger(scheduledAt, trigger, result));
     return outcome;
   }
 
-  /**
-   * A scheduled slot admission control shed: this instance was overloaded and could not start it
-   * within its start budget. Its row (insert-if-absent, batched) says so; an instance that claims
-   * the slot later still runs it (an attempt-0 `skipped_overload` row is a slot that never started).
-   */
-  async shed(scheduledAt: Date, why: string): Promise<FireOutcome> {
-    this.ctx.stats.fired++;
-    const slot = this.ctx.job.slotInfo(scheduledAt);
-    let executionId: string;
-    try {
-      executionId = this.ctx.job.executionIdFor(slot);
-    } catch {
-      executionId = defaultExecutionId(slot);
-    }
-    const outcome = await this.skippedOverload(slot, executionId, why);
-    if (this.ctx.events.watchesTriggers) this.ctx.reportTrigger(scheduledAt, 'schedule', outcome);
-    return outcome;
-  }
-
-  private async skippedOverload(slot: SlotInfo, executionId: string, why: string): Promise<FireOutcome> {
-    this.ctx.stats.skippedOverload++;
-    // Not written (the database is as overloaded as this instance): written once it had time.
-    if ((await this.ctx.notStarted(slot, executionId, why, 'skipped_overload', 'schedule')) === 'error')
-      this.checks.watchForRow(slot, executionId, 'schedule', { status: 'skipped_overload', error: why });
-    return 'skipped_overload';
-  }
-
-  /**
-   * How long a claim may wait for its reply under load (undefined: the store's own deadline). A
-   * scheduled slot's claim waits at most until its start budget runs out: a reply after that
-   * would start the run later than the budget, so the slot is shed instead (a late win lets go).
-   */
-  private claimDeadlineMs(scheduledAt: Date, trigger: RunTrigger): number | undefined {
-    const load = this.ctx.deps.load;
-    const ms = load?.claimDeadlineMs(Math.floor((this.ctx.job.leaseMs - this.ctx.job.renewMs) / 2));
-    if (ms === undefined || trigger !== 'schedule') return ms;
-    const left = scheduledAt.getTime() + this.startBudgetMs - this.ctx.deps.clock();
-    return Math.max(MIN_CLAIM_WAIT_MS, Math.min(ms, left));
-  }
-
-  private startPhaseEnded(scheduledAt: Date, answered: boolean): void {
-    const ms = scheduledAt.getTime();
-    const ended = this.startPhases.get(ms);
-    if (!ended) return;
-    this.startPhases.delete(ms);
-    ended(answered);
+  /** A scheduled slot admission control shed: its row says `skipped_overload` (see `shedSlot`). */
+  shed(scheduledAt: Date, why: string): Promise<FireOutcome> {
+    return shedSlot(this.ctx, this.checks, scheduledAt, why);
   }
 
   /** A slot left to the instance that claimed it first (slot.dispatcher.ts): lost here; a `watcher` checks it got its row. */
@@ -186,13 +136,7 @@ export class JobExecutor {
   /** A slot shed by the instance ranked first for it (see `SlotDispatcher.overdue`): looked at later; no row by then gets this one. */
   watchShed(scheduledAt: Date, why: string): void {
     const slot = this.ctx.job.slotInfo(scheduledAt);
-    let executionId: string;
-    try {
-      executionId = this.ctx.job.executionIdFor(slot);
-    } catch {
-      executionId = defaultExecutionId(slot);
-    }
-    this.checks.watchForRow(slot, executionId, 'schedule', { status: 'skipped_overload', error: why });
+    this.checks.watchForRow(slot, executionIdOf(this.ctx, slot), 'schedule', { status: 'skipped_overload', error: why });
   }
 
   /** Stops taking slots, lets running executions finish for up to `timeoutMs`, then aborts them. */
@@ -250,7 +194,7 @@ export class JobExecutor {
         ahead: trigger === 'schedule' && (settleUntil === undefined || performance.now() < settleUntil),
         // Under load a claim may wait longer for its reply (the lease counts from `sentAt`), and
         // one that timed out but won after all lets go at once instead of holding the job.
-        deadlineMs: this.claimDeadlineMs(scheduledAt, trigger),
+        deadlineMs: this.phases.claimDeadlineMs(scheduledAt, trigger),
         lateWin: (lease) => {
           if (timedOut) this.ctx.track(this.ctx.releaseAndContinue(lease));
         },
@@ -263,7 +207,7 @@ export class JobExecutor {
     if (claim.kind !== 'won') {
       unit?.release();
       // Admission's start pipeline ends with the claim's answer: what follows is the job's own wait.
-      if (this.startPhases.size > 0) this.startPhaseEnded(scheduledAt, true);
+      this.phases.ended(scheduledAt, true);
     }
     if (this.outageSlots !== undefined) this.ctx.deps.logger.log(messages.STORE_BACK(this.ctx.job.name, this.outageSlots));
     this.outageSlots = undefined;
@@ -326,39 +270,16 @@ export class JobExecutor {
         });
       case 'won': {
         await recordSuperseded(this.ctx, claim.superseded);
-        const tooLate = this.claimedTooLate(scheduledAt, trigger, settleUntil);
+        const tooLate = this.phases.claimedTooLate(scheduledAt, trigger, settleUntil);
         if (tooLate === undefined) return this.startAndRun(slot, executionId, holding(this.ctx.keep(claim.lease, sentAt), unit), trigger);
         // Its row and run would start later still, holding the job into its next slot: let go first.
         unit?.release();
         await this.ctx.releaseAndContinue(claim.lease);
-        this.startPhaseEnded(scheduledAt, true);
+        this.phases.ended(scheduledAt, true);
         this.ctx.deps.load!.noteShed(this.ctx.job.name, tooLate);
-        return this.skippedOverload(slot, executionId, tooLate);
+        return skippedOverload(this.ctx, this.checks, slot, executionId, tooLate);
       }
     }
-  }
-
-  /**
-   * A scheduled slot of a just-started instance (see `startingUp`) that admission control let
-   * in, whose claim was answered past the slot's start budget while this instance is overloaded
-   * (a fleet starting together, every process still warming up): the reason its row gives for
-   * not starting; undefined: it starts. Started, its row and run would come later still and hold
-   * the job into its next slot. Past start-up admission keeps the claims in time, and a late one
-   * runs late rather than not at all.
-   */
-  private claimedTooLate(scheduledAt: Date, trigger: RunTrigger, settleUntil: number | undefined): string | undefined {
-    const { load } = this.ctx.deps;
-    if (trigger !== 'schedule' || settleUntil !== undefined || !load || !this.startPhases.has(scheduledAt.getTime())) return undefined;
-    if (performance.now() >= this.startingUntil) return undefined;
-    if (!load.overloaded()) {
-      // Warm: the start-up is over for this job.
-      if (performance.now() >= this.warmFrom) this.startingUntil = 0;
-      return undefined;
-    }
-    const lateMs = this.ctx.deps.clock() - scheduledAt.getTime();
-    if (lateMs <= this.startBudgetMs) return undefined;
-    const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
-    return `not started: this instance was overloaded (its claim was answered ${seconds(lateMs)} after the slot, past its start budget of ${seconds(this.startBudgetMs)}; ${load.describe()})`;
   }
 
   /** Milliseconds until the slot instant on this instance's clock, at most the job's claim-ahead time; ≤ 0 once it is due. */
@@ -375,7 +296,7 @@ export class JobExecutor {
   private async waitForSlot(scheduledAt: Date, trigger: RunTrigger): Promise<void> {
     if (trigger !== 'schedule') return;
     // Admission's start pipeline ends here: the claim (and row) are done, the rest is waiting.
-    if (this.startPhases.size > 0) this.startPhaseEnded(scheduledAt, true);
+    this.phases.ended(scheduledAt, true);
     for (let i = 0, wait = this.untilSlot(scheduledAt); i < 3 && wait > 0; i++, wait = this.untilSlot(scheduledAt)) await sleep(wait);
   }
 
@@ -456,7 +377,7 @@ export class JobExecutor {
       // load, not by an outage (Redis answers; this process could not keep up with the replies).
       const why = `not started: this instance was overloaded (${error.message}; ${load.describe()})`;
       load.noteShed(this.ctx.job.name, why);
-      return this.skippedOverload(slot, executionId, why);
+      return skippedOverload(this.ctx, this.checks, slot, executionId, why);
     }
     this.ctx.stats.unavailable++;
     const text = describeError(error);
