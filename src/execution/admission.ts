@@ -79,10 +79,6 @@ export interface AdmissionTuning {
 
 /** How often waiting slots are checked against their budgets, and the event loop's lag measured. */
 const CHECK_EVERY_MS = 100;
-/** The pipeline's rate is measured over windows at least this long, while slots wait (its capacity, not the demand). */
-const RATE_WINDOW_MS = 250;
-/** A rate measured longer ago than this predicts nothing. */
-const RATE_MEMORY_MS = 5_000;
 /** How long the no-load latency remembers (a time constant, so it does not depend on the slot rate). */
 const NO_LOAD_MEMORY_MS = 10_000;
 /**
@@ -103,9 +99,9 @@ interface Waiting {
 }
 
 /**
- * The admission control of one instance. `submit` admits a slot now, queues it in slot order, or
- * sheds it when its predicted start (its place in line over the measured rate) is past its start
- * budget. Memory is bounded by the number of jobs.
+ * The admission control of one instance. `submit` admits a slot now or queues it in slot order;
+ * a waiting slot is shed once its start budget has run out, or when a newer slot of its job
+ * comes. Memory is bounded by the number of jobs.
  */
 export class Admission implements LoadSignal {
   private limit: number;
@@ -125,10 +121,6 @@ export class Admission implements LoadSignal {
    * Slots the pipeline completes per ms while slots wait (its capacity: batching makes it grow
    * with concurrency, so it is measured, not derived from the latency); 0 until measured.
    */
-  private rate = 0;
-  private rateAt = 0;
-  private windowStart = 0;
-  private windowCount = 0;
   /** When a slot's start pipeline last got its answers (see `stalled`). */
   private lastAnswerAt: number;
   /** Event-loop lag, ms (smoothed), measured by the check timer. */
@@ -204,19 +196,12 @@ export class Admission implements LoadSignal {
       this.admit(request);
       return;
     }
+    // It waits its turn; it is shed only once its budget has actually run out (see `check`): a
+    // prediction from a measured rate shed far more than the pipeline could have started under
+    // load (the rate measured while the machine was saturated understates what a quieter second
+    // starts).
     const item: Waiting = { request, seq: this.seq++, deadline };
-    const at = this.position(item);
-    const estimate = this.predictedStart(at) - request.slotMs;
-    if (request.slotMs + estimate > deadline) {
-      this.shedOne(request, this.overBudget(estimate, request.budgetMs));
-      return;
-    }
-    if (this.queue.length === 0) {
-      // A backlog begins: the rate is measured from now.
-      this.windowStart = this.options.clock();
-      this.windowCount = 0;
-    }
-    this.queue.splice(at, 0, item);
+    this.queue.splice(this.position(item), 0, item);
     this.waitingByJob.set(request.job, item);
   }
 
@@ -287,7 +272,6 @@ export class Admission implements LoadSignal {
       const now = this.options.clock();
       if (answered) this.lastAnswerAt = now;
       this.sample(now - admittedAt);
-      this.countCompletion(now);
       this.drain();
     };
     try {
@@ -330,35 +314,6 @@ export class Admission implements LoadSignal {
     if (this.inFlight + 1 < this.limit / 2) return;
     const next = adaptedLimit(this.limit, this.longRtt, this.shortRtt, this.lag);
     this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, next));
-  }
-
-  /**
-   * Counts a completed start pipeline towards the rate, over windows in which slots were waiting
-   * all along (a pipeline with room measures the demand, not what it can do).
-   */
-  private countCompletion(now: number): void {
-    if (this.queue.length === 0 && this.windowCount === 0) return;
-    this.windowCount++;
-    const elapsed = now - this.windowStart;
-    // A window ends after RATE_WINDOW_MS, or when the backlog has drained (however short: a
-    // quickly drained backlog is evidence of a fast pipeline that must not wait for a long window).
-    if (elapsed < RATE_WINDOW_MS && this.queue.length > 0) return;
-    const measured = this.windowCount / Math.max(1, elapsed);
-    this.rate = this.rate === 0 || now - this.rateAt > RATE_MEMORY_MS ? measured : this.rate * 0.5 + measured * 0.5;
-    this.rateAt = now;
-    this.windowCount = 0;
-    this.windowStart = now;
-  }
-
-  /**
-   * When the slot at place `at` in line would start: the slots ahead of it leave at the measured
-   * rate, then its own claim and row take the measured latency. Without a recent rate: now (it
-   * is not shed on a guess; it is shed if its budget runs out while it waits).
-   */
-  private predictedStart(at: number): number {
-    const now = this.options.clock();
-    if (this.rate === 0 || now - this.rateAt > RATE_MEMORY_MS) return now;
-    return now + (at + 1) / this.rate + this.shortRtt;
   }
 
   /** Where an item goes in the slot-ordered line (binary search). */
