@@ -595,13 +595,18 @@ export function computeVerdict(input: VerdictInput): Verdict {
   // some time between the slot's claim (its instant, less the claim-ahead) and the row. Excused: a
   // handler that had ended less than a lease before, on a process that died (its lease outlived
   // it) or that a targeted fault froze or cut off then (its release may not have reached Redis);
-  // any process frozen meanwhile (it may hold a lease and not have started its handler).
+  // any process frozen or killed meanwhile (it may hold a lease, its row written `running` ahead of
+  // the instant, and not have started its handler: until the lease expires nobody can tell).
   let reasonsChecked = 0;
   let contradicting = 0;
   const reasonExamples: unknown[] = [];
   const targeted = input.faults.filter((f) => f.target !== undefined && !f.error);
   const frozenBetween = (from: number, to: number): boolean =>
-    [...input.lives, ...podLives].some((l) => l.stops.some((st) => st.from <= to && (st.to ?? l.diedAt ?? input.endedAt) >= from));
+    [...input.lives, ...podLives].some(
+      (l) =>
+        l.stops.some((st) => st.from <= to && (st.to ?? l.diedAt ?? input.endedAt) >= from) ||
+        (l.diedAt !== undefined && l.diedAt >= from && l.diedAt <= to),
+    );
   for (const row of input.rows) {
     if (row.status !== 'skipped_overlap' || row.error === null || !/was still going/.test(row.error)) continue;
     reasonsChecked++;
