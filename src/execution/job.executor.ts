@@ -122,15 +122,7 @@ export class JobExecutor {
   watch(scheduledAt: Date, watcher: boolean): void {
     this.ctx.stats.lost++;
     if (this.ctx.events.watchesTriggers) this.ctx.reportTrigger(scheduledAt, 'schedule', 'lost');
-    if (!watcher) return;
-    const slot = this.ctx.job.slotInfo(scheduledAt);
-    let executionId: string;
-    try {
-      executionId = this.ctx.job.executionIdFor(slot);
-    } catch {
-      return; // its claimant records the failure
-    }
-    this.checks.watchForRow(slot, executionId, 'schedule', { status: 'lease_lost', error: VANISHED_CLAIM });
+    if (watcher) this.checks.watchSlot(scheduledAt);
   }
 
   /** A slot shed by the instance ranked first for it (see `SlotDispatcher.overdue`): looked at later; no row by then gets this one. */
@@ -230,7 +222,11 @@ export class JobExecutor {
         // while the fleet starts up) is not a run that is going: give it up to the start budget,
         // looking once per settle time, so a slow row write does not skip the slots after it.
         const budgetEnd = startUntil ?? settleUntil + holderBudgetMs(this.ctx, scheduledAt) - settleMs(this.ctx, scheduledAt);
-        if (performance.now() < budgetEnd && !this.ctx.stopping.signal.aborted && (await holderState(this.ctx, claim.holder)).starting) {
+        if (
+          performance.now() < budgetEnd &&
+          !this.ctx.stopping.signal.aborted &&
+          (await holderState(this.ctx, claim.holder, scheduledAt)).starting
+        ) {
           const next = Math.min(budgetEnd, performance.now() + settleMs(this.ctx, scheduledAt));
           return this.fireSlot(scheduledAt, trigger, next, budgetEnd);
         }
@@ -244,7 +240,13 @@ export class JobExecutor {
         this.ctx.stats.paused++;
         return 'paused';
       case 'overlap':
-        return skippedOverlap(this.ctx, slot, executionId, `${(await holderState(this.ctx, claim.holder)).why} (overlap: skip)`, trigger);
+        return skippedOverlap(
+          this.ctx,
+          slot,
+          executionId,
+          `${(await holderState(this.ctx, claim.holder, scheduledAt)).why} (overlap: skip)`,
+          trigger,
+        );
       case 'queued':
         this.ctx.stats.queued++;
         await this.ctx.notStarted(

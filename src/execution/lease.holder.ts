@@ -16,7 +16,11 @@ type HolderContext = Pick<ExecutorContext, 'job' | 'db' | 'historyTimeoutMs'> & 
  * What holds the job's lease, as the lease's value and the holder's row tell: whether it is a
  * run that has not started its handler yet, and why a slot that found it there did not start.
  */
-export async function holderState(ctx: HolderContext, holder: LeaseHolder | undefined): Promise<{ starting: boolean; why: string }> {
+export async function holderState(
+  ctx: HolderContext,
+  holder: LeaseHolder | undefined,
+  scheduledAt: Date,
+): Promise<{ starting: boolean; why: string }> {
   if (holder === undefined) return { starting: false, why: 'the previous run of this job was still going' };
   // A lease whose value does not name its run (a hand-over from a release, a store of your own).
   if (holder.executionId === undefined) {
@@ -36,6 +40,11 @@ export async function holderState(ctx: HolderContext, holder: LeaseHolder | unde
     return { starting: false, why: `the job's lease was held by the run of ${id}` };
   }
   if (row === undefined) return { starting: true, why: `the previous slot's run (${id}) was still starting` };
+  // This slot came late (its claim waited out an outage): a later slot's run, claimed ahead of its
+  // own instant, holds the job. Not a previous run, and not necessarily going yet.
+  if (row.scheduledAt.getTime() > scheduledAt.getTime()) {
+    return { starting: false, why: `this slot came late: a later slot's run of this job (${id}) held the job's lease` };
+  }
   if (row.status === 'running' && row.fencingToken === holder.fencingToken) {
     return { starting: false, why: `the previous run of this job (${id}) was still going` };
   }

@@ -216,6 +216,18 @@ export class SweepChecks {
     }
   }
 
+  /** A slot left to the instance ranked first for it: looked at a lease from now; no row by then is recorded `lease_lost`. */
+  watchSlot(scheduledAt: Date): void {
+    const slot = this.ctx.job.slotInfo(scheduledAt);
+    let executionId: string;
+    try {
+      executionId = this.ctx.job.executionIdFor(slot);
+    } catch {
+      return; // its claimant records the failure
+    }
+    this.watchForRow(slot, executionId, 'schedule', { status: 'lease_lost', error: VANISHED_CLAIM });
+  }
+
   /** Looks, a lease from now, whether the slot has a row; records `why` if it has none. */
   watchForRow(slot: SlotInfo, executionId: string, trigger: RunTrigger, why: LostClaim['why']): void {
     if (this.lostClaims.has(executionId)) return;
