@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { AlertDispatcher } from '../../src/alerting/alert.dispatcher.js';
 import type { AlertEvent } from '../../src/alerting/alert.interfaces.js';
 import { resolveJobConfig } from '../../src/config/job.config.js';
-import type { CronContext, DistributedCronOptions } from '../../src/distributed-cron.interfaces.js';
+import type { CronContext, DistributedCronOptions, FireOutcome } from '../../src/distributed-cron.interfaces.js';
 import { JobExecutor } from '../../src/execution/job.executor.js';
 import type { LoadSignal } from '../../src/execution/admission.js';
 import type { BeginRequest } from '../../src/history/run-history.js';
@@ -308,7 +308,10 @@ describe('JobExecutor on in-memory adapters', () => {
     expect(claim.kind).toBe('won');
   });
 
-  it('start-up ends once a claim is answered while the instance is not overloaded: a later late claim runs late', async () => {
+  /** An hourly job whose next claim is answered 31 min late while the instance is overloaded, after an on-time first slot. */
+  async function lateSecondClaim(
+    shortestStartUpMs: number,
+  ): Promise<{ first: FireOutcome; second: FireOutcome; r: ReturnType<typeof rig> }> {
     const clock = { now: SLOT.getTime() - 250 };
     let lateBy = 0;
     class LateReplies extends InMemoryLeaseStore {
@@ -328,45 +331,28 @@ describe('JobExecutor on in-memory adapters', () => {
       noteUnrecorded: () => false,
     };
     const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
-    r.executor.startingUp(0, 60_000);
-    // Warm and on time: the hourly slot runs, and this job's start-up is over.
-    expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
+    r.executor.startingUp(shortestStartUpMs, 60_000);
+    const first = await r.executor.fire(SLOT, 'schedule', () => undefined);
     overloaded = true;
     lateBy = 31 * 60_000;
     const next = new Date(SLOT.getTime() + 3_600_000);
     clock.now = next.getTime() - 250;
-    expect(await r.executor.fire(next, 'schedule', () => undefined)).toBe('ran');
+    return { first, second: await r.executor.fire(next, 'schedule', () => undefined), r };
+  }
+
+  it('start-up ends once a claim is answered while the instance is not overloaded: a later late claim runs late', async () => {
+    // Warm and on time: the hourly slot runs, and this job's start-up is over.
+    const { first, second, r } = await lateSecondClaim(0);
+    expect(first).toBe('ran');
+    expect(second).toBe('ran');
     expect(await r.history.get('report:2026-05-01T11:00:00Z')).toMatchObject({ status: 'completed' });
   });
 
   it('within its shortest start-up, a calm moment does not end it: a later late claim is still shed', async () => {
-    const clock = { now: SLOT.getTime() - 250 };
-    let lateBy = 0;
-    class LateReplies extends InMemoryLeaseStore {
-      override async claim(request: ClaimRequest): Promise<ClaimResult> {
-        const result = await super.claim(request);
-        clock.now = request.queued.scheduledAt + lateBy;
-        return result;
-      }
-    }
-    const leases = new LateReplies(() => clock.now);
-    let overloaded = false;
-    const load: LoadSignal = {
-      overloaded: () => overloaded,
-      claimDeadlineMs: () => undefined,
-      describe: () => 'event loop 900 ms behind',
-      noteShed: () => undefined,
-      noteUnrecorded: () => false,
-    };
-    const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
-    r.executor.startingUp(60_000, 60_000);
     // On time and calm, but within the shortest start-up (other processes may still be starting).
-    expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
-    overloaded = true;
-    lateBy = 31 * 60_000;
-    const next = new Date(SLOT.getTime() + 3_600_000);
-    clock.now = next.getTime() - 250;
-    expect(await r.executor.fire(next, 'schedule', () => undefined)).toBe('skipped_overload');
+    const { first, second, r } = await lateSecondClaim(60_000);
+    expect(first).toBe('ran');
+    expect(second).toBe('skipped_overload');
     expect(await r.history.get('report:2026-05-01T11:00:00Z')).toMatchObject({ status: 'skipped_overload', attempt: 0 });
   });
 
