@@ -102,6 +102,29 @@ function runningRow(jobName: string, id: string, fencingToken: number): BeginReq
   };
 }
 
+/** Redis answers, this instance reads the answer late: each claim's reply is handled `lateBy()` after its slot. */
+function lateReplies(clock: { now: number }, lateBy: () => number = () => 31 * 60_000): InMemoryLeaseStore {
+  class LateReplies extends InMemoryLeaseStore {
+    override async claim(request: ClaimRequest): Promise<ClaimResult> {
+      const result = await super.claim(request);
+      clock.now = request.queued.scheduledAt + lateBy();
+      return result;
+    }
+  }
+  return new LateReplies(() => clock.now);
+}
+
+/** An admission signal that says the instance is overloaded while `overloaded()`; shed slots' reasons go to `shed`. */
+function loadSignal(overloaded: () => boolean, shed: string[] = []): LoadSignal {
+  return {
+    overloaded,
+    claimDeadlineMs: () => undefined,
+    describe: () => 'event loop 900 ms behind',
+    noteShed: (_job, why) => void shed.push(why),
+    noteUnrecorded: () => false,
+  };
+}
+
 describe('JobExecutor on in-memory adapters', () => {
   it('a won slot runs once and ends completed, releasing its lease', async () => {
     const r = rig({}, (ctx) => ctx.report({ processed: 3 }));
@@ -268,23 +291,10 @@ describe('JobExecutor on in-memory adapters', () => {
 
   it('an admitted slot whose claim is answered past its start budget under load lets go of the job and is recorded skipped_overload', async () => {
     const clock = { now: SLOT.getTime() - 250 };
-    // Redis answers, this instance reads the answer late: the claim's reply is handled 31 min after the hourly slot.
-    class LateReplies extends InMemoryLeaseStore {
-      override async claim(request: ClaimRequest): Promise<ClaimResult> {
-        const result = await super.claim(request);
-        clock.now = SLOT.getTime() + 31 * 60_000;
-        return result;
-      }
-    }
-    const leases = new LateReplies(() => clock.now);
+    // The claim's reply is handled 31 min after the hourly slot.
+    const leases = lateReplies(clock);
     const shed: string[] = [];
-    const load: LoadSignal = {
-      overloaded: () => true,
-      claimDeadlineMs: () => undefined,
-      describe: () => 'event loop 900 ms behind',
-      noteShed: (_job, why) => void shed.push(why),
-      noteUnrecorded: () => false,
-    };
+    const load = loadSignal(() => true, shed);
     const r = rig({ overlap: 'skip' }, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
     r.executor.startingUp(0, 60_000);
     const answered: boolean[] = [];
@@ -314,22 +324,9 @@ describe('JobExecutor on in-memory adapters', () => {
   ): Promise<{ first: FireOutcome; second: FireOutcome; r: ReturnType<typeof rig> }> {
     const clock = { now: SLOT.getTime() - 250 };
     let lateBy = 0;
-    class LateReplies extends InMemoryLeaseStore {
-      override async claim(request: ClaimRequest): Promise<ClaimResult> {
-        const result = await super.claim(request);
-        clock.now = request.queued.scheduledAt + lateBy;
-        return result;
-      }
-    }
-    const leases = new LateReplies(() => clock.now);
+    const leases = lateReplies(clock, () => lateBy);
     let overloaded = false;
-    const load: LoadSignal = {
-      overloaded: () => overloaded,
-      claimDeadlineMs: () => undefined,
-      describe: () => 'event loop 900 ms behind',
-      noteShed: () => undefined,
-      noteUnrecorded: () => false,
-    };
+    const load = loadSignal(() => overloaded);
     const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
     r.executor.startingUp(shortestStartUpMs, 60_000);
     const first = await r.executor.fire(SLOT, 'schedule', () => undefined);
@@ -358,21 +355,8 @@ describe('JobExecutor on in-memory adapters', () => {
 
   it('past start-up, an admitted slot whose claim is answered late runs late (no collapse under steady load)', async () => {
     const clock = { now: SLOT.getTime() - 250 };
-    class LateReplies extends InMemoryLeaseStore {
-      override async claim(request: ClaimRequest): Promise<ClaimResult> {
-        const result = await super.claim(request);
-        clock.now = SLOT.getTime() + 31 * 60_000;
-        return result;
-      }
-    }
-    const leases = new LateReplies(() => clock.now);
-    const load: LoadSignal = {
-      overloaded: () => true,
-      claimDeadlineMs: () => undefined,
-      describe: () => 'event loop 900 ms behind',
-      noteShed: () => undefined,
-      noteUnrecorded: () => false,
-    };
+    const leases = lateReplies(clock);
+    const load = loadSignal(() => true);
     const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock }, load);
     expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
     expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
@@ -380,14 +364,7 @@ describe('JobExecutor on in-memory adapters', () => {
 
   it('a slot fired without admission control still runs when its claim is answered late', async () => {
     const clock = { now: SLOT.getTime() - 250 };
-    class LateReplies extends InMemoryLeaseStore {
-      override async claim(request: ClaimRequest): Promise<ClaimResult> {
-        const result = await super.claim(request);
-        clock.now = SLOT.getTime() + 31 * 60_000;
-        return result;
-      }
-    }
-    const leases = new LateReplies(() => clock.now);
+    const leases = lateReplies(clock);
     const r = rig({}, () => undefined, { leases, history: new InMemoryRunHistory(), clock });
     r.executor.startingUp(0, 60_000);
     expect(await r.executor.fire(SLOT)).toBe('ran');
