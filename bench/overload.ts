@@ -288,7 +288,8 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
     sampling = false;
     await sampler;
     const summaries = await Promise.all(children.map((c) => c.stop(120_000)));
-    await Promise.race([Promise.all(children.map((c) => c.exited)), sleep(15_000)]);
+    // A CPU profile is written as the process exits: give it time.
+    await Promise.race([Promise.all(children.map((c) => c.exited)), sleep(run.profileDir ? 120_000 : 15_000)]);
     await queue?.close();
     queue = undefined;
 

@@ -15,10 +15,21 @@ export interface LostClaim {
   why: { status: 'lease_lost' | 'failed' | 'skipped_overload'; error: string };
   /** performance.now() after which the claimant has certainly written its row or given up. */
   checkAfter: number;
+  /** performance.now() when it was first watched. */
+  since: number;
+  /** The check found no row while this instance was overloaded, and waited longer. */
+  overloaded?: boolean;
 }
 
 export const VANISHED_CLAIM =
   'claimed by an instance that never recorded or started it (it stopped, or lost the database, right after the claim)';
+
+/**
+ * Under overload a claimant writes its row late (its writes wait behind the shed slots' rows): a
+ * missing row is looked at again, a lease later each time, for at most this many leases, before it
+ * is recorded, so a slow claimant's own row (with its own, true reason) comes first.
+ */
+const OVERLOAD_WAIT_LEASES = 10;
 
 /** What a sweep's check of a `running` row found. */
 export type OwnerCheck = 'alive' | 'handled' | 'skipped';
@@ -194,8 +205,16 @@ export class SweepChecks {
    * database) between the claim and the row. Record why; a vanished claim with `recover` is then
    * run by the sweep.
    */
-  async recordVanishedClaim(claim: LostClaim): Promise<void> {
-    const { status, error } = claim.why;
+  async recordVanishedClaim(claim: LostClaim, now: number = performance.now()): Promise<void> {
+    if (this.ctx.deps.load?.overloaded() && now - claim.since < OVERLOAD_WAIT_LEASES * this.ctx.job.leaseMs) {
+      this.returnLostClaim({ ...claim, overloaded: true, checkAfter: now + this.ctx.job.leaseMs });
+      return;
+    }
+    const { status } = claim.why;
+    const error =
+      claim.overloaded && claim.why.error === VANISHED_CLAIM
+        ? `claimed by an instance that had recorded no row for it ${Math.round((now - claim.since) / 1000)} s later, while this fleet was overloaded (its claimant was too slow to record it, or stopped)`
+        : claim.why.error;
     const recover = status === 'lease_lost' && this.ctx.job.recover && this.ctx.withinRecoveryWindow(claim.slot.scheduledAt);
     const inserted = await this.ctx.notStarted(
       claim.slot,
@@ -232,8 +251,9 @@ export class SweepChecks {
   watchForRow(slot: SlotInfo, executionId: string, trigger: RunTrigger, why: LostClaim['why']): void {
     if (this.lostClaims.has(executionId)) return;
     // The claimant writes its row within one history deadline of its claim, or gives up.
-    const checkAfter = performance.now() + this.ctx.job.leaseMs + this.ctx.job.skewToleranceMs + 1_000;
-    this.lostClaims.set(executionId, { slot, executionId, trigger, why, checkAfter });
+    const since = performance.now();
+    const checkAfter = since + this.ctx.job.leaseMs + this.ctx.job.skewToleranceMs + 1_000;
+    this.lostClaims.set(executionId, { slot, executionId, trigger, why, checkAfter, since });
     // Bounded: a fleet that loses this many claims within one lease is checked by the others too.
     if (this.lostClaims.size > 10_000) this.lostClaims.delete(this.lostClaims.keys().next().value!);
   }

@@ -10,6 +10,7 @@ import type { AlertEvent } from '../../src/alerting/alert.interfaces.js';
 import { resolveJobConfig } from '../../src/config/job.config.js';
 import type { CronContext, DistributedCronOptions, FireOutcome } from '../../src/distributed-cron.interfaces.js';
 import { JobExecutor } from '../../src/execution/job.executor.js';
+import { VANISHED_CLAIM } from '../../src/execution/sweep.checks.js';
 import type { LoadSignal } from '../../src/execution/admission.js';
 import type { BeginRequest } from '../../src/history/run-history.js';
 import type { ClaimRequest, ClaimResult } from '../../src/leasing/lease.store.js';
@@ -369,6 +370,65 @@ describe('JobExecutor on in-memory adapters', () => {
     r.executor.startingUp(0, 60_000);
     expect(await r.executor.fire(SLOT)).toBe('ran');
     expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
+  });
+});
+
+describe('a slot another instance claimed, with no row when its watcher looks', () => {
+  /** Watches the slot as its first watcher, then lets the check come due (`now` ms later) and runs it. */
+  async function check(r: Rig, now: number): Promise<void> {
+    for (const claim of r.executor.checks.takeDueLostClaims(now)) await r.executor.checks.recordVanishedClaim(claim, now);
+  }
+
+  it('is recorded lease_lost at once when this instance is not overloaded: its claimant stopped', async () => {
+    const r = rig(
+      {},
+      () => undefined,
+      undefined,
+      loadSignal(() => false),
+    );
+    const t0 = performance.now();
+    r.executor.watch(SLOT, true);
+    await check(r, t0 + 5 * LEASE_MS);
+    const row = await r.history.get(executionId);
+    expect(row).toMatchObject({ status: 'lease_lost', attempt: 0 });
+    expect(row?.error).toBe(VANISHED_CLAIM);
+  });
+
+  it('under overload waits for the slow claimant, whose own row then stands; with none, says the fleet was overloaded', async () => {
+    const r = rig(
+      {},
+      () => undefined,
+      undefined,
+      loadSignal(() => true),
+    );
+    const t0 = performance.now();
+    r.executor.watch(SLOT, true);
+    await check(r, t0 + 5 * LEASE_MS);
+    expect(await r.history.get(executionId)).toBeUndefined();
+    // Nine leases after it was watched, still overloaded, still no row: it waits on.
+    await check(r, t0 + 9 * LEASE_MS);
+    expect(await r.history.get(executionId)).toBeUndefined();
+    // Past ten leases it is recorded, without claiming that its claimant stopped.
+    await check(r, t0 + 12 * LEASE_MS);
+    const row = await r.history.get(executionId);
+    expect(row).toMatchObject({ status: 'lease_lost', attempt: 0 });
+    expect(row?.error).toMatch(/^claimed by an instance that had recorded no row for it \d+ s later, while this fleet was overloaded/);
+  });
+
+  it('once the overload is over, a claim still without a row is recorded at the next look', async () => {
+    let overloaded = true;
+    const r = rig(
+      {},
+      () => undefined,
+      undefined,
+      loadSignal(() => overloaded),
+    );
+    const t0 = performance.now();
+    r.executor.watch(SLOT, true);
+    await check(r, t0 + 5 * LEASE_MS);
+    overloaded = false;
+    await check(r, t0 + 7 * LEASE_MS);
+    expect((await r.history.get(executionId))?.error).toMatch(/while this fleet was overloaded/);
   });
 });
 
