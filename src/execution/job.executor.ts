@@ -219,16 +219,14 @@ export class JobExecutor {
         // thousands of jobs would be the load that keeps the runs from finishing.
         await sleep(Math.max(1, settleUntil - performance.now()));
         // A holder that has not started its handler yet (its row is not written: a slow INSERT
-        // while the fleet starts up) is not a run that is going: give it up to the start budget,
-        // looking once per settle time, so a slow row write does not skip the slots after it.
+        // while the fleet starts up), or whose row is final and whose release has not landed yet,
+        // is not a run that is going: give it up to the start budget, looking once per settle
+        // time, so a slow row write or release does not skip the slots after it.
         const budgetEnd = startUntil ?? settleUntil + holderBudgetMs(this.ctx, scheduledAt) - settleMs(this.ctx, scheduledAt);
-        if (
-          performance.now() < budgetEnd &&
-          !this.ctx.stopping.signal.aborted &&
-          (await holderState(this.ctx, claim.holder, scheduledAt)).starting
-        ) {
+        if (performance.now() < budgetEnd && !this.ctx.stopping.signal.aborted) {
+          const holder = await holderState(this.ctx, claim.holder, scheduledAt);
           const next = Math.min(budgetEnd, performance.now() + settleMs(this.ctx, scheduledAt));
-          return this.fireSlot(scheduledAt, trigger, next, budgetEnd);
+          if (holder.starting || holder.ending) return this.fireSlot(scheduledAt, trigger, next, budgetEnd);
         }
         return this.fireSlot(scheduledAt, trigger, settleUntil);
       }

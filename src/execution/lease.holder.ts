@@ -4,7 +4,8 @@ import type { ExecutorContext } from './executor.context.js';
 
 /*
  * What a slot that found its job's lease held learns of the holder: whether it is a run that has
- * not started its handler yet (worth waiting for), and the reason its row gives when it skips.
+ * not started its handler yet, or one that has ended and is letting go (both worth waiting for),
+ * and the reason its row gives when it skips.
  */
 
 /** What the holder's questions read of the job's executor context. */
@@ -20,7 +21,7 @@ export async function holderState(
   ctx: HolderContext,
   holder: LeaseHolder | undefined,
   scheduledAt: Date,
-): Promise<{ starting: boolean; why: string }> {
+): Promise<{ starting: boolean; why: string; ending?: true }> {
   if (holder === undefined) return { starting: false, why: 'the previous run of this job was still going' };
   // A lease whose value does not name its run (a hand-over from a release, a store of your own).
   if (holder.executionId === undefined) {
@@ -54,7 +55,13 @@ export async function holderState(
       why: `the job's lease was held by a takeover of ${id}, whose run on ${row.instanceId} had stopped renewing`,
     };
   }
-  return { starting: false, why: `the previous run of this job (${id}) had ended (${row.status}) and was letting go of the lease` };
+  // Its row is final: no handler of it runs, and its release is on its way (a slot shed after its
+  // claim lets go at once, but its release may wait behind a loaded instance's other commands).
+  return {
+    starting: false,
+    ending: true,
+    why: `the previous run of this job (${id}) had ended (${row.status}) and was letting go of the lease`,
+  };
 }
 
 /** How long a slot may wait for the previous slot's run to start its handler: half its period, at most the run-history deadline. */

@@ -455,6 +455,29 @@ describe('a slot that finds the job lease held says what holds it', () => {
     expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
   });
 
+  it("waits for the release of the previous slot's lease when that slot's row is already final (shed after its claim), then runs", async () => {
+    const r = rig(options);
+    const claim = await held(r);
+    if (claim.kind !== 'won') throw new Error(claim.kind);
+    // The previous slot was shed after its claim: its row says so, its release lands late.
+    await r.history.recordNotStarted({
+      jobName: 'report',
+      executionId: PREVIOUS,
+      scheduledAt: new Date(SLOT.getTime() - 3_600_000),
+      businessDate: '2026-05-01',
+      instanceId: 'instance-b',
+      status: 'skipped_overload',
+      error: 'not started: this instance was overloaded',
+      trigger: 'schedule',
+      now: new Date(r.clock.now),
+      nextAttemptAt: null,
+      maxAttempts: 1,
+    });
+    setTimeout(() => void r.leases.release(claim.lease, { leaseMs: 2_000, doneMs: 0, succeeded: false }), 1_400);
+    expect(await r.executor.fire(SLOT)).toBe('ran');
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
+  });
+
   it("says the previous slot's run was still starting when it never wrote its row within the start budget", async () => {
     const r = rig(options);
     await held(r);
