@@ -126,6 +126,23 @@ function loadSignal(overloaded: () => boolean, shed: string[] = []): LoadSignal 
   };
 }
 
+/** The row of a slot `instanceId` shed under overload (its claimant's own row). */
+function shedBy(r: Rig, instanceId: string, id: string, scheduledAt: Date): Promise<boolean> {
+  return r.history.recordNotStarted({
+    jobName: 'report',
+    executionId: id,
+    scheduledAt,
+    businessDate: '2026-05-01',
+    instanceId,
+    status: 'skipped_overload',
+    error: 'not started: this instance was overloaded',
+    trigger: 'schedule',
+    now: new Date(r.clock.now),
+    nextAttemptAt: null,
+    maxAttempts: 1,
+  });
+}
+
 describe('JobExecutor on in-memory adapters', () => {
   it('a won slot runs once and ends completed, releasing its lease', async () => {
     const r = rig({}, (ctx) => ctx.report({ processed: 3 }));
@@ -374,41 +391,42 @@ describe('JobExecutor on in-memory adapters', () => {
 });
 
 describe('a slot another instance claimed, with no row when its watcher looks', () => {
-  /** Watches the slot as its first watcher, then lets the check come due (`now` ms later) and runs it. */
+  /** A rig whose executor watches SLOT as its first watcher; `t0` is when. */
+  function watching(overloaded: () => boolean): { r: Rig; t0: number } {
+    const r = rig({}, () => undefined, undefined, loadSignal(overloaded));
+    const t0 = performance.now();
+    r.executor.watch(SLOT, true);
+    return { r, t0 };
+  }
+
+  /** Runs the checks due at `now` (performance.now() ms) as the sweep does. */
   async function check(r: Rig, now: number): Promise<void> {
     for (const claim of r.executor.checks.takeDueLostClaims(now)) await r.executor.checks.recordVanishedClaim(claim, now);
   }
 
   it('is recorded lease_lost at once when this instance is not overloaded: its claimant stopped', async () => {
-    const r = rig(
-      {},
-      () => undefined,
-      undefined,
-      loadSignal(() => false),
-    );
-    const t0 = performance.now();
-    r.executor.watch(SLOT, true);
+    const { r, t0 } = watching(() => false);
     await check(r, t0 + 5 * LEASE_MS);
     const row = await r.history.get(executionId);
     expect(row).toMatchObject({ status: 'lease_lost', attempt: 0 });
     expect(row?.error).toBe(VANISHED_CLAIM);
   });
 
-  it('under overload waits for the slow claimant, whose own row then stands; with none, says the fleet was overloaded', async () => {
-    const r = rig(
-      {},
-      () => undefined,
-      undefined,
-      loadSignal(() => true),
-    );
-    const t0 = performance.now();
-    r.executor.watch(SLOT, true);
+  it("under overload waits, so a slow claimant's own row stands", async () => {
+    const { r, t0 } = watching(() => true);
     await check(r, t0 + 5 * LEASE_MS);
     expect(await r.history.get(executionId)).toBeUndefined();
+    await shedBy(r, 'instance-b', executionId, SLOT);
+    await check(r, t0 + 12 * LEASE_MS);
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'skipped_overload', instanceId: 'instance-b' });
+  });
+
+  it('under overload, with no row ten leases on, records it without saying the claimant stopped', async () => {
+    const { r, t0 } = watching(() => true);
+    await check(r, t0 + 5 * LEASE_MS);
     // Nine leases after it was watched, still overloaded, still no row: it waits on.
     await check(r, t0 + 9 * LEASE_MS);
     expect(await r.history.get(executionId)).toBeUndefined();
-    // Past ten leases it is recorded, without claiming that its claimant stopped.
     await check(r, t0 + 12 * LEASE_MS);
     const row = await r.history.get(executionId);
     expect(row).toMatchObject({ status: 'lease_lost', attempt: 0 });
@@ -417,14 +435,7 @@ describe('a slot another instance claimed, with no row when its watcher looks', 
 
   it('once the overload is over, a claim still without a row is recorded at the next look', async () => {
     let overloaded = true;
-    const r = rig(
-      {},
-      () => undefined,
-      undefined,
-      loadSignal(() => overloaded),
-    );
-    const t0 = performance.now();
-    r.executor.watch(SLOT, true);
+    const { r, t0 } = watching(() => overloaded);
     await check(r, t0 + 5 * LEASE_MS);
     overloaded = false;
     await check(r, t0 + 7 * LEASE_MS);
@@ -460,19 +471,7 @@ describe('a slot that finds the job lease held says what holds it', () => {
     const claim = await held(r);
     if (claim.kind !== 'won') throw new Error(claim.kind);
     // The previous slot was shed after its claim: its row says so, its release lands late.
-    await r.history.recordNotStarted({
-      jobName: 'report',
-      executionId: PREVIOUS,
-      scheduledAt: new Date(SLOT.getTime() - 3_600_000),
-      businessDate: '2026-05-01',
-      instanceId: 'instance-b',
-      status: 'skipped_overload',
-      error: 'not started: this instance was overloaded',
-      trigger: 'schedule',
-      now: new Date(r.clock.now),
-      nextAttemptAt: null,
-      maxAttempts: 1,
-    });
+    await shedBy(r, 'instance-b', PREVIOUS, new Date(SLOT.getTime() - 3_600_000));
     setTimeout(() => void r.leases.release(claim.lease, { leaseMs: 2_000, doneMs: 0, succeeded: false }), 1_400);
     expect(await r.executor.fire(SLOT)).toBe('ran');
     expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
