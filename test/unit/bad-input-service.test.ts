@@ -7,6 +7,7 @@ import 'reflect-metadata';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseCronSchedule } from '../../src/scheduling/cron.schedule.js';
 import type { JobRegistry } from '../../src/nest/job.registry.js';
+import { DistributedCronSchedules } from '../../src/schedules/schedules.api.js';
 import { DistributedCronService } from '../../src/nest/distributed-cron.service.js';
 
 const JOB = 'daily-report';
@@ -45,6 +46,7 @@ beforeEach(() => {
     { elector: undefined },
     runtime.clock,
     runtime.instanceId,
+    new DistributedCronSchedules({ store: null, handlers: () => [], module: {}, clock: runtime.clock }),
   );
 });
 

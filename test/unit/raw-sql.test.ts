@@ -20,6 +20,7 @@ import { PrismaRunHistory } from '../../src/history/prisma-run-history.js';
 import { encodeParam, PARAM_CASTS, toDate, toInt, type RawRow } from '../../src/history/raw-sql.js';
 import { deleteBatch, jobCuts, jobsWithRows, withStatementTimeout } from '../../src/history/retention.sql.js';
 import { SCHEMA_QUERY } from '../../src/history/schema.check.js';
+import { PrismaScheduleStore } from '../../src/schedules/prisma-schedule.store.js';
 
 // ---------------------------------------------------------------------------------------------
 // The rule
@@ -376,6 +377,71 @@ const OTHERS: readonly Case[] = [
   ],
 ];
 
+/** A schedule row as both engines return it: text, int4 and bool only. */
+const SCHEDULE_ROW: RawRow = {
+  id: 'tenant-42',
+  handler: 'tenant-report',
+  expression: '0 9 * * 1',
+  time_zone: 'Europe/Berlin',
+  data: '{"tenant": 42}',
+  options: '{"jitter": "30s"}',
+  enabled: true,
+  note: null,
+  start_at: null,
+  end_at: ms(86_400_000),
+  version: 3,
+  next_due_at: ms(60_000),
+  known_since: ms(0),
+  created_at: ms(0),
+  updated_at: ms(1_000),
+};
+const SCHEDULE_WRITE = {
+  id: 'tenant-42',
+  handler: 'tenant-report',
+  expression: '0 9 * * 1',
+  timeZone: 'Europe/Berlin',
+  data: { tenant: 42 },
+  options: { jitter: '30s' },
+  enabled: true,
+  note: null,
+  startAt: null,
+  endAt: at(86_400_000),
+  nextDueAt: at(60_000),
+};
+const SCHEDULES: readonly Case[] = [
+  [
+    'upsert',
+    [
+      {
+        ...SCHEDULE_ROW,
+        created: false,
+        ...Object.fromEntries(
+          ['handler', 'expression', 'time_zone', 'data', 'options', 'enabled', 'note', 'start_at', 'end_at'].map((c) => [
+            `changed_${c}`,
+            c === 'data',
+          ]),
+        ),
+      },
+    ],
+    (p) => new PrismaScheduleStore(p).upsert(SCHEDULE_WRITE, at(1_000)),
+  ],
+  ['remove', [], (p) => new PrismaScheduleStore(p).remove('tenant-42')],
+  ['get', [SCHEDULE_ROW], (p) => new PrismaScheduleStore(p).get('tenant-42')],
+  [
+    'list',
+    [SCHEDULE_ROW],
+    (p) => new PrismaScheduleStore(p).list({ handler: 'tenant-report', enabled: true, search: 'Tenant', cursor: 'tenant-1', limit: 10 }),
+  ],
+  [
+    'setEnabled',
+    [SCHEDULE_ROW],
+    (p) => new PrismaScheduleStore(p).setEnabled({ id: 'tenant-42', enabled: false, note: 'paused', nextDueAt: null, version: 3 }, at(1)),
+  ],
+  ['due', [SCHEDULE_ROW], (p) => new PrismaScheduleStore(p).due(at(60_000), 500)],
+  ['advance', [], (p) => new PrismaScheduleStore(p).advance('tenant-42', 3, at(60_000), at(120_000))],
+  ['changedSince', [SCHEDULE_ROW], (p) => new PrismaScheduleStore(p).changedSince({ updatedAt: at(0), id: 'tenant-1' }, 100)],
+];
+
 async function run(cases: readonly Case[]): Promise<{ statements: Captured[]; results: Map<string, unknown> }> {
   const statements: Captured[] = [];
   const results = new Map<string, unknown>();
@@ -394,6 +460,7 @@ describe('every statement of the library keeps the rule', () => {
     expect(HISTORY.map(([m]) => m).sort()).toEqual(ownMethods(PrismaRunHistory, ['staleFence', 'existingMany']));
     expect(DASHBOARD.map(([m]) => m).sort()).toEqual(ownMethods(PrismaRunReadModel, []));
     expect(ownMethods(PrismaJobBirths, [])).toEqual(['record']);
+    expect(SCHEDULES.map(([m]) => m).sort()).toEqual(ownMethods(PrismaScheduleStore, []));
   });
 
   it('the bootstrap schema check', () => {
@@ -404,6 +471,7 @@ describe('every statement of the library keeps the rule', () => {
     ['PrismaRunHistory', HISTORY, 17],
     ['PrismaRunReadModel', DASHBOARD, 9],
     ['job births and retention', OTHERS, 5],
+    ['PrismaScheduleStore', SCHEDULES, 8],
   ])('%s', async (_name, cases, atLeast) => {
     const { statements } = await run(cases);
     for (const [method] of cases)
@@ -479,6 +547,21 @@ describe('results read the same from either engine', () => {
     const page = results.get('historyPage') as { rows: unknown[]; next?: string };
     expect(page.rows).toHaveLength(1);
     expect(Buffer.from(page.next!, 'base64url').toString()).toBe('2026-03-01T10:00:00.000Z|41');
+  });
+
+  it('a schedule row of text, int4 and bool decodes to the record, its JSON parsed', async () => {
+    const { results } = await run(SCHEDULES);
+    const record = {
+      ...SCHEDULE_WRITE,
+      version: 3,
+      knownSince: at(0),
+      createdAt: at(0),
+      updatedAt: at(1_000),
+    };
+    expect(results.get('get')).toEqual(record);
+    expect(results.get('upsert')).toEqual({ kind: 'updated', changed: ['data'], record });
+    expect(results.get('list')).toEqual({ schedules: [record] });
+    expect(results.get('advance')).toBe(true);
   });
 
   it('a value of another type is refused with the column it came from', () => {
