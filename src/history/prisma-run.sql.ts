@@ -158,19 +158,32 @@ const BEGIN_COLUMNS: ReadonlyArray<Column<BeginRequest>> = [
 ];
 
 /**
+ * `schedule_id`, written only by a batch that has a schedule's slot in it: the statements of an app
+ * without schedules never name the column, so they run on a table that predates it.
+ */
+function withScheduleId<R extends { scheduleId?: string }>(
+  requests: R[],
+  columns: string,
+  select: string,
+  input: ReadonlyArray<Column<R>>,
+): [columns: string, select: string, input: ReadonlyArray<Column<R>>] {
+  if (!requests.some((r) => r.scheduleId !== undefined)) return [columns, select, input];
+  return [`${columns}, schedule_id`, `${select}, v.schedule_id`, [...input, ['schedule_id', 'text', (r) => r.scheduleId ?? null]]];
+}
+
+/**
  * One INSERT for many new rows; true for each row this call created. A row is only written when
  * its fencing token is above the job's floor (every token of the job in the table).
  */
 export function insertMany(prisma: PrismaClientLike, requests: BeginRequest[]): Promise<boolean[]> {
-  return insertNew(
-    prisma,
+  const [columns, select, input] = withScheduleId(
+    requests,
     'job_name, execution_id, status, trigger, scheduled_at, business_date, started_at, instance_id, attempt, max_attempts, fencing_token, created_at, updated_at',
     `v.job_name, v.execution_id, 'running', v.trigger, v.scheduled_at, v.business_date, v.now, v.instance_id, 1, v.max_attempts,
        v.fencing_token, v.now, v.now`,
-    requests,
     BEGIN_COLUMNS,
-    `v.fencing_token > ${FLOOR('v.job_name')}`,
   );
+  return insertNew(prisma, columns, select, requests, input, `v.fencing_token > ${FLOOR('v.job_name')}`);
 }
 
 const NOT_STARTED_COLUMNS: ReadonlyArray<Column<NotStartedRequest>> = [
@@ -190,14 +203,14 @@ const NOT_STARTED_COLUMNS: ReadonlyArray<Column<NotStartedRequest>> = [
 
 /** One INSERT for many slots that did not start; true for each row this call created. */
 export function notStartedMany(prisma: PrismaClientLike, requests: NotStartedRequest[]): Promise<boolean[]> {
-  return insertNew(
-    prisma,
+  const [columns, select, input] = withScheduleId(
+    requests,
     'job_name, execution_id, status, trigger, scheduled_at, business_date, instance_id, attempt, max_attempts, error, finished_at, next_attempt_at, created_at, updated_at',
     `v.job_name, v.execution_id, v.status, v.trigger, v.scheduled_at, v.business_date, v.instance_id, 0, v.max_attempts, v.error,
        v.finished_at, v.next_attempt_at, v.now, v.now`,
-    requests,
     NOT_STARTED_COLUMNS,
   );
+  return insertNew(prisma, columns, select, requests, input);
 }
 
 /**

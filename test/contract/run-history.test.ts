@@ -51,3 +51,37 @@ describe('PrismaRunHistory batching', () => {
     expect(statements).toBe(1);
   });
 });
+
+describe('PrismaRunHistory and schedules', () => {
+  it("writes a schedule's slot with its schedule id, a static job's with none, in one batch", async () => {
+    const history = new PrismaRunHistory(prisma);
+    const job = `contract-rh-${Date.now().toString(36)}`;
+    const slot = (n: number) => ({
+      jobName: job,
+      executionId: `${job}:${n}`,
+      scheduledAt: new Date(Date.UTC(2026, 2, 1, 10, n)),
+      businessDate: '2026-03-01',
+      instanceId: 'instance-a',
+      trigger: 'schedule' as const,
+      now: new Date(Date.UTC(2026, 2, 1, 10, n)),
+    });
+    // The same turn: one INSERT for both.
+    const [a, b] = await Promise.all([
+      history.begin({ ...slot(1), fencingToken: 1, maxAttempts: 1 }),
+      history.begin({ ...slot(2), fencingToken: 2, maxAttempts: 1, scheduleId: 'tenant-42' }),
+    ]);
+    expect([a.kind, b.kind]).toEqual(['start', 'start']);
+    await history.recordNotStarted({ ...slot(3), status: 'skipped_overlap', error: 'still going', scheduleId: 'tenant-42' });
+    await history.recordNotStarted({ ...slot(4), status: 'skipped_overlap', error: 'still going' });
+    const rows = await prisma.$queryRawUnsafe<Array<{ execution_id: string; schedule_id: string | null }>>(
+      'SELECT execution_id, schedule_id FROM distributed_cron_runs WHERE job_name = $1 ORDER BY execution_id',
+      job,
+    );
+    expect(rows).toEqual([
+      { execution_id: `${job}:1`, schedule_id: null },
+      { execution_id: `${job}:2`, schedule_id: 'tenant-42' },
+      { execution_id: `${job}:3`, schedule_id: 'tenant-42' },
+      { execution_id: `${job}:4`, schedule_id: null },
+    ]);
+  });
+});

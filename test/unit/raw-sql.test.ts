@@ -358,6 +358,32 @@ const OTHERS: readonly Case[] = [
     [{ job_name: 'report', first_seen_at: ms(0) }],
     (p) => new PrismaJobBirths(p).record([{ jobName: 'report', expression: '0 9 * * *', timeZone: 'Europe/Paris' }], at(0)),
   ],
+  [
+    "PrismaRunHistory.begin, a schedule's slot",
+    [{ execution_id: 'report:1' }],
+    (p) =>
+      new PrismaRunHistory(p).begin({
+        ...begin,
+        trigger: 'schedule',
+        now: at(0),
+        fencingToken: 8,
+        maxAttempts: 1,
+        scheduleId: 'tenant-42',
+      }),
+  ],
+  [
+    "PrismaRunHistory.recordNotStarted, a schedule's slot",
+    [],
+    (p) =>
+      new PrismaRunHistory(p).recordNotStarted({
+        ...begin,
+        status: 'skipped_overlap',
+        trigger: 'schedule',
+        error: 'still going',
+        now: at(0),
+        scheduleId: 'tenant-42',
+      }),
+  ],
   ['jobsWithRows', [{ job_name: 'report' }], (p) => jobsWithRows(p)],
   [
     'jobCuts',
@@ -482,6 +508,18 @@ describe('every statement of the library keeps the rule', () => {
     expect(new Set(statements.map((s) => s.sql)).size).toBeGreaterThanOrEqual(atLeast);
     const broken = statements.flatMap((s) => violations(s.sql, s.params).map((v) => `${s.method}: ${v}`));
     expect(broken).toEqual([]);
+  });
+
+  it("names schedule_id only in a batch with a schedule's slot: a static job's statements run on a table from before it", async () => {
+    const { statements } = await run([...HISTORY, ...OTHERS]);
+    const writes = statements.filter((s) => /^\s*INSERT INTO distributed_cron_runs/.test(s.sql));
+    expect(writes.filter((s) => s.sql.includes('schedule_id')).map((s) => s.method)).toEqual([
+      "PrismaRunHistory.begin, a schedule's slot",
+      "PrismaRunHistory.recordNotStarted, a schedule's slot",
+    ]);
+    expect(writes.filter((s) => !s.sql.includes('schedule_id')).length).toBeGreaterThanOrEqual(2);
+    const scheduled = statements.find((s) => s.method === "PrismaRunHistory.begin, a schedule's slot" && s.sql.includes('schedule_id'))!;
+    expect(scheduled.params.at(-1)).toBe('{"tenant-42"}');
   });
 
   it('every instant is sent in UTC with its zone, every bigint as its digits, every list as an array literal', async () => {
