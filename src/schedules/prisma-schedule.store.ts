@@ -1,8 +1,9 @@
 import type { PrismaClientLike } from '../distributed-cron.interfaces.js';
+import { SCHEMA_FIX } from '../history/schema.check.js';
 import {
-  executeStatement,
+  executeStatement as execute,
   instantOut,
-  queryRows,
+  queryRows as query,
   toBool,
   toDate,
   toDateOrNull,
@@ -27,6 +28,24 @@ import {
 } from './schedule.store.js';
 
 const TABLE = 'distributed_cron_schedules';
+
+/**
+ * A statement on the schedules' table; a database without the table (its migration not applied)
+ * is named as such, with the commands that add it, rather than as a bare "relation does not exist".
+ */
+async function missingTableSaid<T>(statement: Promise<T>): Promise<T> {
+  try {
+    return await statement;
+  } catch (error) {
+    const text = String((error as Error | undefined)?.message ?? error);
+    if (text.includes(TABLE) && /does not exist/.test(text)) {
+      throw new Error(`the table ${TABLE} of the schedules is missing from the database; run ${SCHEMA_FIX}`, { cause: error });
+    }
+    throw error;
+  }
+}
+const queryRows = (...args: Parameters<typeof query>): Promise<RawRow[]> => missingTableSaid(query(...args));
+const executeStatement = (...args: Parameters<typeof execute>): Promise<number> => missingTableSaid(execute(...args));
 
 /** Each field of the definition and its column. */
 const COLUMN_OF: Readonly<Record<ScheduleField, string>> = {

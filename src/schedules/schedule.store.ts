@@ -145,8 +145,10 @@ export interface ScheduleStore {
    */
   advance(id: string, version: number, fromDueAt: Date, nextDueAt: Date | null): Promise<boolean>;
   /**
-   * Rows written (created or changed; not advanced) at or after the cursor's place, in
-   * (updatedAt, id) order, at most `limit`: a periodic reconciliation reads from where it left.
+   * Rows written (created or changed; not advanced) after the cursor's place (every row without
+   * one), in (updatedAt, id) order, at most `limit`: a periodic reconciliation reads from where it
+   * left. Write times are the writers' clocks, so a reader that must not miss a concurrent write
+   * resumes a little before its cursor.
    */
   changedSince(cursor: ScheduleChangeCursor | undefined, limit: number): Promise<ScheduleChanges>;
 }

@@ -1,4 +1,5 @@
 import { shown } from '../distributed-cron.messages.js';
+import { DistributedCronArgumentError } from '../errors/distributed-cron-argument.error.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
 import { DistributedCronScheduleError } from '../errors/distributed-cron-schedule.error.js';
 import { formatInZone } from '../scheduling/cron.schedule.js';
@@ -77,18 +78,18 @@ export class DistributedCronSchedules {
 
   /** Deletes the schedule; whether it existed. */
   async remove(id: string): Promise<boolean> {
-    return this.store().remove(checkedId(id));
+    return this.store().remove(checkedId('remove', id));
   }
 
   /** The schedule as stored, or undefined. */
   async get(id: string): Promise<ScheduleRecord | undefined> {
-    return this.store().get(checkedId(id));
+    return this.store().get(checkedId('get', id));
   }
 
   /** A page of schedules in id order; pass its `next` as `cursor` for the following page. */
   async list(options: ScheduleListOptions = {}): Promise<SchedulePage> {
     const fail = (option: string, problem: string): never => {
-      throw new DistributedCronScheduleError('*', `list: ${option}`, problem);
+      throw new DistributedCronArgumentError('schedules.list', undefined, option === 'options' ? option : `options.${option}`, problem);
     };
     if (typeof options !== 'object' || options === null) fail('options', `must be an object, got ${shown(options)}`);
     const { handler, enabled, search, cursor, limit = DEFAULT_PAGE } = options;
@@ -103,12 +104,12 @@ export class DistributedCronSchedules {
 
   /** Pauses the schedule fleet-wide: nothing is due until `resume`. The note says why (kept until changed). */
   async pause(id: string, note?: string | null): Promise<ScheduleRecord> {
-    return this.setEnabled(checkedId(id), false, note);
+    return this.setEnabled(checkedId('pause', id), false, note);
   }
 
   /** Resumes a paused schedule from its next slot after now: no slot of the paused time runs. */
   async resume(id: string, note?: string | null): Promise<ScheduleRecord> {
-    return this.setEnabled(checkedId(id), true, note);
+    return this.setEnabled(checkedId('resume', id), true, note);
   }
 
   /**
@@ -116,12 +117,17 @@ export class DistributedCronSchedules {
    * it is paused. Computed as its slots will be, DST rules included.
    */
   async nextRuns(id: string, count = 5, from?: Date): Promise<ScheduleNextRun[]> {
-    checkedId(id);
+    checkedId('nextRuns', id);
     if (!Number.isInteger(count) || count < 1 || count > MAX_NEXT_RUNS) {
-      throw new DistributedCronScheduleError(id, 'count', `must be an integer from 1 to ${MAX_NEXT_RUNS}, got ${shown(count)}`);
+      throw new DistributedCronArgumentError(
+        'schedules.nextRuns',
+        id,
+        'count',
+        `must be an integer from 1 to ${MAX_NEXT_RUNS}, got ${shown(count)}`,
+      );
     }
     if (from !== undefined && (!(from instanceof Date) || Number.isNaN(from.getTime()))) {
-      throw new DistributedCronScheduleError(id, 'from', `must be a valid Date, got ${shown(from)}`);
+      throw new DistributedCronArgumentError('schedules.nextRuns', id, 'from', `must be a valid Date, got ${shown(from)}`);
     }
     const schedule = this.resolved(await this.existing(id));
     const runs: ScheduleNextRun[] = [];
@@ -179,8 +185,10 @@ export class DistributedCronSchedules {
   }
 }
 
-function checkedId(id: unknown): string {
-  if (typeof id !== 'string' || id.length === 0)
-    throw new DistributedCronScheduleError(String(id), 'id', `must be a non-empty string, got ${shown(id)}`);
+/** The id argument of a method: a wrong one is an argument error naming the method. */
+function checkedId(method: string, id: unknown): string {
+  if (typeof id !== 'string' || id.length === 0) {
+    throw new DistributedCronArgumentError(`schedules.${method}`, undefined, 'id', `must be a non-empty string, got ${shown(id)}`);
+  }
   return id;
 }

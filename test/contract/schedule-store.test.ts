@@ -1,7 +1,7 @@
-import { afterAll } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { InMemoryScheduleStore } from '../../src/schedules/in-memory-schedule.store.js';
 import { PrismaScheduleStore } from '../../src/schedules/prisma-schedule.store.js';
-import { createMigratedDatabase } from '../support/scratch-database.js';
+import { createMigratedDatabase, createScratchDatabase } from '../support/scratch-database.js';
 import { createPrisma } from '../support/services.js';
 import { scheduleStoreContract } from './schedule-store.contract.js';
 
@@ -33,3 +33,18 @@ scheduleStoreContract('PrismaScheduleStore', () => ({
     };
   },
 }));
+
+describe('PrismaScheduleStore on a database without its table', () => {
+  it('says the table is missing and how to add it', async () => {
+    const empty = await createScratchDatabase('dcron_no_schedules');
+    const client = createPrisma(empty.url);
+    try {
+      await expect(new PrismaScheduleStore(client).get('tenant-1')).rejects.toThrow(
+        /the table distributed_cron_schedules of the schedules is missing from the database; run `npx nestjs-distributed-cron prisma`/,
+      );
+    } finally {
+      await client.$disconnect();
+      await empty.drop();
+    }
+  });
+});

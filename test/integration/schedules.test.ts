@@ -151,7 +151,6 @@ describe('schedules: time', () => {
     const resumed = await app.cron.schedules.resume(id);
     expect(resumed).toMatchObject({ enabled: true, note: 'invoice overdue', version: 3, nextDueAt: new Date('2026-03-31T00:00:00.000Z') });
     expect(await row(id)).toMatchObject({ enabled: true, nextDueAt: new Date('2026-03-31T00:00:00.000Z') });
-    await expect(app.cron.schedules.pause(uniqueName('missing'))).rejects.toThrow(/^schedule 'tenant-[0-9a-f]+'|no schedule has this id/);
   });
 
   it('a changed expression moves known-since; a change of data keeps it and the due slot', async () => {
@@ -187,7 +186,30 @@ describe('schedules: time', () => {
     expect(await app.cron.schedules.remove(`${prefix}-0`)).toBe(true);
     expect(await app.cron.schedules.get(`${prefix}-0`)).toBeUndefined();
     expect(await row(`${prefix}-0`)).toBeNull();
-    await expect(app.cron.schedules.list({ limit: 0 })).rejects.toThrow('must be an integer from 1 to 1000, got 0');
+  });
+});
+
+describe('schedules: arguments', () => {
+  it('a wrong argument names the method and the parameter; a missing schedule is named', async () => {
+    const { schedules } = app.cron;
+    await expect(schedules.get('')).rejects.toThrow('schedules.get(): `id` must be a non-empty string, got ""');
+    await expect(schedules.remove(42 as unknown as string)).rejects.toThrow('schedules.remove(): `id` must be a non-empty string, got 42');
+    await expect(schedules.list({ limit: 0 })).rejects.toThrow(
+      'schedules.list(): `options.limit` must be an integer from 1 to 1000, got 0',
+    );
+    await expect(schedules.list({ enabled: 'yes' as never })).rejects.toThrow('schedules.list(): `options.enabled` must be true or false');
+    const id = uniqueName('tenant');
+    await schedules.upsert(definition(id));
+    await expect(schedules.nextRuns(id, 0)).rejects.toThrow(
+      `schedules.nextRuns('${id}'): \`count\` must be an integer from 1 to 1000, got 0`,
+    );
+    await expect(schedules.nextRuns(id, 2, new Date('x'))).rejects.toThrow(`schedules.nextRuns('${id}'): \`from\` must be a valid Date`);
+    await expect(schedules.pause('tenant-missing')).rejects.toThrow("schedule 'tenant-missing': no schedule has this id");
+    await expect(schedules.resume('tenant-missing')).rejects.toThrow("schedule 'tenant-missing': no schedule has this id");
+    await expect(schedules.pause(id, 'x'.repeat(1_001))).rejects.toThrow(
+      `schedule '${id}', option \`note\`: must be a string of at most 1000 characters`,
+    );
+    expect((await row(id))!.version).toBe(1);
   });
 });
 
