@@ -262,6 +262,8 @@ export interface RunRecord {
   nextAttemptAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
+  /** The schedule the run belongs to (`DistributedCronService.schedules`); absent for a `@DistributedCron` job's run. */
+  scheduleId?: string;
 }
 
 /** What one trigger of a slot led to on this instance. */

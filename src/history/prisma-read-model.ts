@@ -45,6 +45,7 @@ export class PrismaRunReadModel implements RunReadModel {
     const job = query.jobName === undefined ? undefined : param([query.jobName]);
     const where: string[] = job === undefined ? [] : ['job_name = j.name'];
     if (query.trigger !== undefined) where.push(`trigger = ${param(query.trigger)}::text`);
+    if (query.scheduleId !== undefined) where.push(`schedule_id = ${param(query.scheduleId)}::text`);
     if (query.from !== undefined) where.push(`scheduled_at >= ${param(query.from)}::timestamptz`);
     if (query.to !== undefined) where.push(`scheduled_at < ${param(query.to)}::timestamptz`);
     if (query.executionId !== undefined) where.push(`execution_id = ${param(query.executionId)}::text`);
@@ -53,7 +54,7 @@ export class PrismaRunReadModel implements RunReadModel {
     }
     const limit = `${param(query.limit + 1)}::integer`;
     const range = (conditions: string[]): string => {
-      const scan = `SELECT id, ${COLUMNS} FROM ${TABLE} s${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ${ORDER('s')} LIMIT ${limit}`;
+      const scan = `SELECT id, ${COLUMNS('s')} FROM ${TABLE} s${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ${ORDER('s')} LIMIT ${limit}`;
       return job === undefined ? scan : `SELECT r.* FROM unnest(${job}::text[]) AS j(name) CROSS JOIN LATERAL (${scan}) r`;
     };
     const statuses = query.statuses ?? [];
@@ -97,7 +98,7 @@ export class PrismaRunReadModel implements RunReadModel {
       queryRows(
         this.prisma,
         `SELECT ${rowColumns('r')} FROM unnest($1::text[]) AS j(name)
-         CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM ${TABLE} s WHERE job_name = j.name ${ORDER('s')} LIMIT 1) r`,
+         CROSS JOIN LATERAL (SELECT ${COLUMNS('s')} FROM ${TABLE} s WHERE job_name = j.name ${ORDER('s')} LIMIT 1) r`,
         jobNames,
       ),
       queryRows(

@@ -272,6 +272,7 @@ export class PrismaRunHistory implements RunWrites, SweepQueries, RunReads {
       where.push(clause(`$${values.length}`));
     };
     if (filter.jobName !== undefined) add((p) => `job_name = ${p}::text`, filter.jobName);
+    if (filter.scheduleId !== undefined) add((p) => `schedule_id = ${p}::text`, filter.scheduleId);
     if (filter.status !== undefined) {
       add((p) => `status = ANY(${p}::text[])`, Array.isArray(filter.status) ? filter.status : [filter.status]);
     }

@@ -46,8 +46,17 @@ export const COLUMN_NAMES = [
   'updated_at',
 ] as const;
 
-/** The row's columns as stored, for subqueries whose rows `rowColumns` selects in the end. */
-export const COLUMNS = COLUMN_NAMES.join(', ');
+/**
+ * `schedule_id` as text, read from the row as a whole: NULL both for a static job's row and on a
+ * table from before the column, so the statements of an app without schedules run on it.
+ */
+export const SCHEDULE_ID = (alias: string): string => `(to_jsonb(${alias}) ->> 'schedule_id')::text AS schedule_id`;
+
+/**
+ * The row's columns as stored, for subqueries whose rows `rowColumns` selects in the end (with
+ * `schedule_id` passed through, see `SCHEDULE_ID`).
+ */
+export const COLUMNS = (alias: string): string => `${COLUMN_NAMES.join(', ')}, ${SCHEDULE_ID(alias)}`;
 
 const INSTANTS = new Set<string>(['scheduled_at', 'started_at', 'finished_at', 'next_attempt_at', 'created_at', 'updated_at']);
 
@@ -61,11 +70,14 @@ export function rowColumns(alias: string): string {
     if (INSTANTS.has(name)) return `${instantOut(`${alias}.${name}`)} AS ${name}`;
     if (name === 'fencing_token') return `${alias}.${name}::text AS ${name}`;
     return `${alias}.${name}`;
-  }).join(', ');
+  })
+    .concat(SCHEDULE_ID(alias))
+    .join(', ');
 }
 
 export function toRecord(row: RawRow): RunRecord {
   const fencingToken = toBigIntTextOrNull(row.fencing_token, 'fencing_token');
+  const scheduleId = toTextOrNull(row.schedule_id ?? null, 'schedule_id');
   return {
     jobName: toText(row.job_name, 'job_name'),
     executionId: toText(row.execution_id, 'execution_id'),
@@ -87,6 +99,7 @@ export function toRecord(row: RawRow): RunRecord {
     nextAttemptAt: toDateOrNull(row.next_attempt_at, 'next_attempt_at'),
     createdAt: toDate(row.created_at, 'created_at'),
     updatedAt: toDate(row.updated_at, 'updated_at'),
+    ...(scheduleId === null ? {} : { scheduleId }),
   };
 }
 

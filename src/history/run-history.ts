@@ -93,6 +93,8 @@ export interface QueuedRow {
 
 export interface HistoryFilter {
   jobName?: string;
+  /** Only the runs of this schedule (`DistributedCronService.schedules`). */
+  scheduleId?: string;
   status?: RunStatus | RunStatus[];
   /** Only rows scheduled at or after this instant. */
   since?: Date;

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { PrismaClientLike } from '../../src/distributed-cron.interfaces.js';
 import { PrismaRunHistory } from '../../src/history/prisma-run-history.js';
+import { decodeCursor, PrismaRunReadModel } from '../../src/history/prisma-read-model.js';
 import { InMemoryRunHistory } from '../../src/testing/in-memory-run-history.js';
 import { createMigratedDatabase } from '../support/scratch-database.js';
 import { createPrisma } from '../support/services.js';
@@ -83,5 +84,49 @@ describe('PrismaRunHistory and schedules', () => {
       { execution_id: `${job}:3`, schedule_id: 'tenant-42' },
       { execution_id: `${job}:4`, schedule_id: null },
     ]);
+  });
+});
+
+describe('PrismaRunReadModel and schedules', () => {
+  it("pages a schedule's runs (alone, with a job, with statuses), each row naming its schedule", async () => {
+    const history = new PrismaRunHistory(prisma);
+    const reads = new PrismaRunReadModel(prisma);
+    const job = `contract-rh-${Date.now().toString(36)}-page`;
+    const tenant = `${job}-tenant`;
+    const slot = (n: number) => ({
+      jobName: job,
+      executionId: `${job}:${n}`,
+      scheduledAt: new Date(Date.UTC(2026, 2, 2, 10, n)),
+      businessDate: '2026-03-02',
+      instanceId: 'instance-a',
+      trigger: 'schedule' as const,
+      now: new Date(Date.UTC(2026, 2, 2, 10, n)),
+      fencingToken: n,
+      maxAttempts: 1,
+    });
+    for (const n of [1, 2, 3]) await history.begin({ ...slot(n), scheduleId: tenant });
+    await history.begin(slot(4));
+    await history.recordNotStarted({ ...slot(5), status: 'skipped_overlap', error: 'still going', scheduleId: tenant });
+    const ids = (rows: Array<{ executionId: string }>): string[] => rows.map((row) => row.executionId.slice(job.length + 1));
+    const first = await reads.historyPage({ scheduleId: tenant, limit: 2 });
+    expect(ids(first.rows)).toEqual(['5', '3']);
+    expect(first.rows.map((row) => row.scheduleId)).toEqual([tenant, tenant]);
+    expect(first.next).toBeDefined();
+    const second = await reads.historyPage({ scheduleId: tenant, limit: 2, after: decodeCursor(first.next!) });
+    expect(ids(second.rows)).toEqual(['2', '1']);
+    expect(ids((await reads.historyPage({ jobName: job, scheduleId: tenant, statuses: ['running'], limit: 10 })).rows)).toEqual([
+      '3',
+      '2',
+      '1',
+    ]);
+    const all = await reads.historyPage({ jobName: job, limit: 10 });
+    expect(all.rows.map((row) => [row.executionId.slice(job.length + 1), row.scheduleId])).toEqual([
+      ['5', tenant],
+      ['4', undefined],
+      ['3', tenant],
+      ['2', tenant],
+      ['1', tenant],
+    ]);
+    expect((await reads.jobSummaries([job])).get(job)?.last?.scheduleId).toBe(tenant);
   });
 });

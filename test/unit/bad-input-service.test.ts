@@ -125,15 +125,17 @@ describe('history()', () => {
     [
       'a filter that is not an object',
       'daily-report',
-      'history(): `filter` must be an object like { jobName, status, since, until, limit }, got "daily-report"',
+      'history(): `filter` must be an object like { jobName, scheduleId, status, since, until, limit }, got "daily-report"',
     ],
-    ['null', null, 'history(): `filter` must be an object like { jobName, status, since, until, limit }, got null'],
+    ['null', null, 'history(): `filter` must be an object like { jobName, scheduleId, status, since, until, limit }, got null'],
     [
       'an unknown key (a typo would list every job)',
       { name: JOB },
-      'history(): `filter.name` is not a filter; known: jobName, status, since, until, limit',
+      'history(): `filter.name` is not a filter; known: jobName, scheduleId, status, since, until, limit',
     ],
     ['a job name that is not a string', { jobName: 7 }, 'history(): `filter.jobName` must be a non-empty string, got 7'],
+    ['an empty schedule id', { scheduleId: '' }, 'history(): `filter.scheduleId` must be a non-empty string, got ""'],
+    ['a schedule id that is not a string', { scheduleId: 42 }, 'history(): `filter.scheduleId` must be a non-empty string, got 42'],
     [
       'an unknown status',
       { jobName: JOB, status: 'complete' },
