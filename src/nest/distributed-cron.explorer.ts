@@ -119,7 +119,8 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         registerInSchedulerRegistry(this.schedulerRegistry, runtime, name, job, () => orchestrator?.topology.fires !== false);
       }
     }
-    await orchestrator?.start();
+    // An app with a @DistributedCronHandler uses schedules: bootstrap checks their tables too.
+    await orchestrator?.start({ schedules: this.handlers.size > 0 });
   }
 
   async beforeApplicationShutdown(): Promise<void> {
