@@ -47,16 +47,10 @@ export const COLUMN_NAMES = [
 ] as const;
 
 /**
- * `schedule_id` as text, read from the row as a whole: NULL both for a static job's row and on a
- * table from before the column, so the statements of an app without schedules run on it.
+ * The row's columns as stored, for subqueries whose rows `rowColumns` selects in the end;
+ * `schedule_id` with them unless the table predates it (see `ScheduleColumn`).
  */
-export const SCHEDULE_ID = (alias: string): string => `(to_jsonb(${alias}) ->> 'schedule_id')::text AS schedule_id`;
-
-/**
- * The row's columns as stored, for subqueries whose rows `rowColumns` selects in the end (with
- * `schedule_id` passed through, see `SCHEDULE_ID`).
- */
-export const COLUMNS = (alias: string): string => `${COLUMN_NAMES.join(', ')}, ${SCHEDULE_ID(alias)}`;
+export const COLUMNS = (scheduleId: boolean): string => `${COLUMN_NAMES.join(', ')}${scheduleId ? ', schedule_id' : ''}`;
 
 const INSTANTS = new Set<string>(['scheduled_at', 'started_at', 'finished_at', 'next_attempt_at', 'created_at', 'updated_at']);
 
@@ -64,14 +58,15 @@ const INSTANTS = new Set<string>(['scheduled_at', 'started_at', 'finished_at', '
  * The row's columns as a statement returns them (text, int4 and bool only: instants and the
  * fencing token as text), read from `alias`. A statement that selects these orders by `alias.<column>`,
  * never by a bare name, which would be the text output column instead of the indexed one.
+ * `schedule_id` is NULL on a table from before it (`scheduleId` false, see `ScheduleColumn`).
  */
-export function rowColumns(alias: string): string {
+export function rowColumns(alias: string, scheduleId = true): string {
   return COLUMN_NAMES.map((name) => {
     if (INSTANTS.has(name)) return `${instantOut(`${alias}.${name}`)} AS ${name}`;
     if (name === 'fencing_token') return `${alias}.${name}::text AS ${name}`;
     return `${alias}.${name}`;
   })
-    .concat(SCHEDULE_ID(alias))
+    .concat(scheduleId ? `${alias}.schedule_id::text AS schedule_id` : 'NULL::text AS schedule_id')
     .join(', ');
 }
 
@@ -101,6 +96,45 @@ export function toRecord(row: RawRow): RunRecord {
     updatedAt: toDate(row.updated_at, 'updated_at'),
     ...(scheduleId === null ? {} : { scheduleId }),
   };
+}
+
+/**
+ * Whether the runs table has `schedule_id`, learnt from the statements themselves: they name it
+ * until one fails because the column does not exist (a database without the schedules' migration
+ * step, which an app without schedules may run on), then that statement and every later one of
+ * this store run without it. No statement is added on a migrated database.
+ */
+export class ScheduleColumn {
+  private present = true;
+
+  /** `statement(true)`, or, on a table without the column, `statement(false)`. */
+  async read<T>(statement: (present: boolean) => Promise<T>): Promise<T> {
+    if (!this.present) return statement(false);
+    try {
+      return await statement(true);
+    } catch (error) {
+      if (!missingScheduleColumn(error)) throw error;
+      this.present = false;
+      return statement(false);
+    }
+  }
+}
+
+/**
+ * A statement refused because `schedule_id` does not exist: PostgreSQL's 42703, as either engine
+ * words it (in the message, Prisma's `meta`, or a cause).
+ */
+function missingScheduleColumn(error: unknown): boolean {
+  const texts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current !== undefined && current !== null; depth++) {
+    const { message, meta, cause } = current as { message?: unknown; meta?: unknown; cause?: unknown };
+    texts.push(typeof message === 'string' ? message : String(current));
+    if (meta !== undefined) texts.push(JSON.stringify(meta) ?? '');
+    current = cause;
+  }
+  const text = texts.join(' ');
+  return text.includes('schedule_id') && /does not exist|42703/.test(text);
 }
 
 /**
