@@ -20,6 +20,7 @@ import tseslint from 'nestjs-distributed-cron-lint';
 const TIERS = [
   ['cli', 'dashboard', 'testing', 'observability/terminus'],
   ['nest'],
+  ['schedules'],
   ['execution'],
   ['leasing', 'history', 'alerting', 'topology', 'observability'],
   ['config'],
@@ -118,15 +119,15 @@ export default defineConfig(
     rules: layerRule('<root>'),
   },
   {
-    // The module's options name the ports a user may replace (stores, alerter, hooks): their types
-    // only, never code.
+    // The module's options name the ports a user may replace (stores, alerter, hooks, schedules):
+    // their types only, never code.
     files: ['src/distributed-cron.module-options.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {
           patterns: forbidden('<root>').map((pattern) =>
-            /(leasing|history|alerting|observability)\/$/.test(pattern.regex) ? { ...pattern, allowTypeImports: true } : pattern,
+            /(leasing|history|alerting|observability|schedules)\/$/.test(pattern.regex) ? { ...pattern, allowTypeImports: true } : pattern,
           ),
         },
       ],

@@ -126,6 +126,24 @@ export interface CronContext extends SlotInfo {
    * @example ctx.report({ processed: batch.length, failed: errors.length })
    */
   report(counts: RunReport): void;
+  /** The schedule this run belongs to (`DistributedCronService.schedules`); absent for a `@DistributedCron` job's run. */
+  readonly schedule?: ScheduleContext;
+}
+
+/** A schedule's data: any JSON value. */
+export type ScheduleData = string | number | boolean | null | ScheduleData[] | { [key: string]: ScheduleData };
+
+/** The schedule a run belongs to. */
+export interface ScheduleContext {
+  /** The schedule's id. */
+  readonly id: string;
+  /** The schedule's `data`, as stored. */
+  readonly data: ScheduleData;
+}
+
+/** What a `@DistributedCronHandler` method receives: a job's context, and its schedule. */
+export interface ScheduleRunContext extends CronContext {
+  readonly schedule: ScheduleContext;
 }
 
 /** Options of one `@DistributedCron` job. */
@@ -244,6 +262,8 @@ export interface RunRecord {
   nextAttemptAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
+  /** The schedule the run belongs to (`DistributedCronService.schedules`); absent for a `@DistributedCron` job's run. */
+  scheduleId?: string;
 }
 
 /** What one trigger of a slot led to on this instance. */

@@ -4,6 +4,7 @@ import type { Alerter } from './alerting/alert.interfaces.js';
 import type { Duration, DistributedCronOptions } from './distributed-cron.interfaces.js';
 import type { JobBirths } from './history/job-births.js';
 import type { RunHistoryPorts } from './history/run-history.js';
+import type { ScheduleStore } from './schedules/schedule.store.js';
 import type { FailureStreaks, JobFlags, LeaderStore, LeaseStore, RetryLine } from './leasing/lease.store.js';
 import type {
   DistributedCronHooks,
@@ -141,6 +142,8 @@ export interface DistributedCronModuleOptions {
     history?: RunHistoryPorts;
     /** When the fleet first saw each job (catch-up never runs a slot before it). @default Prisma (`prisma`) */
     births?: JobBirths;
+    /** The schedules created at run time (`DistributedCronService.schedules`). @default Prisma (`prisma`) */
+    schedules?: ScheduleStore;
   };
   /** Default IANA time zone for jobs that do not set one. There is no silent fallback. */
   timeZone?: string;

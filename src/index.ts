@@ -1,4 +1,19 @@
 export { DistributedCron } from './nest/distributed-cron.decorator.js';
+export { DistributedCronHandler } from './schedules/schedule-handler.decorator.js';
+export type { DistributedCronSchedules, ScheduleListOptions, ScheduleNextRun } from './schedules/schedules.api.js';
+export type { ScheduleDefinition, ScheduleOptions } from './schedules/schedule.config.js';
+export type {
+  EnabledChange,
+  ScheduleChangeCursor,
+  ScheduleChanges,
+  ScheduleField,
+  ScheduleListQuery,
+  SchedulePage,
+  ScheduleRecord,
+  ScheduleStore,
+  ScheduleWrite,
+  UpsertOutcome,
+} from './schedules/schedule.store.js';
 export { DistributedCronModule } from './nest/distributed-cron.module.js';
 export {
   DISTRIBUTED_CRON_JOB_BIRTHS,
@@ -63,11 +78,15 @@ export type {
   RunReport,
   RunStatus,
   RunTrigger,
+  ScheduleContext,
+  ScheduleData,
+  ScheduleRunContext,
   SlotInfo,
 } from './distributed-cron.interfaces.js';
 export type { HistoryFilter } from './history/run-history.js';
 export type { JobStats } from './execution/job.executor.js';
 export { DistributedCronConfigError } from './errors/distributed-cron-config.error.js';
+export { DistributedCronScheduleError } from './errors/distributed-cron-schedule.error.js';
 export { NonRetryableError } from './errors/non-retryable.error.js';
 export type { Alerter, AlertEvent, AlertKind } from './alerting/alert.interfaces.js';
 export { SlackAlerter, type SlackAlerterOptions } from './alerting/slack.alerter.js';

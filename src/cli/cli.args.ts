@@ -80,10 +80,17 @@ in this process (with the job's retries), writes the row and exits:
     details: 'Exits 0 when the new attempt completed, 1 when it failed, 75 when another process runs it, 2 when it is not replayable.',
   },
   history: {
-    usage: 'history --module <file> [--job <name>] [--status <status>[,<status>]] [--limit <n>] [--json]',
+    usage: 'history --module <file> [--job <name>] [--schedule <id>] [--status <status>[,<status>]] [--limit <n>] [--json]',
     summary: 'the run history, newest slot first',
-    options: { job: { type: 'string' }, status: { type: 'string', multiple: true }, limit: { type: 'string' }, ...JSON_OPTION },
+    options: {
+      job: { type: 'string' },
+      schedule: { type: 'string' },
+      status: { type: 'string', multiple: true },
+      limit: { type: 'string' },
+      ...JSON_OPTION,
+    },
     help: `      --job <name>              one job's rows
+      --schedule <id>           one schedule's rows (DistributedCronService.schedules)
       --status <s>[,<s>]        only rows with these statuses (repeatable)
       --limit <n>               at most this many rows (default 20)
       --json                    a JSON array of rows instead of a table`,
@@ -107,6 +114,56 @@ in this process (with the job's retries), writes the row and exits:
     positional: 'job',
     options: {},
     help: '',
+  },
+  'schedules list': {
+    usage: 'schedules list --module <file> [--handler <name>] [--search <text>] [--enabled|--paused] [--limit <n>] [--cursor <c>] [--json]',
+    summary: 'the schedules created at run time, in id order, a page at a time',
+    options: {
+      handler: { type: 'string' },
+      search: { type: 'string' },
+      enabled: { type: 'boolean' },
+      paused: { type: 'boolean' },
+      limit: { type: 'string' },
+      cursor: { type: 'string' },
+      ...JSON_OPTION,
+    },
+    help: `      --handler <name>          only the schedules of this @DistributedCronHandler
+      --search <text>           only schedules whose id contains this text (any case)
+      --enabled | --paused      only enabled, or only paused, schedules
+      --limit <n>               at most this many (1-1000, default 50)
+      --cursor <c>              the page after the one that printed "more: --cursor <c>"
+      --json                    { schedules, next } as JSON instead of a table`,
+  },
+  'schedules get': {
+    usage: 'schedules get <id> --module <file> [--json]',
+    summary: 'one schedule: its definition, state, next due time and next runs',
+    positional: 'id',
+    options: JSON_OPTION,
+    help: '      --json                    { schedule, nextRuns } as JSON',
+  },
+  'schedules pause': {
+    usage: 'schedules pause <id> --module <file> [--note <text>] [--json]',
+    summary: 'pause the schedule fleet-wide until resume',
+    positional: 'id',
+    options: { note: { type: 'string' }, ...JSON_OPTION },
+    help: `      --note <text>             why (kept with the schedule, shown by list and get)
+      --json                    the schedule as JSON`,
+  },
+  'schedules resume': {
+    usage: 'schedules resume <id> --module <file> [--json]',
+    summary: 'resume a paused schedule from its next slot after now',
+    positional: 'id',
+    options: JSON_OPTION,
+    help: '      --json                    the schedule as JSON',
+  },
+  'schedules trigger': {
+    usage: 'schedules trigger <id> --module <file> [--json]',
+    summary: "trigger the schedule's slot now, in this process, and wait for its end",
+    positional: 'id',
+    options: JSON_OPTION,
+    help: "      --json                    print the outcome and the schedule's newest row as JSON",
+    details:
+      'Exits 0 when it ran and completed, 1 when it failed, 75 when another process holds it, 69 when Redis or the database could not be reached.',
   },
   manifest: {
     usage: 'manifest --module <file> [--job <name>] [--image <image>] [--namespace <ns>]',
@@ -138,6 +195,27 @@ npx prisma migrate dev) and npx prisma generate.
 
 export const PROGRAM = 'nestjs-distributed-cron';
 
+/** Commands of two words (`schedules list`): the group, and its subcommands in COMMANDS. */
+const GROUPS: Readonly<Record<string, string>> = { schedules: 'the schedules created at run time (DistributedCronService.schedules)' };
+const subcommands = (group: string): string[] =>
+  Object.keys(COMMANDS)
+    .filter((name) => name.startsWith(`${group} `))
+    .map((name) => name.slice(group.length + 1));
+
+function groupHelp(group: string): string {
+  const names = subcommands(group);
+  const width = Math.max(...names.map((name) => name.length));
+  const lines = names.map((name) => `  ${name.padEnd(width)}  ${COMMANDS[`${group} ${name}`]!.summary}`);
+  return `Usage: ${PROGRAM} ${group} <command> [<id>] --module <file>[#Export] [options]
+
+${GROUPS[group]![0]!.toUpperCase()}${GROUPS[group]!.slice(1)}.
+
+Commands:
+${lines.join('\n')}
+
+Run \`${PROGRAM} ${group} <command> --help\` for a command's options.`;
+}
+
 export function mainHelp(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
   const lines = Object.entries(COMMANDS).map(([name, spec]) => `  ${name.padEnd(width)}  ${spec.summary}`);
@@ -154,6 +232,7 @@ Run \`${PROGRAM} <command> --help\` for a command's options and exit codes.`;
 }
 
 export function commandHelp(name: string): string {
+  if (GROUPS[name] !== undefined) return groupHelp(name);
   const spec = COMMANDS[name]!;
   if (spec.standalone) {
     return `Usage: ${PROGRAM} ${spec.usage}
@@ -186,12 +265,30 @@ export interface CommandLine {
 }
 
 export function parseCommandLine(argv: readonly string[]): CommandLine {
-  const [command, ...rest] = argv;
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-    return { command: 'help', target: undefined, modulePath: undefined, timeoutMs: undefined, verbose: false, help: true, values: {} };
+  let [command, ...rest] = argv;
+  const helpOf = (name: string): CommandLine => ({
+    command: name,
+    target: undefined,
+    modulePath: undefined,
+    timeoutMs: undefined,
+    verbose: false,
+    help: true,
+    values: {},
+  });
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') return helpOf('help');
+  if (GROUPS[command] !== undefined) {
+    const [sub, ...after] = rest;
+    if (sub === undefined || sub === '--help' || sub === '-h') return helpOf(command);
+    if (COMMANDS[`${command} ${sub}`] === undefined) {
+      throw new UsageError(`unknown command '${command} ${sub}'; ${command} commands: ${subcommands(command).join(', ')}`);
+    }
+    [command, rest] = [`${command} ${sub}`, after];
   }
   const spec = COMMANDS[command];
-  if (!spec) throw new UsageError(`unknown command '${command}'; commands: ${Object.keys(COMMANDS).join(', ')}`);
+  if (!spec) {
+    const names = [...new Set(Object.keys(COMMANDS).map((name) => name.split(' ')[0]!))];
+    throw new UsageError(`unknown command '${command}'; commands: ${names.join(', ')}`);
+  }
   const help = { help: { type: 'boolean', short: 'h' } } as const;
   const app = { module: { type: 'string', short: 'm' }, timeout: { type: 'string' }, verbose: { type: 'boolean' } } as const;
   let parsed;

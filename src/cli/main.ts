@@ -11,10 +11,11 @@ import type { LoadedApp } from './app.loader.js';
 import { commandHelp, EXIT, mainHelp, parseCommandLine, PROGRAM, UsageError, type CommandLine, type ExitCode } from './cli.args.js';
 import { manifest } from './manifest.js';
 import { history, jobs, pauseOrResume, type Printed } from './operator.commands.js';
+import { getSchedule, listSchedules, pauseOrResumeSchedule, triggerSchedule } from './schedule.commands.js';
 import { fireSlot, replaySlot } from './slot.commands.js';
 
 /** Commands that run a handler get an hour by default; the others a minute. */
-const LONG_COMMANDS = new Set(['run', 'trigger', 'replay']);
+const LONG_COMMANDS = new Set(['run', 'trigger', 'replay', 'schedules trigger']);
 const LONG_TIMEOUT_MS = 3_600_000;
 const SHORT_TIMEOUT_MS = 60_000;
 /** How long closing the app may take after the command (its shutdownTimeout aborts running handlers first). */
@@ -48,6 +49,19 @@ async function perform(loaded: LoadedApp, line: CommandLine): Promise<ExitCode> 
     case 'pause':
     case 'resume':
       return print(await pauseOrResume(loaded, line));
+    case 'schedules list':
+      return print(await listSchedules(loaded, line));
+    case 'schedules get':
+      return print(await getSchedule(loaded, line));
+    case 'schedules pause':
+    case 'schedules resume':
+      return print(await pauseOrResumeSchedule(loaded, line));
+    case 'schedules trigger': {
+      const result = await triggerSchedule(loaded, line);
+      if (json) out(JSON.stringify(result, null, 2));
+      else (result.exitCode === EXIT.ok ? out : err)(result.message);
+      return result.exitCode;
+    }
     case 'manifest': {
       const { job, image, namespace } = line.values as { job?: string; image?: string; namespace?: string };
       const configs = [...loaded.jobs.values()].map(({ executor }) => executor.job);

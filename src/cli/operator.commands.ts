@@ -31,8 +31,9 @@ const oneLine = (text: string | null): string => {
 
 export async function history(loaded: LoadedApp, line: CommandLine): Promise<Printed> {
   const filter: HistoryFilter = { limit: 20 };
-  const { job, status, limit } = line.values as { job?: string; status?: string[]; limit?: string };
+  const { job, schedule, status, limit } = line.values as { job?: string; schedule?: string; status?: string[]; limit?: string };
   if (job !== undefined) filter.jobName = job;
+  if (schedule !== undefined) filter.scheduleId = schedule;
   if (status !== undefined) filter.status = status.flatMap((s) => s.split(',')).map((s) => s.trim()) as RunStatus[];
   if (limit !== undefined) {
     if (!/^\d+$/.test(limit)) throw new UsageError(`--limit must be a positive integer, got '${limit}'`);

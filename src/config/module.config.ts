@@ -60,7 +60,7 @@ export function resolveModuleConfig(options: DistributedCronModuleOptions): Modu
   if (!options || typeof options !== 'object') fail('options', 'missing: pass { redis, prisma, timeZone }');
   const stores = options.stores ?? {};
   if (typeof stores !== 'object')
-    fail('stores', 'must be an object: { leases?, retryLine?, flags?, streaks?, leader?, history?, births? }');
+    fail('stores', 'must be an object: { leases?, retryLine?, flags?, streaks?, leader?, history?, births?, schedules? }');
   checkHistoryPorts(stores.history);
   for (const [option, methods] of Object.entries(STORE_METHODS)) {
     const store = optionAt(options, option);

@@ -12,6 +12,7 @@ export const STORE_METHODS = {
   'stores.history.sweeps': ['existing', 'dueRetries', 'running', 'queued', 'orphans', 'markLeaseLost', 'closeOrphan'],
   'stores.history.reads': ['get', 'list', 'lastSuccess'],
   'stores.births': ['record'],
+  'stores.schedules': ['upsert', 'remove', 'get', 'list', 'setEnabled', 'due', 'advance', 'changedSince'],
 } as const;
 
 /** The value at a dotted option path under the module options (`stores.history.writes`). */

@@ -5,7 +5,7 @@
  */
 import { PAGE_FILES, VENDOR_SOURCES } from './page.sources.js';
 
-const OWN_FILES = ['lib.js', 'app.js', 'views.js', 'history.js', 'timeline.js', 'charts.js', 'style.css', 'views.css'];
+const OWN_FILES = ['lib.js', 'app.js', 'views.js', 'history.js', 'schedules.js', 'timeline.js', 'charts.js', 'style.css', 'views.css'];
 
 const TYPES: Readonly<Record<string, string>> = {
   js: 'text/javascript; charset=utf-8',

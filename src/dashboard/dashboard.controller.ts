@@ -24,18 +24,43 @@ import {
   DISTRIBUTED_CRON_READ_MODEL,
 } from '../nest/distributed-cron.providers.js';
 import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from '../nest/job.registry.js';
+import { DISTRIBUTED_CRON_HANDLERS, type HandlerRegistry } from '../schedules/schedule.handlers.js';
 import { DistributedCronService } from '../nest/distributed-cron.service.js';
 import { escapeHtml, loadAssets, type Asset } from './dashboard.assets.js';
 import { DASHBOARD_OPTIONS, type DashboardRequest, type ResolvedDashboardOptions } from './dashboard.options.js';
-import { parseHistoryQuery, parseStatsDays, parseWindow, STATUSES, TRIGGERS, type QueryParams } from './dashboard.params.js';
+import {
+  parseHistoryQuery,
+  parseScheduleQuery,
+  parseStatsDays,
+  parseWindow,
+  STATUSES,
+  TRIGGERS,
+  type QueryParams,
+} from './dashboard.params.js';
 import type { HistoryPage } from '../history/read-model.js';
-import { DashboardReader, type DashboardSource, type JobView, type StatsView } from './dashboard.reader.js';
+import {
+  DashboardReader,
+  type DashboardSource,
+  type JobView,
+  type ScheduleDetailView,
+  type SchedulesView,
+  type StatsView,
+} from './dashboard.reader.js';
 import { ActionRateLimit, checkCsrf, csrfCookie, csrfToken, SECURITY_HEADERS } from './dashboard.security.js';
 
 /** An action answers once its outcome is known, or after this long with `running` (it goes on). */
 const ACTION_ANSWER_MS = 10_000;
-const ACTIONS = ['trigger', 'replay', 'pause', 'resume'] as const;
+const ACTIONS = ['trigger', 'replay', 'pause', 'resume', 'pause-schedule', 'resume-schedule'] as const;
 type Action = (typeof ACTIONS)[number];
+/** The body field that names what an action acts on. */
+const TARGET_FIELD: Readonly<Record<Action, string>> = {
+  trigger: 'job',
+  replay: 'executionId',
+  pause: 'job',
+  resume: 'job',
+  'pause-schedule': 'schedule',
+  'resume-schedule': 'schedule',
+};
 
 export type ActionOutcome = FireOutcome | 'running' | 'paused' | 'resumed';
 
@@ -69,6 +94,7 @@ export class DashboardController implements OnModuleInit {
         clock: get<() => number>(DISTRIBUTED_CRON_CLOCK),
         leases: get<LeaseStore>(DISTRIBUTED_CRON_LEASE_STORE),
         readModel: get<RunReadModel | null>(DISTRIBUTED_CRON_READ_MODEL),
+        handlers: () => [...get<HandlerRegistry>(DISTRIBUTED_CRON_HANDLERS).keys()],
       };
     } catch {
       throw new Error(
@@ -105,6 +131,8 @@ export class DashboardController implements OnModuleInit {
       timelineMs: String(this.options.timelineMs),
       statuses: STATUSES.join(' '),
       triggers: TRIGGERS.join(' '),
+      // The Schedules view is shown to an app that declares @DistributedCronHandler methods.
+      schedules: String(this.reader.handlers().length > 0),
     };
     const html = this.assets.page.replace(/\{\{(\w+)\}\}/g, (_, key: string) => escapeHtml(values[key] ?? ''));
     this.send(response, 200, 'text/html; charset=utf-8', html, set ? { 'set-cookie': csrfCookie(token, base, secure) } : {});
@@ -151,6 +179,21 @@ export class DashboardController implements OnModuleInit {
     return row;
   }
 
+  @Get('api/schedules')
+  async schedules(@Query() query: QueryParams, @Res({ passthrough: true }) response: unknown): Promise<SchedulesView> {
+    this.secureHeaders(response);
+    return refusedAsBadRequest(() => this.reader.schedules(parseScheduleQuery(query)));
+  }
+
+  @Get('api/schedule')
+  async schedule(@Query('id') id: unknown, @Res({ passthrough: true }) response: unknown): Promise<ScheduleDetailView> {
+    this.secureHeaders(response);
+    if (typeof id !== 'string' || id === '') throw new BadRequestException('`id` must be a schedule id');
+    const view = await refusedAsBadRequest(() => this.reader.schedule(id));
+    if (!view) throw new NotFoundException(`No schedule '${id}'`);
+    return view;
+  }
+
   @Get('api/stats')
   async stats(@Query('days') days: unknown, @Res({ passthrough: true }) response: unknown): Promise<StatsView> {
     this.secureHeaders(response);
@@ -169,17 +212,27 @@ export class DashboardController implements OnModuleInit {
     checkCsrf(request);
     if (!(ACTIONS as readonly string[]).includes(action)) throw new NotFoundException(`Unknown action '${action}'`);
     this.limiter.take(request.ip ?? 'unknown');
-    const field = action === 'replay' ? 'executionId' : 'job';
+    const field = TARGET_FIELD[action as Action];
     const target = (body as Record<string, unknown> | undefined)?.[field];
     if (typeof target !== 'string' || target === '') throw new BadRequestException(`\`${field}\` must be a non-empty string`);
-    const outcome = await this.run(action as Action, target);
+    const note = (body as Record<string, unknown>).note;
+    if (note !== undefined && (action !== 'pause-schedule' || typeof note !== 'string')) {
+      throw new BadRequestException('`note` is a text, and only for pause-schedule');
+    }
+    const outcome = await this.run(action as Action, target, note === '' ? undefined : (note as string | undefined));
     this.logger.log(`${action} ${target}: ${outcome} (from ${request.ip ?? 'unknown'})`);
     return { action: action as Action, target, outcome };
   }
 
-  private async run(action: Action, target: string): Promise<ActionOutcome> {
+  private async run(action: Action, target: string, note: string | undefined): Promise<ActionOutcome> {
     try {
       switch (action) {
+        case 'pause-schedule':
+          await this.cron.schedules.pause(target, note);
+          return 'paused';
+        case 'resume-schedule':
+          await this.cron.schedules.resume(target);
+          return 'resumed';
         case 'pause':
           await this.cron.pause(target);
           return 'paused';
@@ -198,5 +251,15 @@ export class DashboardController implements OnModuleInit {
     } catch (error) {
       throw new BadRequestException((error as Error).message);
     }
+  }
+}
+
+/** The schedules API's refusals (a bad option, an unknown id: TypeErrors) answer 400 with their message. */
+async function refusedAsBadRequest<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof TypeError) throw new BadRequestException(error.message);
+    throw error;
   }
 }

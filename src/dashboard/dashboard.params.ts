@@ -86,6 +86,37 @@ export function parseHistoryQuery(query: QueryParams): HistoryPageQuery {
   return result;
 }
 
+/** What the schedules view asks for: a page of `DistributedCronService.schedules.list`. */
+export interface ScheduleQuery {
+  search?: string;
+  handler?: string;
+  enabled?: boolean;
+  cursor?: string;
+  limit: number;
+}
+
+export function parseScheduleQuery(query: QueryParams): ScheduleQuery {
+  const result: ScheduleQuery = { limit: 50 };
+  const search = text(query, 'search');
+  if (search !== undefined) result.search = search;
+  const handler = text(query, 'handler');
+  if (handler !== undefined) result.handler = handler;
+  const state = text(query, 'state');
+  if (state !== undefined) {
+    if (state !== 'enabled' && state !== 'paused') bad('state', `must be enabled or paused, got ${state}`);
+    result.enabled = state === 'enabled';
+  }
+  const cursor = text(query, 'cursor');
+  if (cursor !== undefined) result.cursor = cursor;
+  const limit = text(query, 'limit');
+  if (limit !== undefined) {
+    const n = Number(limit);
+    if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE) bad('limit', `must be an integer from 1 to ${MAX_PAGE}`);
+    result.limit = n;
+  }
+  return result;
+}
+
 export function parseStatsDays(value: unknown): number {
   if (value === undefined || value === '') return 14;
   const n = Number(value);

@@ -9,6 +9,40 @@ import type { LeaseState, LeaseStore, LeaseView } from '../leasing/lease.store.j
 import type { JobRegistry } from '../nest/job.registry.js';
 import type { DistributedCronService } from '../nest/distributed-cron.service.js';
 import type { DayCount, HistoryPage, HistoryPageQuery, JobTimings, RunReadModel } from '../history/read-model.js';
+import type { ScheduleNextRun } from '../schedules/schedules.api.js';
+import type { ScheduleRecord } from '../schedules/schedule.store.js';
+import type { ScheduleQuery } from './dashboard.params.js';
+
+/** A schedule's page shows this many of its latest runs. */
+const SCHEDULE_RUNS = 20;
+
+/** A schedule in the list: its definition without its data and options (a page stays small). */
+export interface ScheduleSummaryView {
+  id: string;
+  handler: string;
+  expression: string;
+  timeZone: string;
+  enabled: boolean;
+  note: string | null;
+  nextDueAt: Date | null;
+  version: number;
+  updatedAt: Date;
+}
+
+export interface SchedulesView {
+  schedules: ScheduleSummaryView[];
+  next?: string;
+  /** The app's `@DistributedCronHandler` names (the handler filter). */
+  handlers: string[];
+}
+
+export interface ScheduleDetailView {
+  schedule: ScheduleRecord;
+  /** Its next slots; empty while paused or past its end (or when its row no longer checks). */
+  nextRuns: ScheduleNextRun[];
+  /** Its latest runs, newest first (the run history filtered by schedule). */
+  runs: RunRecord[];
+}
 
 /** A Redis read of lease state gives up after this long: the page shows "unknown" instead. */
 const LEASE_READ_TIMEOUT_MS = 1_000;
@@ -72,6 +106,8 @@ export interface DashboardSource {
   readonly leases: LeaseStore;
   /** Null when the module has no `prisma` client. */
   readonly readModel: RunReadModel | null;
+  /** The app's `@DistributedCronHandler` names. */
+  readonly handlers: () => string[];
 }
 
 export class DashboardReader {
@@ -89,6 +125,11 @@ export class DashboardReader {
       );
     }
     this.queries = source.readModel;
+  }
+
+  /** The app's `@DistributedCronHandler` names. */
+  handlers(): string[] {
+    return this.source.handlers();
   }
 
   get jobNames(): string[] {
@@ -163,6 +204,37 @@ export class DashboardReader {
 
   history(query: HistoryPageQuery): Promise<HistoryPage> {
     return this.queries.historyPage(query);
+  }
+
+  /** A page of schedules in id order (`DistributedCronService.schedules.list`). */
+  async schedules(query: ScheduleQuery): Promise<SchedulesView> {
+    const page = await this.cron.schedules.list(query);
+    return {
+      schedules: page.schedules.map(({ id, handler, expression, timeZone, enabled, note, nextDueAt, version, updatedAt }) => ({
+        id,
+        handler,
+        expression,
+        timeZone,
+        enabled,
+        note,
+        nextDueAt,
+        version,
+        updatedAt,
+      })),
+      ...(page.next === undefined ? {} : { next: page.next }),
+      handlers: this.source.handlers(),
+    };
+  }
+
+  /** One schedule, its next runs and its latest runs; undefined when no schedule has the id. */
+  async schedule(id: string): Promise<ScheduleDetailView | undefined> {
+    const schedule = await this.cron.schedules.get(id);
+    if (!schedule) return undefined;
+    const [nextRuns, runs] = await Promise.all([
+      this.cron.schedules.nextRuns(id, 5).catch((): ScheduleNextRun[] => []),
+      this.queries.historyPage({ scheduleId: id, limit: SCHEDULE_RUNS }),
+    ]);
+    return { schedule, nextRuns, runs: runs.rows };
   }
 
   /** The value of `load` for `key`, read again once it is `ttlMs` old (a failed read is not kept). */

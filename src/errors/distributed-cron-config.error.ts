@@ -13,7 +13,8 @@ export class DistributedCronConfigError extends Error {
     readonly jobName: string | undefined,
     /** The option at fault, e.g. `lease` or `timeZone`. */
     readonly option: string,
-    problem: string,
+    /** What is wrong with it, without the job and the option. */
+    readonly problem: string,
   ) {
     super(
       jobName === undefined

@@ -6,7 +6,7 @@
  * pages use keyset pagination on (scheduled_at, id), newest first.
  */
 import type { PrismaClientLike, RunRecord, RunStatus } from '../distributed-cron.interfaces.js';
-import { COLUMNS, rowColumns, TABLE, toRecord } from './prisma-run.sql.js';
+import { COLUMNS, rowColumns, ScheduleColumn, TABLE, toRecord } from './prisma-run.sql.js';
 import { instantOut, queryRows, toBigIntText, toDate, toDateOrNull, toInt, toNumberOrNull, toText } from './raw-sql.js';
 import type { DayCount, HistoryCursor, HistoryPage, HistoryPageQuery, JobSummaryRow, JobTimings, RunReadModel } from './read-model.js';
 
@@ -26,7 +26,54 @@ export function decodeCursor(text: string): HistoryCursor | undefined {
   return { scheduledAt, id: id! };
 }
 
+/**
+ * One page of the history (see `PrismaRunReadModel.historyPage`); `present`: the table has
+ * `schedule_id`.
+ */
+async function historyPageOf(prisma: PrismaClientLike, query: HistoryPageQuery, present: boolean): Promise<HistoryPage> {
+  const params: unknown[] = [];
+  const param = (value: unknown): string => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  // A job's rows are read through a LATERAL join on the job name, so that the planner sees a
+  // parameter, not a constant, and reads the job's index in order rather than the global one
+  // with a filter (which could walk every newer row of other jobs).
+  const job = query.jobName === undefined ? undefined : param([query.jobName]);
+  const where: string[] = job === undefined ? [] : ['job_name = j.name'];
+  if (query.trigger !== undefined) where.push(`trigger = ${param(query.trigger)}::text`);
+  if (query.scheduleId !== undefined) where.push(`schedule_id = ${param(query.scheduleId)}::text`);
+  if (query.from !== undefined) where.push(`scheduled_at >= ${param(query.from)}::timestamptz`);
+  if (query.to !== undefined) where.push(`scheduled_at < ${param(query.to)}::timestamptz`);
+  if (query.executionId !== undefined) where.push(`execution_id = ${param(query.executionId)}::text`);
+  if (query.after !== undefined) {
+    where.push(`(scheduled_at, id) < (${param(query.after.scheduledAt)}::timestamptz, ${param(query.after.id)}::bigint)`);
+  }
+  const limit = `${param(query.limit + 1)}::integer`;
+  const range = (conditions: string[]): string => {
+    const scan = `SELECT id, ${COLUMNS(present)} FROM ${TABLE} s${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ${ORDER('s')} LIMIT ${limit}`;
+    return job === undefined ? scan : `SELECT r.* FROM unnest(${job}::text[]) AS j(name) CROSS JOIN LATERAL (${scan}) r`;
+  };
+  const statuses = query.statuses ?? [];
+  const ranges = statuses.length === 0 ? [range(where)] : statuses.map((status) => range([...where, `status = ${param(status)}::text`]));
+  const sql = `SELECT page.id::text AS id, ${rowColumns('page', present)} FROM (${ranges.map((r) => `(${r})`).join(' UNION ALL ')}) page
+    ${ORDER('page')} LIMIT ${limit}`;
+  const rows = await queryRows(prisma, sql, ...params);
+  const page = rows.slice(0, query.limit);
+  const last = page[page.length - 1];
+  return {
+    rows: page.map(toRecord),
+    next:
+      rows.length > query.limit && last
+        ? encodeCursor({ scheduledAt: toDate(last.scheduled_at, 'scheduled_at'), id: toBigIntText(last.id, 'id') })
+        : undefined,
+  };
+}
+
 export class PrismaRunReadModel implements RunReadModel {
+  /** Whether the table has `schedule_id` (a database without the schedules' step has not). */
+  private readonly scheduleColumn = new ScheduleColumn();
+
   constructor(private readonly prisma: PrismaClientLike) {}
 
   /**
@@ -34,42 +81,10 @@ export class PrismaRunReadModel implements RunReadModel {
    * LIMITed scans) rather than a filter over every row.
    */
   async historyPage(query: HistoryPageQuery): Promise<HistoryPage> {
-    const params: unknown[] = [];
-    const param = (value: unknown): string => {
-      params.push(value);
-      return `$${params.length}`;
-    };
-    // A job's rows are read through a LATERAL join on the job name, so that the planner sees a
-    // parameter, not a constant, and reads the job's index in order rather than the global one
-    // with a filter (which could walk every newer row of other jobs).
-    const job = query.jobName === undefined ? undefined : param([query.jobName]);
-    const where: string[] = job === undefined ? [] : ['job_name = j.name'];
-    if (query.trigger !== undefined) where.push(`trigger = ${param(query.trigger)}::text`);
-    if (query.from !== undefined) where.push(`scheduled_at >= ${param(query.from)}::timestamptz`);
-    if (query.to !== undefined) where.push(`scheduled_at < ${param(query.to)}::timestamptz`);
-    if (query.executionId !== undefined) where.push(`execution_id = ${param(query.executionId)}::text`);
-    if (query.after !== undefined) {
-      where.push(`(scheduled_at, id) < (${param(query.after.scheduledAt)}::timestamptz, ${param(query.after.id)}::bigint)`);
-    }
-    const limit = `${param(query.limit + 1)}::integer`;
-    const range = (conditions: string[]): string => {
-      const scan = `SELECT id, ${COLUMNS} FROM ${TABLE} s${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ${ORDER('s')} LIMIT ${limit}`;
-      return job === undefined ? scan : `SELECT r.* FROM unnest(${job}::text[]) AS j(name) CROSS JOIN LATERAL (${scan}) r`;
-    };
-    const statuses = query.statuses ?? [];
-    const ranges = statuses.length === 0 ? [range(where)] : statuses.map((status) => range([...where, `status = ${param(status)}::text`]));
-    const sql = `SELECT page.id::text AS id, ${rowColumns('page')} FROM (${ranges.map((r) => `(${r})`).join(' UNION ALL ')}) page
-      ${ORDER('page')} LIMIT ${limit}`;
-    const rows = await queryRows(this.prisma, sql, ...params);
-    const page = rows.slice(0, query.limit);
-    const last = page[page.length - 1];
-    return {
-      rows: page.map(toRecord),
-      next:
-        rows.length > query.limit && last
-          ? encodeCursor({ scheduledAt: toDate(last.scheduled_at, 'scheduled_at'), id: toBigIntText(last.id, 'id') })
-          : undefined,
-    };
+    // No row names a schedule on a table without the column.
+    return this.scheduleColumn.read((present) =>
+      !present && query.scheduleId !== undefined ? Promise.resolve({ rows: [] }) : historyPageOf(this.prisma, query, present),
+    );
   }
 
   /** Rows per job and status scheduled since `since`. */
@@ -94,11 +109,13 @@ export class PrismaRunReadModel implements RunReadModel {
     );
     if (jobNames.length === 0) return summaries;
     const [lasts, successes, births] = await Promise.all([
-      queryRows(
-        this.prisma,
-        `SELECT ${rowColumns('r')} FROM unnest($1::text[]) AS j(name)
-         CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM ${TABLE} s WHERE job_name = j.name ${ORDER('s')} LIMIT 1) r`,
-        jobNames,
+      this.scheduleColumn.read((present) =>
+        queryRows(
+          this.prisma,
+          `SELECT ${rowColumns('r', present)} FROM unnest($1::text[]) AS j(name)
+           CROSS JOIN LATERAL (SELECT ${COLUMNS(present)} FROM ${TABLE} s WHERE job_name = j.name ${ORDER('s')} LIMIT 1) r`,
+          jobNames,
+        ),
       ),
       queryRows(
         this.prisma,
@@ -127,10 +144,12 @@ export class PrismaRunReadModel implements RunReadModel {
   /** `running` rows of these jobs. */
   async running(jobNames: string[]): Promise<RunRecord[]> {
     if (jobNames.length === 0) return [];
-    const rows = await queryRows(
-      this.prisma,
-      `SELECT ${rowColumns('r')} FROM ${TABLE} r WHERE status = 'running' AND job_name = ANY($1::text[]) ${ORDER('r')} LIMIT 200`,
-      jobNames,
+    const rows = await this.scheduleColumn.read((present) =>
+      queryRows(
+        this.prisma,
+        `SELECT ${rowColumns('r', present)} FROM ${TABLE} r WHERE status = 'running' AND job_name = ANY($1::text[]) ${ORDER('r')} LIMIT 200`,
+        jobNames,
+      ),
     );
     return rows.map(toRecord);
   }
@@ -138,13 +157,15 @@ export class PrismaRunReadModel implements RunReadModel {
   /** Rows of these jobs scheduled in `[since, now]`, newest first, at most `limit`. */
   async timeline(jobNames: string[], since: Date, limit: number): Promise<RunRecord[]> {
     if (jobNames.length === 0) return [];
-    const rows = await queryRows(
-      this.prisma,
-      `SELECT ${rowColumns('r')} FROM ${TABLE} r
-       WHERE job_name = ANY($1::text[]) AND scheduled_at >= $2::timestamptz ${ORDER('r')} LIMIT $3::integer`,
-      jobNames,
-      since,
-      limit,
+    const rows = await this.scheduleColumn.read((present) =>
+      queryRows(
+        this.prisma,
+        `SELECT ${rowColumns('r', present)} FROM ${TABLE} r
+         WHERE job_name = ANY($1::text[]) AND scheduled_at >= $2::timestamptz ${ORDER('r')} LIMIT $3::integer`,
+        jobNames,
+        since,
+        limit,
+      ),
     );
     return rows.map(toRecord);
   }

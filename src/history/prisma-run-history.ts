@@ -12,6 +12,7 @@ import {
   RETRYABLE,
   TABLE,
   rowColumns,
+  ScheduleColumn,
   text,
   toRecord,
 } from './prisma-run.sql.js';
@@ -44,6 +45,8 @@ export class PrismaRunHistory implements RunWrites, SweepQueries, RunReads {
    * its recent slots have rows, thousands of jobs in the same turn.
    */
   private readonly lookups = new MicroBatcher((lists: string[][]) => this.existingMany(lists), 500);
+  /** Whether the table has `schedule_id` (a database without the schedules' step has not). */
+  private readonly scheduleColumn = new ScheduleColumn();
 
   constructor(private readonly prisma: PrismaClientLike) {}
 
@@ -160,62 +163,70 @@ export class PrismaRunHistory implements RunWrites, SweepQueries, RunReads {
 
   async dueRetries(jobNames: string[], now: Date, limit: number, exclude: string[]): Promise<RunRecord[]> {
     if (jobNames.length === 0) return [];
-    const rows = await queryRows(
-      this.prisma,
-      `SELECT ${rowColumns('r')} FROM ${TABLE} r
-       WHERE status IN ${RETRYABLE} AND next_attempt_at <= $2::timestamptz AND ${ATTEMPTS_LEFT}
-         AND job_name = ANY($1::text[]) AND NOT (execution_id = ANY($4::text[]))
-       ORDER BY r.next_attempt_at LIMIT $3::integer`,
-      jobNames,
-      now,
-      limit,
-      exclude,
+    const rows = await this.scheduleColumn.read((present) =>
+      queryRows(
+        this.prisma,
+        `SELECT ${rowColumns('r', present)} FROM ${TABLE} r
+         WHERE status IN ${RETRYABLE} AND next_attempt_at <= $2::timestamptz AND ${ATTEMPTS_LEFT}
+           AND job_name = ANY($1::text[]) AND NOT (execution_id = ANY($4::text[]))
+         ORDER BY r.next_attempt_at LIMIT $3::integer`,
+        jobNames,
+        now,
+        limit,
+        exclude,
+      ),
     );
     return rows.map(toRecord);
   }
 
   async running(jobNames: string[], limit: number, exclude: string[]): Promise<RunRecord[]> {
     if (jobNames.length === 0) return [];
-    const rows = await queryRows(
-      this.prisma,
-      `SELECT ${rowColumns('r')} FROM ${TABLE} r
-       WHERE status = 'running' AND job_name = ANY($1::text[]) AND NOT (execution_id = ANY($3::text[]))
-       ORDER BY r.updated_at LIMIT $2::integer`,
-      jobNames,
-      limit,
-      exclude,
+    const rows = await this.scheduleColumn.read((present) =>
+      queryRows(
+        this.prisma,
+        `SELECT ${rowColumns('r', present)} FROM ${TABLE} r
+         WHERE status = 'running' AND job_name = ANY($1::text[]) AND NOT (execution_id = ANY($3::text[]))
+         ORDER BY r.updated_at LIMIT $2::integer`,
+        jobNames,
+        limit,
+        exclude,
+      ),
     );
     return rows.map(toRecord);
   }
 
   async queued(jobNames: string[], before: Date, limit: number): Promise<QueuedRow[]> {
     if (jobNames.length === 0) return [];
-    const rows = await queryRows(
-      this.prisma,
-      `SELECT ${rowColumns('q')},
-         (EXISTS (SELECT 1 FROM ${TABLE} n WHERE n.job_name = q.job_name AND n.scheduled_at > q.scheduled_at
-                   AND n.attempt > 0))::boolean AS superseded
-       FROM ${TABLE} q
-       WHERE q.status = 'queued' AND q.job_name = ANY($1::text[]) AND q.created_at < $2::timestamptz
-       ORDER BY q.scheduled_at LIMIT $3::integer`,
-      jobNames,
-      before,
-      limit,
+    const rows = await this.scheduleColumn.read((present) =>
+      queryRows(
+        this.prisma,
+        `SELECT ${rowColumns('q', present)},
+           (EXISTS (SELECT 1 FROM ${TABLE} n WHERE n.job_name = q.job_name AND n.scheduled_at > q.scheduled_at
+                     AND n.attempt > 0))::boolean AS superseded
+         FROM ${TABLE} q
+         WHERE q.status = 'queued' AND q.job_name = ANY($1::text[]) AND q.created_at < $2::timestamptz
+         ORDER BY q.scheduled_at LIMIT $3::integer`,
+        jobNames,
+        before,
+        limit,
+      ),
     );
     return rows.map((row) => ({ row: toRecord(row), superseded: toBool(row.superseded, 'superseded') }));
   }
 
   async orphans(jobNames: string[], before: Date, limit: number): Promise<RunRecord[]> {
-    const rows = await queryRows(
-      this.prisma,
-      `SELECT ${rowColumns('r')} FROM ${TABLE} r
-       WHERE NOT (job_name = ANY($1::text[])) AND (
-         (status IN ('running', 'queued') AND updated_at < $2::timestamptz)
-         OR (status IN ${RETRYABLE} AND next_attempt_at < $2::timestamptz AND ${ATTEMPTS_LEFT}))
-       ORDER BY r.updated_at LIMIT $3::integer`,
-      jobNames,
-      before,
-      limit,
+    const rows = await this.scheduleColumn.read((present) =>
+      queryRows(
+        this.prisma,
+        `SELECT ${rowColumns('r', present)} FROM ${TABLE} r
+         WHERE NOT (job_name = ANY($1::text[])) AND (
+           (status IN ('running', 'queued') AND updated_at < $2::timestamptz)
+           OR (status IN ${RETRYABLE} AND next_attempt_at < $2::timestamptz AND ${ATTEMPTS_LEFT}))
+         ORDER BY r.updated_at LIMIT $3::integer`,
+        jobNames,
+        before,
+        limit,
+      ),
     );
     return rows.map(toRecord);
   }
@@ -247,7 +258,9 @@ export class PrismaRunHistory implements RunWrites, SweepQueries, RunReads {
   }
 
   async get(executionId: string): Promise<RunRecord | undefined> {
-    const rows = await queryRows(this.prisma, `SELECT ${rowColumns('r')} FROM ${TABLE} r WHERE execution_id = $1::text`, executionId);
+    const rows = await this.scheduleColumn.read((present) =>
+      queryRows(this.prisma, `SELECT ${rowColumns('r', present)} FROM ${TABLE} r WHERE execution_id = $1::text`, executionId),
+    );
     return rows[0] ? toRecord(rows[0]) : undefined;
   }
 
@@ -272,6 +285,7 @@ export class PrismaRunHistory implements RunWrites, SweepQueries, RunReads {
       where.push(clause(`$${values.length}`));
     };
     if (filter.jobName !== undefined) add((p) => `job_name = ${p}::text`, filter.jobName);
+    if (filter.scheduleId !== undefined) add((p) => `schedule_id = ${p}::text`, filter.scheduleId);
     if (filter.status !== undefined) {
       add((p) => `status = ANY(${p}::text[])`, Array.isArray(filter.status) ? filter.status : [filter.status]);
     }
@@ -280,12 +294,13 @@ export class PrismaRunHistory implements RunWrites, SweepQueries, RunReads {
     const limit = filter.limit ?? 100;
     if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`list(): \`limit\` must be a positive integer, got ${limit}`);
     values.push(limit);
-    const rows = await queryRows(
-      this.prisma,
-      `SELECT ${rowColumns('r')} FROM ${TABLE} r ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-       ORDER BY r.scheduled_at DESC, r.id DESC LIMIT $${values.length}::integer`,
-      ...values,
-    );
+    const rows = await this.scheduleColumn.read(async (present) => {
+      // No row names a schedule on a table without the column.
+      if (!present && filter.scheduleId !== undefined) return [];
+      const sql = `SELECT ${rowColumns('r', present)} FROM ${TABLE} r ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+       ORDER BY r.scheduled_at DESC, r.id DESC LIMIT $${values.length}::integer`;
+      return queryRows(this.prisma, sql, ...values);
+    });
     return rows.map(toRecord);
   }
 }

@@ -46,8 +46,11 @@ export const COLUMN_NAMES = [
   'updated_at',
 ] as const;
 
-/** The row's columns as stored, for subqueries whose rows `rowColumns` selects in the end. */
-export const COLUMNS = COLUMN_NAMES.join(', ');
+/**
+ * The row's columns as stored, for subqueries whose rows `rowColumns` selects in the end;
+ * `schedule_id` with them unless the table predates it (see `ScheduleColumn`).
+ */
+export const COLUMNS = (scheduleId: boolean): string => `${COLUMN_NAMES.join(', ')}${scheduleId ? ', schedule_id' : ''}`;
 
 const INSTANTS = new Set<string>(['scheduled_at', 'started_at', 'finished_at', 'next_attempt_at', 'created_at', 'updated_at']);
 
@@ -55,17 +58,21 @@ const INSTANTS = new Set<string>(['scheduled_at', 'started_at', 'finished_at', '
  * The row's columns as a statement returns them (text, int4 and bool only: instants and the
  * fencing token as text), read from `alias`. A statement that selects these orders by `alias.<column>`,
  * never by a bare name, which would be the text output column instead of the indexed one.
+ * `schedule_id` is NULL on a table from before it (`scheduleId` false, see `ScheduleColumn`).
  */
-export function rowColumns(alias: string): string {
+export function rowColumns(alias: string, scheduleId = true): string {
   return COLUMN_NAMES.map((name) => {
     if (INSTANTS.has(name)) return `${instantOut(`${alias}.${name}`)} AS ${name}`;
     if (name === 'fencing_token') return `${alias}.${name}::text AS ${name}`;
     return `${alias}.${name}`;
-  }).join(', ');
+  })
+    .concat(scheduleId ? `${alias}.schedule_id::text AS schedule_id` : 'NULL::text AS schedule_id')
+    .join(', ');
 }
 
 export function toRecord(row: RawRow): RunRecord {
   const fencingToken = toBigIntTextOrNull(row.fencing_token, 'fencing_token');
+  const scheduleId = toTextOrNull(row.schedule_id ?? null, 'schedule_id');
   return {
     jobName: toText(row.job_name, 'job_name'),
     executionId: toText(row.execution_id, 'execution_id'),
@@ -87,7 +94,47 @@ export function toRecord(row: RawRow): RunRecord {
     nextAttemptAt: toDateOrNull(row.next_attempt_at, 'next_attempt_at'),
     createdAt: toDate(row.created_at, 'created_at'),
     updatedAt: toDate(row.updated_at, 'updated_at'),
+    ...(scheduleId === null ? {} : { scheduleId }),
   };
+}
+
+/**
+ * Whether the runs table has `schedule_id`, learnt from the statements themselves: they name it
+ * until one fails because the column does not exist (a database without the schedules' migration
+ * step, which an app without schedules may run on), then that statement and every later one of
+ * this store run without it. No statement is added on a migrated database.
+ */
+export class ScheduleColumn {
+  private present = true;
+
+  /** `statement(true)`, or, on a table without the column, `statement(false)`. */
+  async read<T>(statement: (present: boolean) => Promise<T>): Promise<T> {
+    if (!this.present) return statement(false);
+    try {
+      return await statement(true);
+    } catch (error) {
+      if (!missingScheduleColumn(error)) throw error;
+      this.present = false;
+      return statement(false);
+    }
+  }
+}
+
+/**
+ * A statement refused because `schedule_id` does not exist: PostgreSQL's 42703, as either engine
+ * words it (in the message, Prisma's `meta`, or a cause).
+ */
+function missingScheduleColumn(error: unknown): boolean {
+  const texts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current !== undefined && current !== null; depth++) {
+    const { message, meta, cause } = current as { message?: unknown; meta?: unknown; cause?: unknown };
+    texts.push(typeof message === 'string' ? message : String(current));
+    if (meta !== undefined) texts.push(JSON.stringify(meta) ?? '');
+    current = cause;
+  }
+  const text = texts.join(' ');
+  return text.includes('schedule_id') && /does not exist|42703/.test(text);
 }
 
 /**
@@ -158,19 +205,32 @@ const BEGIN_COLUMNS: ReadonlyArray<Column<BeginRequest>> = [
 ];
 
 /**
+ * `schedule_id`, written only by a batch that has a schedule's slot in it: the statements of an app
+ * without schedules never name the column, so they run on a table that predates it.
+ */
+function withScheduleId<R extends { scheduleId?: string }>(
+  requests: R[],
+  columns: string,
+  select: string,
+  input: ReadonlyArray<Column<R>>,
+): [columns: string, select: string, input: ReadonlyArray<Column<R>>] {
+  if (!requests.some((r) => r.scheduleId !== undefined)) return [columns, select, input];
+  return [`${columns}, schedule_id`, `${select}, v.schedule_id`, [...input, ['schedule_id', 'text', (r) => r.scheduleId ?? null]]];
+}
+
+/**
  * One INSERT for many new rows; true for each row this call created. A row is only written when
  * its fencing token is above the job's floor (every token of the job in the table).
  */
 export function insertMany(prisma: PrismaClientLike, requests: BeginRequest[]): Promise<boolean[]> {
-  return insertNew(
-    prisma,
+  const [columns, select, input] = withScheduleId(
+    requests,
     'job_name, execution_id, status, trigger, scheduled_at, business_date, started_at, instance_id, attempt, max_attempts, fencing_token, created_at, updated_at',
     `v.job_name, v.execution_id, 'running', v.trigger, v.scheduled_at, v.business_date, v.now, v.instance_id, 1, v.max_attempts,
        v.fencing_token, v.now, v.now`,
-    requests,
     BEGIN_COLUMNS,
-    `v.fencing_token > ${FLOOR('v.job_name')}`,
   );
+  return insertNew(prisma, columns, select, requests, input, `v.fencing_token > ${FLOOR('v.job_name')}`);
 }
 
 const NOT_STARTED_COLUMNS: ReadonlyArray<Column<NotStartedRequest>> = [
@@ -190,14 +250,14 @@ const NOT_STARTED_COLUMNS: ReadonlyArray<Column<NotStartedRequest>> = [
 
 /** One INSERT for many slots that did not start; true for each row this call created. */
 export function notStartedMany(prisma: PrismaClientLike, requests: NotStartedRequest[]): Promise<boolean[]> {
-  return insertNew(
-    prisma,
+  const [columns, select, input] = withScheduleId(
+    requests,
     'job_name, execution_id, status, trigger, scheduled_at, business_date, instance_id, attempt, max_attempts, error, finished_at, next_attempt_at, created_at, updated_at',
     `v.job_name, v.execution_id, v.status, v.trigger, v.scheduled_at, v.business_date, v.instance_id, 0, v.max_attempts, v.error,
        v.finished_at, v.next_attempt_at, v.now, v.now`,
-    requests,
     NOT_STARTED_COLUMNS,
   );
+  return insertNew(prisma, columns, select, requests, input);
 }
 
 /**

@@ -19,6 +19,8 @@ export interface HistoryPageQuery {
   /** Scheduled before. */
   to?: Date;
   executionId?: string;
+  /** Only the runs of this schedule (`DistributedCronService.schedules`). */
+  scheduleId?: string;
   /** The page starts after this row. */
   after?: HistoryCursor;
   limit: number;

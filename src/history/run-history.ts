@@ -13,6 +13,8 @@ export interface BeginRequest extends SlotIdentity {
   maxAttempts: number;
   trigger: RunTrigger;
   now: Date;
+  /** The schedule the slot belongs to (`DistributedCronService.schedules`); none for a static job. */
+  scheduleId?: string;
 }
 
 /**
@@ -79,6 +81,8 @@ export interface NotStartedRequest extends SlotIdentity {
   /** For `lease_lost` slots that `recover` will run: when. */
   nextAttemptAt?: Date | null;
   maxAttempts?: number;
+  /** The schedule the slot belongs to (`DistributedCronService.schedules`); none for a static job. */
+  scheduleId?: string;
 }
 
 /** A `queued` row, and whether a newer slot of its job has started since (then it is superseded). */
@@ -89,6 +93,8 @@ export interface QueuedRow {
 
 export interface HistoryFilter {
   jobName?: string;
+  /** Only the runs of this schedule (`DistributedCronService.schedules`). */
+  scheduleId?: string;
   status?: RunStatus | RunStatus[];
   /** Only rows scheduled at or after this instant. */
   since?: Date;

@@ -3,7 +3,8 @@
  * indexes its queries rely on (the UNIQUE index on execution_id above all: it is what makes a
  * slot's row the ground truth of "one start"), and that the status and trigger CHECK constraints,
  * where they exist, allow every value this version writes. What is missing is named, with the
- * commands that add it, instead of surfacing later as a failed slot.
+ * commands that add it, instead of surfacing later as a failed slot. The schedules' table and
+ * `distributed_cron_runs.schedule_id` are checked only for an app that uses schedules.
  *
  * One statement through the app's PrismaClient, no parameters, every result column `text`, so
  * it reads the same whichever engine the client runs.
@@ -22,6 +23,10 @@ export const SCHEMA_CHECK_TIMEOUT_MS = 5_000;
 
 const RUNS = 'distributed_cron_runs';
 const JOBS = 'distributed_cron_jobs';
+const SCHEDULES = 'distributed_cron_schedules';
+
+/** The migration step that adds what schedules need (the table, `distributed_cron_runs.schedule_id`). */
+export const SCHEDULES_STEP = '20261203000000_schedules';
 
 // Records keyed by the union types: a status or trigger added to the types fails to compile here.
 const STATUSES = Object.keys({
@@ -93,13 +98,60 @@ const JOBS_TABLE: ExpectedTable = {
   checks: {},
 };
 
+const SCHEDULES_TABLE: ExpectedTable = {
+  table: SCHEDULES,
+  columns: [
+    'id',
+    'handler',
+    'expression',
+    'time_zone',
+    'data',
+    'options',
+    'enabled',
+    'note',
+    'start_at',
+    'end_at',
+    'version',
+    'next_due_at',
+    'known_since',
+    'created_at',
+    'updated_at',
+  ],
+  indexes: [
+    { columns: ['id'], unique: true, name: `${SCHEDULES}_pkey` },
+    index(SCHEDULES, ['next_due_at']),
+    index(SCHEDULES, ['handler', 'id']),
+    index(SCHEDULES, ['updated_at', 'id']),
+  ],
+  checks: {},
+};
+
+/** The runs table of an app that uses schedules: a run row names its schedule. */
+const RUNS_WITH_SCHEDULES: ExpectedTable = {
+  ...RUNS_TABLE,
+  columns: [...RUNS_TABLE.columns, 'schedule_id'],
+  indexes: [...RUNS_TABLE.indexes, index(RUNS, ['schedule_id', 'scheduled_at', 'id'])],
+};
+
 /**
- * The catalog of the two tables, found as the library's queries find them (unqualified names,
+ * Which tables to check. `schedules` (the schedules' table) and `scheduleRuns` (the runs table's
+ * `schedule_id`) only for an app that uses schedules: an app without them runs on a database
+ * without their migration step.
+ */
+export interface CheckedTables {
+  readonly runs: boolean;
+  readonly jobs: boolean;
+  readonly schedules?: boolean;
+  readonly scheduleRuns?: boolean;
+}
+
+/**
+ * The catalog of the library's tables, found as the library's queries find them (unqualified names,
  * through the connection's search_path): one row per column, per valid index, per CHECK.
  */
 export const SCHEMA_QUERY = `WITH t AS (
   SELECT c.oid, c.relname FROM pg_catalog.pg_class c
-   WHERE c.oid IN (to_regclass('${RUNS}'), to_regclass('${JOBS}'))
+   WHERE c.oid IN (to_regclass('${RUNS}'), to_regclass('${JOBS}'), to_regclass('${SCHEDULES}'))
 )
 SELECT 'column'::text AS kind, t.relname::text AS tbl, a.attname::text AS name, ''::text AS detail
   FROM t JOIN pg_catalog.pg_attribute a ON a.attrelid = t.oid AND a.attnum > 0 AND NOT a.attisdropped
@@ -127,31 +179,46 @@ interface CatalogRow {
 }
 
 /** What the tables lack, each a line naming it; empty: nothing. */
-export function missingFromCatalog(rows: readonly CatalogRow[], tables: { runs: boolean; jobs: boolean }): string[] {
+export function missingFromCatalog(rows: readonly CatalogRow[], tables: CheckedTables): string[] {
   const missing: string[] = [];
-  const expected = [...(tables.runs ? [RUNS_TABLE] : []), ...(tables.jobs ? [JOBS_TABLE] : [])];
-  for (const table of expected) {
-    const own = rows.filter((row) => row.tbl === table.table);
-    const columns = new Set(own.filter((row) => row.kind === 'column').map((row) => row.name));
-    if (columns.size === 0) {
-      missing.push(`table ${table.table}`);
-      continue;
+  // What only schedules need is named with the migration step that adds it.
+  const forSchedules = (line: string): string => `${line} (for schedules: the migration step ${SCHEDULES_STEP})`;
+  if (tables.runs) {
+    const always = missingFromTable(rows, RUNS_TABLE);
+    missing.push(...always);
+    if (tables.scheduleRuns === true && !always.includes(`table ${RUNS}`)) {
+      missing.push(
+        ...missingFromTable(rows, RUNS_WITH_SCHEDULES)
+          .filter((line) => !always.includes(line))
+          .map(forSchedules),
+      );
     }
-    for (const column of table.columns) if (!columns.has(column)) missing.push(`column ${table.table}.${column}`);
-    const indexes = own.filter((row) => (row.kind === 'unique' || row.kind === 'index') && row.detail === '');
-    for (const wanted of table.indexes) {
-      const found = indexes.some((row) => row.name === wanted.columns.join(',') && (!wanted.unique || row.kind === 'unique'));
-      if (!found) {
-        missing.push(`${wanted.unique ? 'unique index' : 'index'} on ${table.table} (${wanted.columns.join(', ')}), e.g. ${wanted.name}`);
-      }
+  }
+  if (tables.jobs) missing.push(...missingFromTable(rows, JOBS_TABLE));
+  if (tables.schedules === true) missing.push(...missingFromTable(rows, SCHEDULES_TABLE).map(forSchedules));
+  return missing;
+}
+
+/** What one table lacks, each a line naming it. */
+function missingFromTable(rows: readonly CatalogRow[], table: ExpectedTable): string[] {
+  const missing: string[] = [];
+  const own = rows.filter((row) => row.tbl === table.table);
+  const columns = new Set(own.filter((row) => row.kind === 'column').map((row) => row.name));
+  if (columns.size === 0) return [`table ${table.table}`];
+  for (const column of table.columns) if (!columns.has(column)) missing.push(`column ${table.table}.${column}`);
+  const indexes = own.filter((row) => (row.kind === 'unique' || row.kind === 'index') && row.detail === '');
+  for (const wanted of table.indexes) {
+    const found = indexes.some((row) => row.name === wanted.columns.join(',') && (!wanted.unique || row.kind === 'unique'));
+    if (!found) {
+      missing.push(`${wanted.unique ? 'unique index' : 'index'} on ${table.table} (${wanted.columns.join(', ')}), e.g. ${wanted.name}`);
     }
-    for (const [column, values] of Object.entries(table.checks)) {
-      for (const check of own.filter((row) => row.kind === 'check' && row.name.split(',').includes(column))) {
-        const refused = values.filter((value) => !check.detail.includes(`'${value}'`));
-        if (refused.length > 0) {
-          const constraint = check.detail.slice(0, check.detail.indexOf(':'));
-          missing.push(`${column} ${refused.map((v) => `'${v}'`).join(', ')} in the CHECK constraint ${constraint} of ${table.table}`);
-        }
+  }
+  for (const [column, values] of Object.entries(table.checks)) {
+    for (const check of own.filter((row) => row.kind === 'check' && row.name.split(',').includes(column))) {
+      const refused = values.filter((value) => !check.detail.includes(`'${value}'`));
+      if (refused.length > 0) {
+        const constraint = check.detail.slice(0, check.detail.indexOf(':'));
+        missing.push(`${column} ${refused.map((v) => `'${v}'`).join(', ')} in the CHECK constraint ${constraint} of ${table.table}`);
       }
     }
   }
@@ -167,7 +234,7 @@ export type SchemaCheckOutcome =
 /** Reads the catalog through the app's client; never throws. */
 export async function checkSchema(
   prisma: PrismaClientLike,
-  tables: { runs: boolean; jobs: boolean },
+  tables: CheckedTables,
   timeoutMs = SCHEMA_CHECK_TIMEOUT_MS,
 ): Promise<SchemaCheckOutcome> {
   try {

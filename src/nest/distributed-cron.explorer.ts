@@ -1,4 +1,5 @@
 import {
+  Inject,
   Injectable,
   Optional,
   Scope,
@@ -23,6 +24,8 @@ import { RunEventSink } from '../observability/run-event.sink.js';
 import { claimAheadMs, JobTimer } from '../scheduling/job.timer.js';
 import { DistributedCronOrchestrator } from './distributed-cron.orchestrator.js';
 import { registerInSchedulerRegistry } from './scheduler-registry.bridge.js';
+import { DISTRIBUTED_CRON_HANDLER_METADATA } from '../schedules/schedule-handler.decorator.js';
+import { DISTRIBUTED_CRON_HANDLERS, registerHandler, type HandlerRegistry } from '../schedules/schedule.handlers.js';
 
 /** @nestjs/schedule's own metadata keys (its constants are not exported). */
 const SCHEDULER_TYPE = 'SCHEDULER_TYPE';
@@ -57,6 +60,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
     private readonly events: RunEventSink,
     private readonly pools: ResourcePools,
     private readonly mountedBy: DistributedCronOrchestrator,
+    @Inject(DISTRIBUTED_CRON_HANDLERS) private readonly handlers: HandlerRegistry,
     @Optional() private readonly schedulerRegistry?: SchedulerRegistry,
   ) {}
 
@@ -70,6 +74,7 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
     const ledger = runLedger(runtime.history);
     for (const found of this.methods()) {
       const method = (found.instance as Record<string, unknown>)[found.methodName] as (ctx: CronContext) => unknown;
+      this.registerHandler(found, method);
       const metadata = this.reflector.get<DistributedCronMetadata | undefined>(DISTRIBUTED_CRON_METADATA, method);
       if (!metadata) continue;
       this.refuseNonStatic(found, metadata);
@@ -114,7 +119,8 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         registerInSchedulerRegistry(this.schedulerRegistry, runtime, name, job, () => orchestrator?.topology.fires !== false);
       }
     }
-    await orchestrator?.start();
+    // An app with a @DistributedCronHandler uses schedules: bootstrap checks their tables too.
+    await orchestrator?.start({ schedules: this.handlers.size > 0 });
   }
 
   async beforeApplicationShutdown(): Promise<void> {
@@ -137,6 +143,14 @@ export class DistributedCronExplorer implements OnModuleInit, OnApplicationBoots
         };
       }
     }
+  }
+
+  /** A `@DistributedCronHandler` method: kept by name for the schedules that point at it. */
+  private registerHandler(found: FoundMethod, method: (ctx: CronContext) => unknown): void {
+    const name = this.reflector.get<string | undefined>(DISTRIBUTED_CRON_HANDLER_METADATA, method);
+    if (name === undefined) return;
+    this.refuseNonStatic(found, { expression: '', options: { name: typeof name === 'string' ? name : found.source } });
+    registerHandler(this.handlers, { name, source: found.source, run: async (ctx) => method.call(found.instance, ctx) });
   }
 
   /**

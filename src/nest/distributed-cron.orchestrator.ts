@@ -60,10 +60,11 @@ export class DistributedCronOrchestrator {
     private readonly runSweeper: RunSweeper,
   ) {}
 
-  async start(): Promise<void> {
+  /** `schedules`: the app uses schedules (declares a `@DistributedCronHandler`). */
+  async start({ schedules = false }: { schedules?: boolean } = {}): Promise<void> {
     const { runtime, topology } = this;
     // Before anything starts: a missing table fails bootstrap here, naming it, not each slot later.
-    await this.checkSchema();
+    await this.checkSchema(schedules);
     // Scripts loaded before the first slot; if Redis is not there yet, the first claims load them.
     if (runtime.jobs.size > 0) void runtime.leases.prepare().catch(() => undefined);
     // `scheduling: false` (the CLI's process, a script): runs only what it is asked to, no timers, sweeps or queues.
@@ -135,16 +136,21 @@ export class DistributedCronOrchestrator {
   /**
    * Checks the tables of the built-in Prisma stores (not a store of the user's own, nor the
    * testing module's in-memory ones) unless the option `schemaCheck` is false. Something missing
-   * fails bootstrap; a database that cannot be reached does not (each slot fails closed then).
+   * fails bootstrap; a database that cannot be reached does not (each slot fails closed then). An
+   * app that uses schedules also needs their table (unless `stores.schedules` is its own) and the
+   * runs' `schedule_id`; an app without them runs on a database without their migration step.
    */
-  private async checkSchema(): Promise<void> {
+  private async checkSchema(schedules: boolean): Promise<void> {
     const { runtime } = this;
     const { prisma, schemaCheck } = runtime.options;
+    const runs = Object.values(runtime.history).some((port) => port instanceof PrismaRunHistory);
     const tables = {
-      runs: Object.values(runtime.history).some((port) => port instanceof PrismaRunHistory),
+      runs,
       jobs: runtime.births instanceof PrismaJobBirths,
+      schedules: schedules && runtime.options.stores?.schedules === undefined,
+      scheduleRuns: schedules && runs,
     };
-    if (schemaCheck === false || !prisma || (!tables.runs && !tables.jobs)) return;
+    if (schemaCheck === false || !prisma || (!tables.runs && !tables.jobs && !tables.schedules)) return;
     const outcome = await checkSchema(prisma, tables);
     if (outcome.kind === 'missing') throw new DistributedCronConfigError(undefined, 'prisma', schemaProblem(outcome.missing));
     if (outcome.kind === 'unavailable') runtime.logger.warn(schemaUnchecked(describeError(outcome.reason)));

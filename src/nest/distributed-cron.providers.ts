@@ -20,6 +20,10 @@ import { DISTRIBUTED_CRON_OPTION_OVERRIDES, LOGGER_CONTEXT } from './distributed
 import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from './job.registry.js';
 import { DISTRIBUTED_CRON_LEADERSHIP, type LeadershipSeat } from './leadership.seat.js';
 import { DISTRIBUTED_CRON_OPTIONS } from './distributed-cron.module-definition.js';
+import { PrismaScheduleStore } from '../schedules/prisma-schedule.store.js';
+import type { ScheduleStore } from '../schedules/schedule.store.js';
+import { DISTRIBUTED_CRON_HANDLERS, type HandlerRegistry } from '../schedules/schedule.handlers.js';
+import { DistributedCronSchedules } from '../schedules/schedules.api.js';
 
 /** The checked module options (`ModuleConfig`). */
 export const DISTRIBUTED_CRON_CONFIG = 'nestjs-distributed-cron:config';
@@ -43,6 +47,8 @@ export const DISTRIBUTED_CRON_CLOCK = 'nestjs-distributed-cron:clock';
 export const DISTRIBUTED_CRON_INSTANCE_ID = 'nestjs-distributed-cron:instance-id';
 /** Injection token of the `JobBirths` in use: Prisma by default, or the module option `stores.births`. */
 export const DISTRIBUTED_CRON_JOB_BIRTHS = 'nestjs-distributed-cron:job-births';
+/** The `ScheduleStore` in use: the module option `stores.schedules`, or Prisma on `prisma`; null with neither. */
+export const DISTRIBUTED_CRON_SCHEDULE_STORE = 'nestjs-distributed-cron:schedule-store';
 
 /**
  * The config, the coordination slices, the stores (the run history also port by port) and the
@@ -101,6 +107,12 @@ export const STORE_PROVIDERS: Provider[] = [
     useFactory: ({ options }: ModuleConfig): JobBirths => options.stores?.births ?? new PrismaJobBirths(options.prisma as PrismaClientLike),
     inject: [DISTRIBUTED_CRON_CONFIG],
   },
+  {
+    provide: DISTRIBUTED_CRON_SCHEDULE_STORE,
+    useFactory: ({ options }: ModuleConfig): ScheduleStore | null =>
+      options.stores?.schedules ?? (options.prisma ? new PrismaScheduleStore(options.prisma) : null),
+    inject: [DISTRIBUTED_CRON_CONFIG],
+  },
 ];
 
 /**
@@ -111,6 +123,13 @@ export const STORE_PROVIDERS: Provider[] = [
  */
 export const SHARED_PART_PROVIDERS: Provider[] = [
   { provide: DISTRIBUTED_CRON_JOBS, useFactory: (): JobRegistry => new Map() },
+  { provide: DISTRIBUTED_CRON_HANDLERS, useFactory: (): HandlerRegistry => new Map() },
+  {
+    provide: DistributedCronSchedules,
+    useFactory: (config: ModuleConfig, store: ScheduleStore | null, handlers: HandlerRegistry): DistributedCronSchedules =>
+      new DistributedCronSchedules({ store, handlers: () => [...handlers.keys()], module: config.options, clock: config.clock }),
+    inject: [DISTRIBUTED_CRON_CONFIG, DISTRIBUTED_CRON_SCHEDULE_STORE, DISTRIBUTED_CRON_HANDLERS],
+  },
   { provide: DISTRIBUTED_CRON_LEADERSHIP, useFactory: (): LeadershipSeat => ({ elector: undefined }) },
   {
     provide: AlertDispatcher,

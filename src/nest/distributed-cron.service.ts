@@ -19,6 +19,7 @@ import {
 import { DISTRIBUTED_CRON_JOBS, type JobRegistry, type MountedJob } from './job.registry.js';
 import { DISTRIBUTED_CRON_LEADERSHIP, type LeadershipSeat } from './leadership.seat.js';
 import { checkFilter, isNonEmptyString, isValidDate } from './service.arguments.js';
+import { DistributedCronSchedules } from '../schedules/schedules.api.js';
 
 /** nextRuns() computes every slot in one go; more than this is a mistake, not a schedule. */
 const MAX_NEXT_RUNS = 1_000;
@@ -106,6 +107,8 @@ export class DistributedCronService implements BeforeApplicationShutdown {
     @Inject(DISTRIBUTED_CRON_CLOCK) private readonly clock: () => number,
     /** This process's instance ID, as written in the run history. */
     @Inject(DISTRIBUTED_CRON_INSTANCE_ID) readonly instanceId: string,
+    /** Schedules created at run time: upsert, remove, get, list, pause, resume, nextRuns. */
+    @Inject(DistributedCronSchedules) readonly schedules: DistributedCronSchedules,
   ) {}
 
   beforeApplicationShutdown(): void {

@@ -18,7 +18,7 @@ const RUN_STATUSES = Object.keys({
   skipped_overload: true,
   dead: true,
 } satisfies Record<RunStatus, true>);
-const FILTER_KEYS = Object.keys({ jobName: true, status: true, since: true, until: true, limit: true } satisfies Record<
+const FILTER_KEYS = Object.keys({ jobName: true, scheduleId: true, status: true, since: true, until: true, limit: true } satisfies Record<
   keyof HistoryFilter,
   true
 >);
@@ -34,11 +34,14 @@ export function checkFilter(filter: HistoryFilter | undefined): void {
     throw new DistributedCronArgumentError('history', jobName, parameter, problem);
   };
   if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
-    fail('filter', `must be an object like { jobName, status, since, until, limit }, got ${messages.shown(filter)}`);
+    fail('filter', `must be an object like { jobName, scheduleId, status, since, until, limit }, got ${messages.shown(filter)}`);
   }
   const unknown = Object.keys(filter).filter((key) => !FILTER_KEYS.includes(key));
   if (unknown.length > 0) fail(`filter.${unknown[0]}`, `is not a filter; known: ${FILTER_KEYS.join(', ')}`);
   if (filter.jobName !== undefined && jobName === undefined) fail('filter.jobName', messages.NOT_A_NON_EMPTY_STRING(filter.jobName));
+  if (filter.scheduleId !== undefined && !isNonEmptyString(filter.scheduleId)) {
+    fail('filter.scheduleId', messages.NOT_A_NON_EMPTY_STRING(filter.scheduleId));
+  }
   if (filter.status !== undefined) {
     const statuses: unknown[] = Array.isArray(filter.status) ? filter.status : [filter.status];
     if (statuses.length === 0) fail('filter.status', 'must not be an empty list; leave it out to list every status');

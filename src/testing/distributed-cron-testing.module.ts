@@ -11,6 +11,7 @@ import { CronTestController } from './cron-test.controller.js';
 import { InMemoryLeaseStore } from './in-memory-lease.store.js';
 import { InMemoryJobBirths } from './in-memory-job-births.js';
 import { InMemoryRunHistory } from './in-memory-run-history.js';
+import { InMemoryScheduleStore } from '../schedules/in-memory-schedule.store.js';
 import { TestClock } from './test.clock.js';
 import { TestingExplorer } from './testing.explorer.js';
 
@@ -35,7 +36,8 @@ export const TESTING_OPTIONS = 'nestjs-distributed-cron:testing-options';
 /**
  * The module config of `DistributedCronModule` on in-memory stores and the test clock, checked as
  * the module checks its options: one in-memory store serves every coordination slice, one
- * in-memory history the run history's three ports; there is no Redis or PostgreSQL.
+ * in-memory history the run history's three ports, an in-memory store the schedules; there is no
+ * Redis or PostgreSQL.
  */
 function testingConfig(options: DistributedCronTestingOptions, clock: TestClock): ModuleConfig {
   const now = (): number => clock.now();
@@ -51,6 +53,7 @@ function testingConfig(options: DistributedCronTestingOptions, clock: TestClock)
       leases: new InMemoryLeaseStore(now),
       history: { writes: history, sweeps: history, reads: history },
       births: new InMemoryJobBirths(),
+      schedules: new InMemoryScheduleStore(),
     },
   });
 }

@@ -98,6 +98,7 @@ export class InMemoryRunHistory implements RunWrites, SweepQueries, RunReads {
         nextAttemptAt: null,
         createdAt: request.now,
         updatedAt: request.now,
+        ...(request.scheduleId === undefined ? {} : { scheduleId: text(request.scheduleId) }),
       });
       return { kind: 'start', attempt: 1, trigger: request.trigger };
     }
@@ -147,6 +148,7 @@ export class InMemoryRunHistory implements RunWrites, SweepQueries, RunReads {
       nextAttemptAt: request.nextAttemptAt ?? null,
       createdAt: request.now,
       updatedAt: request.now,
+      ...(request.scheduleId === undefined ? {} : { scheduleId: text(request.scheduleId) }),
     });
     return true;
   }
@@ -299,6 +301,7 @@ export class InMemoryRunHistory implements RunWrites, SweepQueries, RunReads {
     return [...this.rows.values()]
       .filter(({ row }) => {
         if (filter.jobName !== undefined && row.jobName !== filter.jobName) return false;
+        if (filter.scheduleId !== undefined && row.scheduleId !== filter.scheduleId) return false;
         if (statuses && !statuses.has(row.status)) return false;
         if (filter.since !== undefined && row.scheduledAt.getTime() < filter.since.getTime()) return false;
         if (filter.until !== undefined && row.scheduledAt.getTime() >= filter.until.getTime()) return false;

@@ -530,6 +530,40 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         expect(ids(await h.reads.list({ jobName: j }))).toEqual([`${j}:b`, `${j}:a`]);
       });
 
+      it("a schedule's rows read back with their schedule id; a static job's rows have none", async () => {
+        const h = await setup();
+        const j = job();
+        await h.writes.begin(begin(j, 1, 1, { scheduleId: `${j}-tenant-a` }));
+        await h.writes.recordNotStarted(notStarted(j, 2, 'skipped_overlap', { scheduleId: `${j}-tenant-a` }));
+        await h.writes.begin(begin(j, 3, 3));
+        expect((await h.reads.get(`${j}:1`))?.scheduleId).toBe(`${j}-tenant-a`);
+        expect((await h.reads.get(`${j}:2`))?.scheduleId).toBe(`${j}-tenant-a`);
+        const staticRow = await h.reads.get(`${j}:3`);
+        expect(staticRow?.executionId).toBe(`${j}:3`);
+        expect(staticRow?.scheduleId).toBeUndefined();
+        // Every port reads it: the sweep's rows too.
+        expect((await h.sweeps.running([j], 10, [])).map((r) => [r.executionId, r.scheduleId])).toEqual([
+          [`${j}:1`, `${j}-tenant-a`],
+          [`${j}:3`, undefined],
+        ]);
+      });
+
+      it('filters by schedule id, with the other filters, newest first', async () => {
+        const h = await setup();
+        const [j, other] = [job(), job()];
+        const [a, b] = [`${j}-tenant-a`, `${j}-tenant-b`];
+        await h.writes.begin(begin(j, 1, 1, { scheduleId: a }));
+        await h.writes.begin(begin(j, 2, 2, { scheduleId: b }));
+        await h.writes.recordNotStarted(notStarted(j, 3, 'skipped_overlap', { scheduleId: a }));
+        await h.writes.begin(begin(j, 4, 4));
+        await h.writes.begin(begin(other, 5, 1, { scheduleId: a }));
+        expect(ids(await h.reads.list({ scheduleId: a }))).toEqual([`${other}:5`, `${j}:3`, `${j}:1`]);
+        expect(ids(await h.reads.list({ jobName: j, scheduleId: a }))).toEqual([`${j}:3`, `${j}:1`]);
+        expect(ids(await h.reads.list({ scheduleId: a, status: 'running' }))).toEqual([`${other}:5`, `${j}:1`]);
+        expect(ids(await h.reads.list({ scheduleId: a, limit: 1 }))).toEqual([`${other}:5`]);
+        expect(ids(await h.reads.list({ scheduleId: `${j}-nobody` }))).toEqual([]);
+      });
+
       it('refuses a limit that is not a positive integer', async () => {
         const h = await setup();
         await expect(h.reads.list({ limit: 0 })).rejects.toThrow(TypeError);

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { PrismaClientLike } from '../../src/distributed-cron.interfaces.js';
 import { PrismaRunHistory } from '../../src/history/prisma-run-history.js';
+import { decodeCursor, PrismaRunReadModel } from '../../src/history/prisma-read-model.js';
 import { InMemoryRunHistory } from '../../src/testing/in-memory-run-history.js';
 import { createMigratedDatabase } from '../support/scratch-database.js';
 import { createPrisma } from '../support/services.js';
@@ -49,5 +50,83 @@ describe('PrismaRunHistory batching', () => {
     const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => history.existing([`batch-lookup-${i}:1`])));
     expect(answers.every((answer) => answer.size === 0)).toBe(true);
     expect(statements).toBe(1);
+  });
+});
+
+describe('PrismaRunHistory and schedules', () => {
+  it("writes a schedule's slot with its schedule id, a static job's with none, in one batch", async () => {
+    const history = new PrismaRunHistory(prisma);
+    const job = `contract-rh-${Date.now().toString(36)}`;
+    const slot = (n: number) => ({
+      jobName: job,
+      executionId: `${job}:${n}`,
+      scheduledAt: new Date(Date.UTC(2026, 2, 1, 10, n)),
+      businessDate: '2026-03-01',
+      instanceId: 'instance-a',
+      trigger: 'schedule' as const,
+      now: new Date(Date.UTC(2026, 2, 1, 10, n)),
+    });
+    // The same turn: one INSERT for both.
+    const [a, b] = await Promise.all([
+      history.begin({ ...slot(1), fencingToken: 1, maxAttempts: 1 }),
+      history.begin({ ...slot(2), fencingToken: 2, maxAttempts: 1, scheduleId: 'tenant-42' }),
+    ]);
+    expect([a.kind, b.kind]).toEqual(['start', 'start']);
+    await history.recordNotStarted({ ...slot(3), status: 'skipped_overlap', error: 'still going', scheduleId: 'tenant-42' });
+    await history.recordNotStarted({ ...slot(4), status: 'skipped_overlap', error: 'still going' });
+    const rows = await prisma.$queryRawUnsafe<Array<{ execution_id: string; schedule_id: string | null }>>(
+      'SELECT execution_id, schedule_id FROM distributed_cron_runs WHERE job_name = $1 ORDER BY execution_id',
+      job,
+    );
+    expect(rows).toEqual([
+      { execution_id: `${job}:1`, schedule_id: null },
+      { execution_id: `${job}:2`, schedule_id: 'tenant-42' },
+      { execution_id: `${job}:3`, schedule_id: 'tenant-42' },
+      { execution_id: `${job}:4`, schedule_id: null },
+    ]);
+  });
+});
+
+describe('PrismaRunReadModel and schedules', () => {
+  it("pages a schedule's runs (alone, with a job, with statuses), each row naming its schedule", async () => {
+    const history = new PrismaRunHistory(prisma);
+    const reads = new PrismaRunReadModel(prisma);
+    const job = `contract-rh-${Date.now().toString(36)}-page`;
+    const tenant = `${job}-tenant`;
+    const slot = (n: number) => ({
+      jobName: job,
+      executionId: `${job}:${n}`,
+      scheduledAt: new Date(Date.UTC(2026, 2, 2, 10, n)),
+      businessDate: '2026-03-02',
+      instanceId: 'instance-a',
+      trigger: 'schedule' as const,
+      now: new Date(Date.UTC(2026, 2, 2, 10, n)),
+      fencingToken: n,
+      maxAttempts: 1,
+    });
+    for (const n of [1, 2, 3]) await history.begin({ ...slot(n), scheduleId: tenant });
+    await history.begin(slot(4));
+    await history.recordNotStarted({ ...slot(5), status: 'skipped_overlap', error: 'still going', scheduleId: tenant });
+    const ids = (rows: Array<{ executionId: string }>): string[] => rows.map((row) => row.executionId.slice(job.length + 1));
+    const first = await reads.historyPage({ scheduleId: tenant, limit: 2 });
+    expect(ids(first.rows)).toEqual(['5', '3']);
+    expect(first.rows.map((row) => row.scheduleId)).toEqual([tenant, tenant]);
+    expect(first.next).toBeDefined();
+    const second = await reads.historyPage({ scheduleId: tenant, limit: 2, after: decodeCursor(first.next!) });
+    expect(ids(second.rows)).toEqual(['2', '1']);
+    expect(ids((await reads.historyPage({ jobName: job, scheduleId: tenant, statuses: ['running'], limit: 10 })).rows)).toEqual([
+      '3',
+      '2',
+      '1',
+    ]);
+    const all = await reads.historyPage({ jobName: job, limit: 10 });
+    expect(all.rows.map((row) => [row.executionId.slice(job.length + 1), row.scheduleId])).toEqual([
+      ['5', tenant],
+      ['4', undefined],
+      ['3', tenant],
+      ['2', tenant],
+      ['1', tenant],
+    ]);
+    expect((await reads.jobSummaries([job])).get(job)?.last?.scheduleId).toBe(tenant);
   });
 });

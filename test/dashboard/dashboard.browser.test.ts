@@ -112,6 +112,8 @@ describe('the operators dashboard (three Express instances, Chromium)', () => {
     expect(schedule).toContain('0 30 9 * * 1-5');
     expect(schedule).toContain('America/New_York');
     expect(schedule).toMatch(/09:30.*Monday through Friday/);
+    // An app without @DistributedCronHandler methods has no Schedules view.
+    expect(await page.locator('#tab-schedules').count()).toBe(0);
   });
 
   it('marks a job without a success within expectSuccessWithin as overdue', async () => {

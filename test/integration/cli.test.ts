@@ -7,8 +7,11 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Injectable } from '@nestjs/common';
 import { parseAllDocuments } from 'yaml';
-import type { RunRecord } from '../../src/index.js';
+import { DistributedCronHandler, type RunRecord, type ScheduleRecord, type ScheduleRunContext } from '../../src/index.js';
+import { PrismaRunHistory } from '../../src/history/prisma-run-history.js';
+import { startApp } from '../support/app.js';
 import { KeyBuilder } from '../../src/leasing/lease.store.js';
 import type { CliFixture, CliFixtureJob } from '../fixtures/cli/app.module.js';
 import { integrationSetup } from '../support/integration.setup.js';
@@ -19,7 +22,7 @@ const BUILD = join(ROOT, '.tmp', `cli-build-${process.pid}`);
 const MAIN = join(BUILD, 'src/cli/main.js');
 const MODULE = join(BUILD, 'test/fixtures/cli/app.module.js');
 
-const { prisma, redis } = integrationSetup({ closeApps: 'all', redis: { maxRetriesPerRequest: 1 } });
+const { prisma, redis, apps } = integrationSetup({ closeApps: 'all', redis: { maxRetriesPerRequest: 1 } });
 
 beforeAll(() => {
   // The CLI and the fixture, compiled as a user's app is (Nest needs tsc's decorator metadata).
@@ -285,5 +288,114 @@ describe('manifest', () => {
       expect(pod.containers[0]!.image).toBe('registry.example.com/app:1.2.3');
       expect(pod.containers[0]!.command).toEqual(['npx', '--no-install', 'nestjs-distributed-cron', 'run', want.name, '--module', MODULE]);
     }
+  });
+});
+
+@Injectable()
+class CliReports {
+  @DistributedCronHandler('cli-report')
+  report(_ctx: ScheduleRunContext): void {}
+
+  @DistributedCronHandler('cli-sync')
+  sync(_ctx: ScheduleRunContext): void {}
+}
+
+describe('schedules list|get|pause|resume|trigger', () => {
+  it('lists a page at a time with the filters, shows one schedule, pauses with a note and resumes it; trigger says it is not here', async () => {
+    const tenant = uniqueName('cli-tenant');
+    const app = await startApp({ label: uniqueName('cli-schedules'), providers: [CliReports], module: { timeZone: 'UTC' } });
+    apps.push(app);
+    const ids = ['a', 'b', 'c', 'd'].map((suffix) => `${tenant}-${suffix}`);
+    for (const [i, id] of ids.entries()) {
+      await app.cron.schedules.upsert({
+        id,
+        handler: i === 3 ? 'cli-sync' : 'cli-report',
+        cron: '0 9 * * 1',
+        timeZone: 'Europe/Berlin',
+        data: { tenant: id },
+        ...(i === 2 ? { enabled: false, note: 'on hold' } : {}),
+      });
+    }
+    const fx = { ...fixture([]), handlers: ['cli-report', 'cli-sync'] };
+    const json = <T>(result: CliResult): T => {
+      expect(result.code, result.stderr).toBe(0);
+      return JSON.parse(result.stdout) as T;
+    };
+    type Page = { schedules: ScheduleRecord[]; next?: string };
+    const [first, reports, paused, table] = await Promise.all([
+      cli(fx, 'schedules', 'list', '--search', tenant, '--limit', '2', '--json'),
+      cli(fx, 'schedules', 'list', '--search', tenant, '--handler', 'cli-report', '--enabled', '--json'),
+      cli(fx, 'schedules', 'list', '--search', tenant.toUpperCase(), '--paused', '--json'),
+      cli(fx, 'schedules', 'list', '--search', tenant, '--limit', '3'),
+    ]);
+    const page = json<Page>(first);
+    expect(page.schedules.map((schedule) => schedule.id)).toEqual(ids.slice(0, 2));
+    const second = json<Page>(await cli(fx, 'schedules', 'list', '--search', tenant, '--limit', '2', '--cursor', page.next!, '--json'));
+    expect(second.schedules.map((schedule) => schedule.id)).toEqual(ids.slice(2));
+    expect(second.next).toBeUndefined();
+    expect(json<Page>(reports).schedules.map((schedule) => schedule.id)).toEqual(ids.slice(0, 2));
+    expect(json<Page>(paused).schedules.map((schedule) => [schedule.id, schedule.note])).toEqual([[ids[2], 'on hold']]);
+    expect(table.code, table.stderr).toBe(0);
+    const lines = table.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^ID +HANDLER +SCHEDULE +ZONE +STATE +NEXT DUE +NOTE$/);
+    expect(lines[3]).toMatch(new RegExp(`^${ids[2]} +cli-report +0 9 \\* \\* 1 +Europe/Berlin +paused +- +on hold$`));
+    expect(lines.at(-1)).toMatch(/^more: --cursor \S+$/);
+
+    // One schedule; then pause with a note and resume, as the table says after each.
+    const [shown, unknown, trigger, bothStates] = await Promise.all([
+      cli(fx, 'schedules', 'get', ids[0]!),
+      cli(fx, 'schedules', 'get', `${tenant}-nobody`),
+      cli(fx, 'schedules', 'trigger', ids[0]!),
+      cli(fx, 'schedules', 'list', '--enabled', '--paused'),
+    ]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(new RegExp(`^id +${ids[0]}$`, 'm'));
+    expect(shown.stdout).toMatch(/^state +enabled$/m);
+    expect(shown.stdout).toContain(`{"tenant":"${ids[0]}"}`);
+    expect(shown.stdout).toMatch(/^next runs +(\d{4}-\d\d-\d\dT09:00:00\+0[12]:00(, )?){5}$/m);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain(`schedule '${tenant}-nobody': no schedule has this id`);
+    expect(trigger.code).toBe(2);
+    expect(trigger.stderr).toContain('schedules trigger is not available in this version');
+    expect(bothStates.code).toBe(2);
+    expect(bothStates.stderr).toContain('--enabled and --paused exclude each other');
+
+    const pausedOne = json<ScheduleRecord>(await cli(fx, 'schedules', 'pause', ids[0]!, '--note', 'customer asked', '--json'));
+    expect(pausedOne).toMatchObject({ id: ids[0], enabled: false, note: 'customer asked', nextDueAt: null });
+    expect(await prisma.distributedCronSchedule.findUnique({ where: { id: ids[0] } })).toMatchObject({
+      enabled: false,
+      note: 'customer asked',
+    });
+    const resumed = await cli(fx, 'schedules', 'resume', ids[0]!);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toMatch(new RegExp(`schedule '${ids[0]}' resumed fleet-wide; next due \\d{4}-\\d\\d-\\d\\dT0[78]:00:00Z`));
+    const row = await prisma.distributedCronSchedule.findUnique({ where: { id: ids[0] } });
+    expect(row).toMatchObject({ enabled: true });
+    expect(row!.nextDueAt).not.toBeNull();
+  });
+
+  it("history --schedule lists one schedule's runs, each naming it", async () => {
+    const job = uniqueName('cli-sched-history');
+    const [tenant, other] = [`${job}-tenant`, `${job}-other`];
+    const history = new PrismaRunHistory(prisma);
+    const slot = (n: number, scheduleId: string) => ({
+      jobName: job,
+      executionId: `${scheduleId}:${n}`,
+      scheduledAt: new Date(Date.UTC(2026, 2, 2, 9, n)),
+      businessDate: '2026-03-02',
+      instanceId: 'cli-test',
+      trigger: 'schedule' as const,
+      now: new Date(),
+      scheduleId,
+    });
+    await history.recordNotStarted({ ...slot(1, tenant), status: 'skipped_overlap', error: 'still going' });
+    await history.recordNotStarted({ ...slot(2, other), status: 'skipped_overlap', error: 'still going' });
+    await history.recordNotStarted({ ...slot(3, tenant), status: 'skipped_overlap', error: 'still going' });
+    const listed = await cli(fixture([]), 'history', '--schedule', tenant, '--json');
+    expect(listed.code, listed.stderr).toBe(0);
+    expect((JSON.parse(listed.stdout) as RunRecord[]).map((run) => [run.executionId, run.scheduleId])).toEqual([
+      [`${tenant}:3`, tenant],
+      [`${tenant}:1`, tenant],
+    ]);
   });
 });

@@ -5,9 +5,10 @@
  * database that cannot be reached is not a bootstrap failure.
  */
 import path from 'node:path';
+import { Injectable, type Type } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { DistributedCronConfigError } from '../../src/index.js';
+import { DistributedCronConfigError, DistributedCronHandler, type ScheduleRunContext } from '../../src/index.js';
 import { jobProvider, logs, startApp, type RunningApp } from '../support/app.js';
 import { ROOT } from '../support/prisma-cli.js';
 import { createScratchDatabase, type ScratchDatabase } from '../support/scratch-database.js';
@@ -29,23 +30,40 @@ async function database(migrated: boolean): Promise<ScratchDatabase> {
   return db;
 }
 
-/** Starts an app with one job on the database at `url`; the caller's cleanups close it. */
-async function boot(url: string, module: Record<string, unknown> = {}): Promise<RunningApp> {
+@Injectable()
+class TenantReports {
+  @DistributedCronHandler('schema-check-report')
+  report(_ctx: ScheduleRunContext): void {}
+}
+
+/** A database with every step but the schedules' one (as before it). */
+async function withoutSchedulesStep(): Promise<ScratchDatabase> {
+  const db = await database(true);
+  await db.query('DROP TABLE distributed_cron_schedules');
+  await db.query('ALTER TABLE distributed_cron_runs DROP COLUMN schedule_id');
+  return db;
+}
+
+/**
+ * Starts an app with one job (and `more` providers) on the database at `url`; the caller's
+ * cleanups close it. An app that runs slots gets a Redis client of its own (`close` ends it).
+ */
+async function boot(url: string, module: Record<string, unknown> = {}, more: Type[] = [], ownRedis = false): Promise<RunningApp> {
   const prisma = createPrisma(url);
   cleanups.push(() => prisma.$disconnect());
   const name = uniqueName('schema-check');
   const app = await startApp({
     label: name,
-    providers: [jobProvider('0 3 * * *', { name }, () => undefined, name)],
+    providers: [jobProvider('0 3 * * *', { name }, () => undefined, name), ...more],
     module: { prisma, ...module },
-    redis,
+    redis: ownRedis ? undefined : redis,
   });
   cleanups.push(() => app.close());
   return app;
 }
 
-async function bootFailure(url: string): Promise<DistributedCronConfigError> {
-  const error: unknown = await boot(url).then(
+async function bootFailure(url: string, more: Type[] = []): Promise<DistributedCronConfigError> {
+  const error: unknown = await boot(url, {}, more).then(
     () => undefined,
     (reason: unknown) => reason,
   );
@@ -112,5 +130,44 @@ describe('the bootstrap schema check', () => {
     await expect(boot(db.url, { schemaCheck: 'no' })).rejects.toThrow(
       'DistributedCronModule option `schemaCheck`: must be true or false, got "no"',
     );
+  });
+
+  it('an app with a @DistributedCronHandler on a database without the schedules step: each missing thing named with the step', async () => {
+    const db = await withoutSchedulesStep();
+    const error = await bootFailure(db.url, [TenantReports]);
+    const step = '(for schedules: the migration step 20261203000000_schedules)';
+    expect(error.message).toBe(
+      [
+        'DistributedCronModule option `prisma`: the database lacks what nestjs-distributed-cron needs:',
+        `  - column distributed_cron_runs.schedule_id ${step}`,
+        `  - index on distributed_cron_runs (schedule_id, scheduled_at, id), e.g. distributed_cron_runs_schedule_id_scheduled_at_id_idx ${step}`,
+        `  - table distributed_cron_schedules ${step}`,
+        `${FIX} (The module option \`schemaCheck: false\` turns this check off.)`,
+      ].join('\n'),
+    );
+  });
+
+  it("the schedules' table without its due index: named", async () => {
+    const db = await database(true);
+    await db.query('DROP INDEX distributed_cron_schedules_next_due_at_idx');
+    expect((await bootFailure(db.url, [TenantReports])).message.split('\n').filter((line) => line.startsWith('  - '))).toEqual([
+      '  - index on distributed_cron_schedules (next_due_at), e.g. distributed_cron_schedules_next_due_at_idx (for schedules: the migration step 20261203000000_schedules)',
+    ]);
+  });
+
+  it('an app without schedules on the same database boots, runs a slot and reads its history', async () => {
+    const db = await withoutSchedulesStep();
+    const app = await boot(db.url, {}, [], true);
+    expect(await app.cron.trigger(app.label, new Date('2026-03-01T03:00:00Z'))).toBe('ran');
+    const [row] = await app.cron.history({ jobName: app.label });
+    expect(row).toMatchObject({ jobName: app.label, status: 'completed', trigger: 'manual' });
+    expect(row!.scheduleId).toBeUndefined();
+    expect(await app.cron.execution(row!.executionId)).toMatchObject({ status: 'completed' });
+  });
+
+  it('the same app on a migrated database boots with a handler', async () => {
+    const db = await database(true);
+    const app = await boot(db.url, {}, [TenantReports]);
+    expect(await app.cron.schedules.list({})).toMatchObject({ schedules: [] });
   });
 });

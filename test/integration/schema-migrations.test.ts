@@ -12,7 +12,17 @@ import { checkSchema } from '../../src/history/schema.check.js';
 import { LIBRARY_MODEL, LIBRARY_STEPS } from '../../src/cli/prisma.embedded.js';
 import { bootAndRunSlot } from '../support/schema-app.js';
 import { createScratchDatabase, libraryCatalog, libraryChecks, type ScratchDatabase } from '../support/scratch-database.js';
-import { APP_SCHEMA, BDDCBE5, cliSuite, copyMigrations, MIGRATE_DEV, ROOT, scratchApp, writtenMigrations } from '../support/prisma-cli.js';
+import {
+  APP_SCHEMA,
+  BDDCBE5,
+  cliSuite,
+  copyMigrations,
+  MIGRATE_DEV,
+  MIGRATE_DEV_SCHEDULES,
+  ROOT,
+  scratchApp,
+  writtenMigrations,
+} from '../support/prisma-cli.js';
 import { createPrisma } from '../support/services.js';
 
 const cli = cliSuite();
@@ -62,17 +72,21 @@ const modelOnly = (text: string): string =>
 
 describe('the migration steps', () => {
   it('create exactly what `prisma migrate dev` creates from the model (CHECK constraints apart)', async () => {
-    // The migrate-dev fixture is Prisma's SQL for the bddcbe5 model; the current model is the same.
-    expect(modelOnly(LIBRARY_MODEL)).toBe(modelOnly(readFileSync(path.join(BDDCBE5, 'distributed-cron.prisma'), 'utf8')));
+    // The migrate-dev fixtures are Prisma's SQL for the bddcbe5 model, then for the current model
+    // (the schedules) on top of it.
+    expect(modelOnly(LIBRARY_MODEL)).toBe(modelOnly(readFileSync(path.join(MIGRATE_DEV_SCHEDULES, 'distributed-cron.prisma'), 'utf8')));
     const [fromSteps, fromModel] = await Promise.all([database(), database()]);
     await fromSteps.deploy(path.join(ROOT, 'prisma/migrations'));
     await fromModel.deploy(MIGRATE_DEV);
+    await fromModel.deploy(MIGRATE_DEV_SCHEDULES);
     const catalog = await libraryCatalog(fromSteps);
     expect(catalog).toEqual(await libraryCatalog(fromModel));
     // Not two empty catalogs: the tables, the unique execution_id and the dashboard's indexes.
     expect(JSON.stringify(catalog)).toContain('CREATE UNIQUE INDEX distributed_cron_runs_execution_id_key');
     expect(JSON.stringify(catalog)).toContain('distributed_cron_runs_job_name_status_scheduled_at_id_idx');
     expect(JSON.stringify(catalog)).toContain('"column_name":"first_seen_at"');
+    expect(JSON.stringify(catalog)).toContain('distributed_cron_schedules_next_due_at_idx');
+    expect(JSON.stringify(catalog)).toContain('distributed_cron_runs_schedule_id_scheduled_at_id_idx');
     expect((await libraryChecks(fromSteps)).map((c) => c.conname)).toEqual([
       'distributed_cron_runs_status_check',
       'distributed_cron_runs_trigger_check',

@@ -9,7 +9,16 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DistributedCron, DistributedCronModule, DistributedCronService, NonRetryableError, type CronContext } from '../../src/index.js';
+import {
+  DistributedCron,
+  DistributedCronHandler,
+  DistributedCronModule,
+  DistributedCronService,
+  NonRetryableError,
+  type CronContext,
+  type ScheduleContext,
+  type ScheduleRunContext,
+} from '../../src/index.js';
 import { CronTestController, DistributedCronTestingModule, TestClock, startInstances } from '../../src/testing/index.js';
 import { createPrisma, redisUrl, uniqueName } from '../support/services.js';
 
@@ -153,6 +162,117 @@ describe('DistributedCronTestingModule', () => {
   it('names the mounted jobs when asked for an unknown one', async () => {
     await setUp();
     await expect(cron.runNext('daily')).rejects.toThrow(/no job 'daily' is mounted \(known: 'daily-report', 'sync-prices'\)/);
+  });
+});
+
+// ---- schedules created at run time ------------------------------------------------------------
+
+@Injectable()
+class TenantReports {
+  readonly runs: Array<{ schedule: ScheduleContext; executionId: string; businessDate: string }> = [];
+  failNext = 0;
+
+  @DistributedCronHandler('tenant-report')
+  async report(ctx: ScheduleRunContext): Promise<void> {
+    if (this.failNext > 0) {
+      this.failNext--;
+      throw new Error(`report for ${ctx.schedule.id} failed`);
+    }
+    this.runs.push({ schedule: ctx.schedule, executionId: ctx.executionId, businessDate: ctx.businessDate });
+    ctx.report({ processed: 1 });
+  }
+}
+
+describe('DistributedCronTestingModule with schedules', () => {
+  let moduleRef: TestingModule;
+  let cron: CronTestController;
+  let service: DistributedCronService;
+  let reports: TenantReports;
+
+  async function setUp(): Promise<void> {
+    moduleRef = await Test.createTestingModule({
+      imports: [DistributedCronTestingModule.forRoot({ timeZone: 'UTC', clock: new TestClock(new Date('2026-03-02T12:00:00Z')) })],
+      providers: [TenantReports, ReportService, Mailer],
+    }).compile();
+    await moduleRef.init();
+    cron = moduleRef.get(CronTestController);
+    service = moduleRef.get(DistributedCronService);
+    reports = moduleRef.get(TenantReports);
+  }
+  afterEach(() => moduleRef?.close());
+
+  const weekly = (id: string, data: Record<string, string>, extra = {}) =>
+    service.schedules.upsert({ id, handler: 'tenant-report', cron: '0 9 * * 1', timeZone: 'Europe/Berlin', data, ...extra });
+
+  it("runNextSchedule runs the schedule's next slot with ctx.schedule, its row naming the schedule; each call the following slot", async () => {
+    await setUp();
+    await weekly('report:acme', { tenant: 'acme' });
+    await weekly('report:globex', { tenant: 'globex' });
+    const first = await cron.runNextSchedule('report:acme');
+    // Monday 09:00 in Berlin (CET) after Monday 2026-03-02 12:00 UTC: the next Monday.
+    expect(first).toMatchObject({
+      jobName: 'report:acme',
+      scheduleId: 'report:acme',
+      executionId: 'report:acme:2026-03-09T08:00:00Z',
+      scheduledAt: new Date('2026-03-09T08:00:00Z'),
+      status: 'completed',
+      trigger: 'schedule',
+      processedCount: 1,
+    });
+    expect(cron.now()).toEqual(new Date('2026-03-09T08:00:00Z'));
+    expect((await service.schedules.get('report:acme'))?.nextDueAt).toEqual(new Date('2026-03-16T08:00:00Z'));
+    // runNext takes a schedule's id too; after the spring change it is 09:00 CEST.
+    cron.setNow(new Date('2026-03-28T00:00:00Z'));
+    expect(await cron.runNext('report:globex')).toMatchObject({
+      scheduleId: 'report:globex',
+      scheduledAt: new Date('2026-03-30T07:00:00Z'),
+    });
+    expect(reports.runs).toEqual([
+      {
+        schedule: { id: 'report:acme', data: { tenant: 'acme' } },
+        executionId: 'report:acme:2026-03-09T08:00:00Z',
+        businessDate: '2026-03-09',
+      },
+      {
+        schedule: { id: 'report:globex', data: { tenant: 'globex' } },
+        executionId: 'report:globex:2026-03-30T07:00:00Z',
+        businessDate: '2026-03-30',
+      },
+    ]);
+    expect((await cron.history({ scheduleId: 'report:acme' })).map((run) => run.executionId)).toEqual(['report:acme:2026-03-09T08:00:00Z']);
+    // Static jobs still run beside them, their rows naming no schedule.
+    expect((await cron.runNext('daily-report')).scheduleId).toBeUndefined();
+  });
+
+  it("a change of the schedule applies from its next call; a retry of a schedule's failed run keeps its schedule", async () => {
+    await setUp();
+    await weekly('report:acme', { tenant: 'acme' }, { retry: { attempts: 2, backoff: '5m' } });
+    reports.failNext = 1;
+    const failed = await cron.runNextSchedule('report:acme');
+    expect(failed).toMatchObject({ status: 'failed', scheduleId: 'report:acme', nextAttemptAt: new Date('2026-03-09T08:05:00Z') });
+    expect(failed.error).toContain('report for report:acme failed');
+    expect(await cron.runNextRetry('report:acme')).toMatchObject({
+      executionId: failed.executionId,
+      status: 'completed',
+      attempt: 2,
+      scheduleId: 'report:acme',
+    });
+    await weekly('report:acme', { tenant: 'acme', format: 'pdf' }, { retry: { attempts: 2, backoff: '5m' } });
+    await cron.runNextSchedule('report:acme');
+    expect(reports.runs.map((run) => run.schedule.data)).toEqual([{ tenant: 'acme' }, { tenant: 'acme', format: 'pdf' }]);
+  });
+
+  it('a paused or unknown schedule, or one whose handler is not in the module, says so', async () => {
+    await setUp();
+    await weekly('report:acme', { tenant: 'acme' });
+    await service.schedules.pause('report:acme', 'asked');
+    await expect(cron.runNextSchedule('report:acme')).rejects.toThrow(
+      "runNextSchedule('report:acme'): the schedule has no next slot after 2026-03-02T12:00:00.000Z (it is paused)",
+    );
+    await expect(cron.runNextSchedule('report:nobody')).rejects.toThrow("runNextSchedule(): no schedule has the id 'report:nobody'");
+    await expect(cron.runNext('report:nobody')).rejects.toThrow(/no job 'report:nobody' is mounted .*, nor has a schedule this id/);
+    await service.schedules.resume('report:acme');
+    expect((await cron.runNextSchedule('report:acme')).status).toBe('completed');
   });
 });
 

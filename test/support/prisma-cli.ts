@@ -15,6 +15,8 @@ export const FIXTURES = path.join(ROOT, 'test/fixtures');
 export const BDDCBE5 = path.join(FIXTURES, 'migrations-bddcbe5');
 /** An app history whose library tables came from `prisma migrate dev` on the bddcbe5 model. */
 export const MIGRATE_DEV = path.join(FIXTURES, 'migrations-migrate-dev');
+/** What `prisma migrate dev` adds over MIGRATE_DEV for the current model (the schedules), and that model. */
+export const MIGRATE_DEV_SCHEDULES = path.join(FIXTURES, 'migrations-migrate-dev-schedules');
 
 export interface CliRun {
   code: number | null;

@@ -101,7 +101,7 @@ export async function createMigratedDatabase(prefix: string): Promise<ScratchDat
  * keys. Two databases with equal catalogs are the same schema to `prisma migrate dev`.
  */
 export async function libraryCatalog(db: ScratchDatabase): Promise<unknown> {
-  const tables = ['distributed_cron_runs', 'distributed_cron_jobs'];
+  const tables = ['distributed_cron_runs', 'distributed_cron_jobs', 'distributed_cron_schedules'];
   return {
     columns: await db.query(
       `SELECT table_name, column_name, data_type, datetime_precision, is_nullable, column_default

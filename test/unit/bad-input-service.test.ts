@@ -7,6 +7,7 @@ import 'reflect-metadata';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseCronSchedule } from '../../src/scheduling/cron.schedule.js';
 import type { JobRegistry } from '../../src/nest/job.registry.js';
+import { DistributedCronSchedules } from '../../src/schedules/schedules.api.js';
 import { DistributedCronService } from '../../src/nest/distributed-cron.service.js';
 
 const JOB = 'daily-report';
@@ -45,6 +46,7 @@ beforeEach(() => {
     { elector: undefined },
     runtime.clock,
     runtime.instanceId,
+    new DistributedCronSchedules({ store: null, handlers: () => [], module: {}, clock: runtime.clock }),
   );
 });
 
@@ -123,15 +125,17 @@ describe('history()', () => {
     [
       'a filter that is not an object',
       'daily-report',
-      'history(): `filter` must be an object like { jobName, status, since, until, limit }, got "daily-report"',
+      'history(): `filter` must be an object like { jobName, scheduleId, status, since, until, limit }, got "daily-report"',
     ],
-    ['null', null, 'history(): `filter` must be an object like { jobName, status, since, until, limit }, got null'],
+    ['null', null, 'history(): `filter` must be an object like { jobName, scheduleId, status, since, until, limit }, got null'],
     [
       'an unknown key (a typo would list every job)',
       { name: JOB },
-      'history(): `filter.name` is not a filter; known: jobName, status, since, until, limit',
+      'history(): `filter.name` is not a filter; known: jobName, scheduleId, status, since, until, limit',
     ],
     ['a job name that is not a string', { jobName: 7 }, 'history(): `filter.jobName` must be a non-empty string, got 7'],
+    ['an empty schedule id', { scheduleId: '' }, 'history(): `filter.scheduleId` must be a non-empty string, got ""'],
+    ['a schedule id that is not a string', { scheduleId: 42 }, 'history(): `filter.scheduleId` must be a non-empty string, got 42'],
     [
       'an unknown status',
       { jobName: JOB, status: 'complete' },

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { commandHelp, COMMANDS, parseCommandLine, UsageError } from '../../src/cli/cli.args.js';
+import { commandHelp, COMMANDS, EXIT, mainHelp, parseCommandLine, UsageError } from '../../src/cli/cli.args.js';
+import { scheduleTriggerExit } from '../../src/cli/schedule.commands.js';
+import type { RunRecord, RunStatus } from '../../src/distributed-cron.interfaces.js';
 import { kubernetesSchedule } from '../../src/cli/manifest.js';
 import { table } from '../../src/cli/operator.commands.js';
 
@@ -58,6 +60,67 @@ describe('parseCommandLine', () => {
     expect(commandHelp('prisma')).not.toContain('--module');
     expect(() => parseCommandLine(['prisma', '--module', 'x.js'])).toThrow(/Unknown option '--module'/);
     expect(commandHelp('run')).toMatch(/75 another process/);
+  });
+});
+
+describe('schedules commands', () => {
+  it('reads `schedules <command>` as one command, with its id and options', () => {
+    expect(
+      parseCommandLine([
+        'schedules',
+        'list',
+        '-m',
+        'app.js',
+        '--handler',
+        'tenant-report',
+        '--search',
+        'acme',
+        '--paused',
+        '--limit',
+        '10',
+      ]),
+    ).toMatchObject({
+      command: 'schedules list',
+      target: undefined,
+      values: { handler: 'tenant-report', search: 'acme', paused: true, limit: '10' },
+    });
+    expect(parseCommandLine(['schedules', 'pause', 'report:acme', '-m', 'app.js', '--note', 'asked'])).toMatchObject({
+      command: 'schedules pause',
+      target: 'report:acme',
+      values: { note: 'asked' },
+    });
+    expect(parseCommandLine(['history', '-m', 'app.js', '--schedule', 'report:acme']).values).toMatchObject({ schedule: 'report:acme' });
+  });
+
+  it('refuses an unknown schedules command, a missing id, an option of another command', () => {
+    expect(() => parseCommandLine(['schedules', 'delete', 'x'])).toThrow(
+      "unknown command 'schedules delete'; schedules commands: list, get, pause, resume, trigger",
+    );
+    expect(() => parseCommandLine(['schedules', 'get', '-m', 'a.js'])).toThrow('schedules get takes one <id>, got 0');
+    expect(() => parseCommandLine(['schedules', 'list', 'extra'])).toThrow("schedules list takes no arguments, got 'extra'");
+    expect(() => parseCommandLine(['schedules', 'resume', 'x', '--note', 'n'])).toThrow(/Unknown option '--note'/);
+    expect(() => parseCommandLine(['schedule', 'list'])).toThrow(/unknown command 'schedule'; commands: run, .*schedules/);
+  });
+
+  it('has help for the group and each command', () => {
+    expect(parseCommandLine(['schedules'])).toMatchObject({ command: 'schedules', help: true });
+    expect(parseCommandLine(['schedules', '--help'])).toMatchObject({ command: 'schedules', help: true });
+    expect(parseCommandLine(['schedules', 'list', '--help'])).toMatchObject({ command: 'schedules list', help: true });
+    expect(commandHelp('schedules')).toMatch(/list +the schedules created at run time[\s\S]*trigger +trigger the schedule's slot now/);
+    expect(commandHelp('schedules list')).toMatch(/--handler <name>[\s\S]*--enabled \| --paused[\s\S]*--cursor <c>/);
+    expect(mainHelp()).toContain('schedules pause');
+  });
+
+  it("a schedule's trigger exits as `trigger` does: by what it did and how its run ended", () => {
+    const run = (status: RunStatus) => ({ status }) as RunRecord;
+    expect(scheduleTriggerExit('ran', run('completed'))).toBe(EXIT.ok);
+    expect(scheduleTriggerExit('ran', run('failed'))).toBe(EXIT.failed);
+    expect(scheduleTriggerExit('ran', run('timed_out'))).toBe(EXIT.failed);
+    expect(scheduleTriggerExit('already_done', undefined)).toBe(EXIT.ok);
+    expect(scheduleTriggerExit('paused', undefined)).toBe(EXIT.ok);
+    expect(scheduleTriggerExit('lost', undefined)).toBe(EXIT.tempfail);
+    expect(scheduleTriggerExit('skipped_overlap', undefined)).toBe(EXIT.tempfail);
+    expect(scheduleTriggerExit('unavailable', undefined)).toBe(EXIT.unavailable);
   });
 });
 

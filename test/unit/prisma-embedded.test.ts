@@ -41,6 +41,7 @@ describe('the migration steps and models embedded in the CLI', () => {
           /^CREATE TABLE IF NOT EXISTS /.test(statement) ||
           /^CREATE (UNIQUE )?INDEX IF NOT EXISTS /.test(statement) ||
           /^DROP INDEX IF EXISTS /.test(statement) ||
+          /^ALTER TABLE "\w+" ADD COLUMN IF NOT EXISTS /.test(statement) ||
           /^ALTER TABLE "\w+" DROP CONSTRAINT IF EXISTS /.test(statement) ||
           // An ADD CONSTRAINT is guarded by the DROP ... IF EXISTS of the same name just before it.
           new RegExp(`^ALTER TABLE "\\w+" ADD CONSTRAINT "(\\w+)"`).test(statement);

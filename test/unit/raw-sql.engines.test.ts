@@ -192,3 +192,61 @@ describe('what the native-like client saw', () => {
     expect(others).toEqual([]);
   });
 });
+
+describe('a runs table from before schedule_id (an app without schedules, the schedules step not applied)', async () => {
+  const old = await createMigratedDatabase('dcron_engines_old');
+  await old.query('DROP TABLE distributed_cron_schedules');
+  await old.query('ALTER TABLE distributed_cron_runs DROP COLUMN schedule_id');
+  const oldSession = { connectionString: old.url, options: `-c TimeZone=${SESSION_TIME_ZONE}` };
+  const oldPool = new pg.Pool({ ...oldSession, max: 2 });
+  const oldAdapter = new PrismaClient({ adapter: new PrismaPg(oldSession) });
+  afterAll(async () => {
+    await oldPool.end();
+    await oldAdapter.$disconnect();
+    await old.drop();
+  });
+
+  const at = (iso: string): Date => new Date(iso);
+
+  it.each([
+    ['parameters typed as the native engine types them', () => textTypedClient(oldPool)],
+    ['@prisma/adapter-pg', () => oldAdapter as PrismaClientLike],
+  ])('every read of the history and the read model works, %s; no row names a schedule', async (_name, client) => {
+    const prisma = client();
+    const history = new PrismaRunHistory(prisma);
+    const reads = new PrismaRunReadModel(prisma);
+    const job = uniqueName('raw-sql-old');
+    const slot = at('2026-03-01T10:00:00.000Z');
+    const request = {
+      jobName: job,
+      executionId: `${job}:1`,
+      scheduledAt: slot,
+      businessDate: '2026-03-01',
+      instanceId: 'i-1',
+      trigger: 'schedule' as const,
+      now: slot,
+      fencingToken: 1,
+      maxAttempts: 2,
+    };
+    expect((await history.begin(request)).kind).toBe('start');
+    // The row exists: begin reads it back (get) on a table without the column.
+    expect(await history.begin({ ...request, fencingToken: 2 })).toMatchObject({
+      kind: 'exists',
+      row: { executionId: `${job}:1`, status: 'running' },
+    });
+    const row = await history.get(`${job}:1`);
+    expect(row).toMatchObject({ jobName: job, status: 'running' });
+    expect(row).not.toHaveProperty('scheduleId');
+    expect((await history.list({ jobName: job })).map((r) => r.executionId)).toEqual([`${job}:1`]);
+    expect(await history.list({ scheduleId: 'tenant' })).toEqual([]);
+    expect((await history.running([job], 10, [])).map((r) => r.executionId)).toEqual([`${job}:1`]);
+    expect(await history.dueRetries([job], at('2030-01-01T00:00:00Z'), 10, [])).toEqual([]);
+    expect(await history.queued([job], at('2030-01-01T00:00:00Z'), 10)).toEqual([]);
+    expect(await history.orphans([job], at('2000-01-01T00:00:00Z'), 10)).toEqual([]);
+    expect((await reads.historyPage({ jobName: job, limit: 10 })).rows.map((r) => r.executionId)).toEqual([`${job}:1`]);
+    expect(await reads.historyPage({ scheduleId: 'tenant', limit: 10 })).toEqual({ rows: [] });
+    expect((await reads.jobSummaries([job])).get(job)?.last?.executionId).toBe(`${job}:1`);
+    expect((await reads.running([job])).map((r) => r.executionId)).toEqual([`${job}:1`]);
+    expect((await reads.timeline([job], at('2026-03-01T00:00:00Z'), 10)).map((r) => r.executionId)).toEqual([`${job}:1`]);
+  });
+});

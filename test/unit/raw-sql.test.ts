@@ -20,6 +20,7 @@ import { PrismaRunHistory } from '../../src/history/prisma-run-history.js';
 import { encodeParam, PARAM_CASTS, toDate, toInt, type RawRow } from '../../src/history/raw-sql.js';
 import { deleteBatch, jobCuts, jobsWithRows, withStatementTimeout } from '../../src/history/retention.sql.js';
 import { SCHEMA_QUERY } from '../../src/history/schema.check.js';
+import { PrismaScheduleStore } from '../../src/schedules/prisma-schedule.store.js';
 
 // ---------------------------------------------------------------------------------------------
 // The rule
@@ -357,6 +358,32 @@ const OTHERS: readonly Case[] = [
     [{ job_name: 'report', first_seen_at: ms(0) }],
     (p) => new PrismaJobBirths(p).record([{ jobName: 'report', expression: '0 9 * * *', timeZone: 'Europe/Paris' }], at(0)),
   ],
+  [
+    "PrismaRunHistory.begin, a schedule's slot",
+    [{ execution_id: 'report:1' }],
+    (p) =>
+      new PrismaRunHistory(p).begin({
+        ...begin,
+        trigger: 'schedule',
+        now: at(0),
+        fencingToken: 8,
+        maxAttempts: 1,
+        scheduleId: 'tenant-42',
+      }),
+  ],
+  [
+    "PrismaRunHistory.recordNotStarted, a schedule's slot",
+    [],
+    (p) =>
+      new PrismaRunHistory(p).recordNotStarted({
+        ...begin,
+        status: 'skipped_overlap',
+        trigger: 'schedule',
+        error: 'still going',
+        now: at(0),
+        scheduleId: 'tenant-42',
+      }),
+  ],
   ['jobsWithRows', [{ job_name: 'report' }], (p) => jobsWithRows(p)],
   [
     'jobCuts',
@@ -374,6 +401,71 @@ const OTHERS: readonly Case[] = [
         Promise.resolve(),
       ),
   ],
+];
+
+/** A schedule row as both engines return it: text, int4 and bool only. */
+const SCHEDULE_ROW: RawRow = {
+  id: 'tenant-42',
+  handler: 'tenant-report',
+  expression: '0 9 * * 1',
+  time_zone: 'Europe/Berlin',
+  data: '{"tenant": 42}',
+  options: '{"jitter": "30s"}',
+  enabled: true,
+  note: null,
+  start_at: null,
+  end_at: ms(86_400_000),
+  version: 3,
+  next_due_at: ms(60_000),
+  known_since: ms(0),
+  created_at: ms(0),
+  updated_at: ms(1_000),
+};
+const SCHEDULE_WRITE = {
+  id: 'tenant-42',
+  handler: 'tenant-report',
+  expression: '0 9 * * 1',
+  timeZone: 'Europe/Berlin',
+  data: { tenant: 42 },
+  options: { jitter: '30s' },
+  enabled: true,
+  note: null,
+  startAt: null,
+  endAt: at(86_400_000),
+  nextDueAt: at(60_000),
+};
+const SCHEDULES: readonly Case[] = [
+  [
+    'upsert',
+    [
+      {
+        ...SCHEDULE_ROW,
+        created: false,
+        ...Object.fromEntries(
+          ['handler', 'expression', 'time_zone', 'data', 'options', 'enabled', 'note', 'start_at', 'end_at'].map((c) => [
+            `changed_${c}`,
+            c === 'data',
+          ]),
+        ),
+      },
+    ],
+    (p) => new PrismaScheduleStore(p).upsert(SCHEDULE_WRITE, at(1_000)),
+  ],
+  ['remove', [], (p) => new PrismaScheduleStore(p).remove('tenant-42')],
+  ['get', [SCHEDULE_ROW], (p) => new PrismaScheduleStore(p).get('tenant-42')],
+  [
+    'list',
+    [SCHEDULE_ROW],
+    (p) => new PrismaScheduleStore(p).list({ handler: 'tenant-report', enabled: true, search: 'Tenant', cursor: 'tenant-1', limit: 10 }),
+  ],
+  [
+    'setEnabled',
+    [SCHEDULE_ROW],
+    (p) => new PrismaScheduleStore(p).setEnabled({ id: 'tenant-42', enabled: false, note: 'paused', nextDueAt: null, version: 3 }, at(1)),
+  ],
+  ['due', [SCHEDULE_ROW], (p) => new PrismaScheduleStore(p).due(at(60_000), 500)],
+  ['advance', [], (p) => new PrismaScheduleStore(p).advance('tenant-42', 3, at(60_000), at(120_000))],
+  ['changedSince', [SCHEDULE_ROW], (p) => new PrismaScheduleStore(p).changedSince({ updatedAt: at(0), id: 'tenant-1' }, 100)],
 ];
 
 async function run(cases: readonly Case[]): Promise<{ statements: Captured[]; results: Map<string, unknown> }> {
@@ -394,6 +486,7 @@ describe('every statement of the library keeps the rule', () => {
     expect(HISTORY.map(([m]) => m).sort()).toEqual(ownMethods(PrismaRunHistory, ['staleFence', 'existingMany']));
     expect(DASHBOARD.map(([m]) => m).sort()).toEqual(ownMethods(PrismaRunReadModel, []));
     expect(ownMethods(PrismaJobBirths, [])).toEqual(['record']);
+    expect(SCHEDULES.map(([m]) => m).sort()).toEqual(ownMethods(PrismaScheduleStore, []));
   });
 
   it('the bootstrap schema check', () => {
@@ -404,6 +497,7 @@ describe('every statement of the library keeps the rule', () => {
     ['PrismaRunHistory', HISTORY, 17],
     ['PrismaRunReadModel', DASHBOARD, 9],
     ['job births and retention', OTHERS, 5],
+    ['PrismaScheduleStore', SCHEDULES, 8],
   ])('%s', async (_name, cases, atLeast) => {
     const { statements } = await run(cases);
     for (const [method] of cases)
@@ -414,6 +508,18 @@ describe('every statement of the library keeps the rule', () => {
     expect(new Set(statements.map((s) => s.sql)).size).toBeGreaterThanOrEqual(atLeast);
     const broken = statements.flatMap((s) => violations(s.sql, s.params).map((v) => `${s.method}: ${v}`));
     expect(broken).toEqual([]);
+  });
+
+  it("names schedule_id only in a batch with a schedule's slot: a static job's statements run on a table from before it", async () => {
+    const { statements } = await run([...HISTORY, ...OTHERS]);
+    const writes = statements.filter((s) => /^\s*INSERT INTO distributed_cron_runs/.test(s.sql));
+    expect(writes.filter((s) => s.sql.includes('schedule_id')).map((s) => s.method)).toEqual([
+      "PrismaRunHistory.begin, a schedule's slot",
+      "PrismaRunHistory.recordNotStarted, a schedule's slot",
+    ]);
+    expect(writes.filter((s) => !s.sql.includes('schedule_id')).length).toBeGreaterThanOrEqual(2);
+    const scheduled = statements.find((s) => s.method === "PrismaRunHistory.begin, a schedule's slot" && s.sql.includes('schedule_id'))!;
+    expect(scheduled.params.at(-1)).toBe('{"tenant-42"}');
   });
 
   it('every instant is sent in UTC with its zone, every bigint as its digits, every list as an array literal', async () => {
@@ -479,6 +585,21 @@ describe('results read the same from either engine', () => {
     const page = results.get('historyPage') as { rows: unknown[]; next?: string };
     expect(page.rows).toHaveLength(1);
     expect(Buffer.from(page.next!, 'base64url').toString()).toBe('2026-03-01T10:00:00.000Z|41');
+  });
+
+  it('a schedule row of text, int4 and bool decodes to the record, its JSON parsed', async () => {
+    const { results } = await run(SCHEDULES);
+    const record = {
+      ...SCHEDULE_WRITE,
+      version: 3,
+      knownSince: at(0),
+      createdAt: at(0),
+      updatedAt: at(1_000),
+    };
+    expect(results.get('get')).toEqual(record);
+    expect(results.get('upsert')).toEqual({ kind: 'updated', changed: ['data'], record });
+    expect(results.get('list')).toEqual({ schedules: [record] });
+    expect(results.get('advance')).toBe(true);
   });
 
   it('a value of another type is refused with the column it came from', () => {

@@ -9,6 +9,7 @@ import { DistributedCronConfigError } from '../../src/errors/distributed-cron-co
 import type { LeaseStore } from '../../src/leasing/lease.store.js';
 import { composeSlices } from '../../src/leasing/store.slices.js';
 import { InMemoryLeaseStore } from '../../src/testing/in-memory-lease.store.js';
+import { InMemoryScheduleStore } from '../../src/schedules/in-memory-schedule.store.js';
 import { InMemoryRunHistory } from '../../src/testing/in-memory-run-history.js';
 import { leaseOnly } from '../support/lease-only.js';
 
@@ -82,6 +83,19 @@ describe('stores.history check', () => {
     expect(whole.option).toBe('stores.history');
     expect(whole.message).toMatch(
       /\{ writes, sweeps, reads \}, got a InMemoryRunHistory; one object implementing all three may be given for each/,
+    );
+  });
+});
+
+describe('stores.schedules check', () => {
+  it('takes a whole ScheduleStore and names the methods a partial one lacks', () => {
+    const store = new InMemoryScheduleStore();
+    expect(() => resolveModuleConfig({ prisma, redis, timeZone: 'UTC', stores: { schedules: store } })).not.toThrow();
+    const partial = { upsert: store.upsert.bind(store), get: store.get.bind(store), list: store.list.bind(store) };
+    const error = optionError(() => resolveModuleConfig({ prisma, redis, timeZone: 'UTC', stores: { schedules: partial as never } }));
+    expect(error.option).toBe('stores.schedules');
+    expect(error.message).toMatch(
+      /^DistributedCronModule option `stores\.schedules`: lacks `remove`, `setEnabled`, `due`, `advance`, `changedSince`/,
     );
   });
 });

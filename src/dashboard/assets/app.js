@@ -6,19 +6,26 @@ import { JobsView } from './views.js';
 import { HistoryView } from './history.js';
 import { TimelineView } from './timeline.js';
 import { ChartsView } from './charts.js';
+import { SchedulesView } from './schedules.js';
 
 const TABS = [
   ['jobs', 'Jobs'],
+  ...(config.schedules ? [['schedules', 'Schedules']] : []),
   ['timeline', 'Timeline'],
   ['history', 'History'],
   ['charts', 'Charts'],
 ];
+
+/** The body field naming what an action acts on. */
+const TARGET_FIELD = { replay: 'executionId', 'pause-schedule': 'schedule', 'resume-schedule': 'schedule' };
 
 const ACTION_TEXT = {
   trigger: (t) => `Trigger job “${t}” now? It runs once across the fleet, unless its latest slot already ran.`,
   replay: (t) => `Replay execution “${t}” as a new attempt? It runs once across the fleet.`,
   pause: (t) => `Pause job “${t}” on every instance? A running execution finishes.`,
   resume: (t) => `Resume job “${t}” on every instance?`,
+  'pause-schedule': (t) => `Pause schedule “${t}” on every instance? A running execution finishes.`,
+  'resume-schedule': (t) => `Resume schedule “${t}” on every instance, from its next slot?`,
 };
 
 function ConfirmDialog({ request, onClose }) {
@@ -84,7 +91,7 @@ function App() {
   };
 
   /** Asks, then runs an action and shows its outcome. */
-  const perform = useCallback((action, target) => {
+  const perform = useCallback((action, target, extra = {}) => {
     setConfirm({
       message: ACTION_TEXT[action](target),
       run: async () => {
@@ -92,7 +99,7 @@ function App() {
         setNotices((list) => [{ id, action, target }, ...list].slice(0, 3));
         const update = (fields) => setNotices((list) => list.map((n) => (n.id === id ? { ...n, ...fields } : n)));
         try {
-          const body = { [action === 'replay' ? 'executionId' : 'job']: target };
+          const body = { ...extra, [TARGET_FIELD[action] ?? 'job']: target };
           const result = await act(action, body);
           update({ outcome: result.outcome });
         } catch (error) {
@@ -132,6 +139,7 @@ function App() {
     <${Notices} notices=${notices} />
     <main id=${`panel-${tab}`} role="tabpanel" aria-labelledby=${`tab-${tab}`}>
       ${tab === 'jobs' ? html`<${JobsView} tick=${tick} perform=${actions} />` : null}
+      ${tab === 'schedules' ? html`<${SchedulesView} tick=${tick} perform=${actions} />` : null}
       ${tab === 'timeline' ? html`<${TimelineView} tick=${tick} />` : null}
       ${tab === 'history' ? html`<${HistoryView} tick=${tick} perform=${actions} />` : null}
       ${tab === 'charts' ? html`<${ChartsView} tick=${tick} />` : null}

@@ -9,6 +9,8 @@ export const config = {
   readOnly: meta('read-only') === 'true',
   refreshMs: Number(meta('refresh-ms')) || 5000,
   timelineMs: Number(meta('timeline-ms')) || 6 * 3600000,
+  /** The app declares @DistributedCronHandler methods: the Schedules view is shown. */
+  schedules: meta('schedules') === 'true',
 };
 
 /** Every run status and trigger, as the server knows them. */

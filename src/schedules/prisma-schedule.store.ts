@@ -1,0 +1,269 @@
+import type { PrismaClientLike } from '../distributed-cron.interfaces.js';
+import { SCHEMA_FIX } from '../history/schema.check.js';
+import {
+  executeStatement as execute,
+  instantOut,
+  queryRows as query,
+  toBool,
+  toDate,
+  toDateOrNull,
+  toInt,
+  toText,
+  toTextOrNull,
+  type RawRow,
+} from '../history/raw-sql.js';
+import {
+  SCHEDULE_FIELDS,
+  type EnabledChange,
+  type ScheduleChangeCursor,
+  type ScheduleChanges,
+  type ScheduleData,
+  type ScheduleField,
+  type ScheduleListQuery,
+  type SchedulePage,
+  type ScheduleRecord,
+  type ScheduleStore,
+  type ScheduleWrite,
+  type UpsertOutcome,
+} from './schedule.store.js';
+
+const TABLE = 'distributed_cron_schedules';
+
+/**
+ * A statement on the schedules' table; a database without the table (its migration not applied)
+ * is named as such, with the commands that add it, rather than as a bare "relation does not exist".
+ */
+async function missingTableSaid<T>(statement: Promise<T>): Promise<T> {
+  try {
+    return await statement;
+  } catch (error) {
+    const text = String((error as Error | undefined)?.message ?? error);
+    if (text.includes(TABLE) && /does not exist/.test(text)) {
+      throw new Error(`the table ${TABLE} of the schedules is missing from the database; run ${SCHEMA_FIX}`, { cause: error });
+    }
+    throw error;
+  }
+}
+const queryRows = (...args: Parameters<typeof query>): Promise<RawRow[]> => missingTableSaid(query(...args));
+const executeStatement = (...args: Parameters<typeof execute>): Promise<number> => missingTableSaid(execute(...args));
+
+/** Each field of the definition and its column. */
+const COLUMN_OF: Readonly<Record<ScheduleField, string>> = {
+  handler: 'handler',
+  expression: 'expression',
+  timeZone: 'time_zone',
+  data: 'data',
+  options: 'options',
+  enabled: 'enabled',
+  note: 'note',
+  startAt: 'start_at',
+  endAt: 'end_at',
+};
+/** The columns that decide when a slot is due: a change of one of them recomputes `next_due_at`. */
+const TIMING = ['expression', 'time_zone', 'enabled', 'start_at', 'end_at'];
+
+/** Every column of a row, as text, int4 or bool (raw-sql.ts), from the table or a CTE named `from`. */
+function columns(from: string): string {
+  const c = (name: string): string => `${from}.${name}`;
+  return [
+    `${c('id')}::text AS id`,
+    `${c('handler')}::text AS handler`,
+    `${c('expression')}::text AS expression`,
+    `${c('time_zone')}::text AS time_zone`,
+    `${c('data')}::text AS data`,
+    `${c('options')}::text AS options`,
+    `${c('enabled')}::boolean AS enabled`,
+    `${c('note')}::text AS note`,
+    `${instantOut(c('start_at'))} AS start_at`,
+    `${instantOut(c('end_at'))} AS end_at`,
+    `${c('version')}::int AS version`,
+    `${instantOut(c('next_due_at'))} AS next_due_at`,
+    `${instantOut(c('known_since'))} AS known_since`,
+    `${instantOut(c('created_at'))} AS created_at`,
+    `${instantOut(c('updated_at'))} AS updated_at`,
+  ].join(', ');
+}
+
+function json(value: unknown, column: string): ScheduleData {
+  const text = toTextOrNull(value, column);
+  return text === null ? null : (JSON.parse(text) as ScheduleData);
+}
+
+function toRecord(row: RawRow): ScheduleRecord {
+  return {
+    id: toText(row.id, 'id'),
+    handler: toText(row.handler, 'handler'),
+    expression: toText(row.expression, 'expression'),
+    timeZone: toText(row.time_zone, 'time_zone'),
+    data: json(row.data, 'data'),
+    options: (json(row.options, 'options') ?? {}) as Record<string, ScheduleData>,
+    enabled: toBool(row.enabled, 'enabled'),
+    note: toTextOrNull(row.note, 'note'),
+    startAt: toDateOrNull(row.start_at, 'start_at'),
+    endAt: toDateOrNull(row.end_at, 'end_at'),
+    version: toInt(row.version, 'version'),
+    nextDueAt: toDateOrNull(row.next_due_at, 'next_due_at'),
+    knownSince: toDate(row.known_since, 'known_since'),
+    createdAt: toDate(row.created_at, 'created_at'),
+    updatedAt: toDate(row.updated_at, 'updated_at'),
+  };
+}
+
+const definition = (from: string): string => `(${SCHEDULE_FIELDS.map((f) => `${from}.${COLUMN_OF[f]}`).join(', ')})`;
+
+/**
+ * The upsert, one statement: the row as it was (for the changed fields), the INSERT ... ON
+ * CONFLICT DO UPDATE that writes only when the definition differs from the row it locked (so
+ * concurrent upserts of one id serialise on the row and the last one's definition stays), and
+ * which fields differ. No row back: nothing differed.
+ */
+const UPSERT = `WITH prior AS (
+  SELECT ${SCHEDULE_FIELDS.map((f) => COLUMN_OF[f]).join(', ')} FROM ${TABLE} WHERE id = $1::text
+), written AS (
+  INSERT INTO ${TABLE} AS s (id, handler, expression, time_zone, data, options, enabled, note, start_at, end_at,
+                             version, next_due_at, known_since, created_at, updated_at)
+  VALUES ($1::text, $2::text, $3::text, $4::text, $5::text::jsonb, $6::text::jsonb, $7::boolean, $8::text,
+          $9::timestamptz, $10::timestamptz, 1, $11::timestamptz, $12::timestamptz, $12::timestamptz, $12::timestamptz)
+  ON CONFLICT (id) DO UPDATE SET
+    ${SCHEDULE_FIELDS.map((f) => `${COLUMN_OF[f]} = EXCLUDED.${COLUMN_OF[f]}`).join(', ')},
+    version = s.version + 1,
+    next_due_at = CASE WHEN (${TIMING.map((c) => `s.${c}`).join(', ')}) IS DISTINCT FROM (${TIMING.map((c) => `EXCLUDED.${c}`).join(', ')})
+                       THEN EXCLUDED.next_due_at ELSE s.next_due_at END,
+    known_since = CASE WHEN (s.expression, s.time_zone) IS DISTINCT FROM (EXCLUDED.expression, EXCLUDED.time_zone)
+                       THEN EXCLUDED.known_since ELSE s.known_since END,
+    updated_at = EXCLUDED.updated_at
+  WHERE ${definition('s')} IS DISTINCT FROM ${definition('EXCLUDED')}
+  RETURNING s.*, (s.xmax::text = '0') AS created
+)
+SELECT ${columns('w')}, w.created::boolean AS created,
+       ${SCHEDULE_FIELDS.map((f) => `(p.${COLUMN_OF[f]} IS DISTINCT FROM w.${COLUMN_OF[f]})::boolean AS changed_${COLUMN_OF[f]}`).join(',\n       ')}
+  FROM written w LEFT JOIN prior p ON true`;
+
+/** The schedules in the app's database through its PrismaClient (prisma/migrations: `distributed_cron_schedules`). */
+export class PrismaScheduleStore implements ScheduleStore {
+  constructor(private readonly prisma: PrismaClientLike) {}
+
+  async upsert(write: ScheduleWrite, now: Date): Promise<UpsertOutcome> {
+    const rows = await queryRows(
+      this.prisma,
+      UPSERT,
+      write.id,
+      write.handler,
+      write.expression,
+      write.timeZone,
+      write.data === null ? null : JSON.stringify(write.data),
+      JSON.stringify(write.options),
+      write.enabled,
+      write.note,
+      write.startAt,
+      write.endAt,
+      write.nextDueAt,
+      now,
+    );
+    const row = rows[0];
+    if (!row) {
+      const record = await this.get(write.id);
+      // Removed between the two statements: write it again (the row is gone, so this creates it).
+      return record ? { kind: 'unchanged', changed: [], record } : this.upsert(write, now);
+    }
+    const created = toBool(row.created, 'created');
+    return {
+      kind: created ? 'created' : 'updated',
+      changed: created ? SCHEDULE_FIELDS : SCHEDULE_FIELDS.filter((f) => toBool(row[`changed_${COLUMN_OF[f]}`], `changed_${COLUMN_OF[f]}`)),
+      record: toRecord(row),
+    };
+  }
+
+  async remove(id: string): Promise<boolean> {
+    return (await executeStatement(this.prisma, `DELETE FROM ${TABLE} WHERE id = $1::text`, id)) > 0;
+  }
+
+  async get(id: string): Promise<ScheduleRecord | undefined> {
+    const rows = await queryRows(this.prisma, `SELECT ${columns(TABLE)} FROM ${TABLE} WHERE id = $1::text`, id);
+    return rows[0] ? toRecord(rows[0]) : undefined;
+  }
+
+  async list(query: ScheduleListQuery): Promise<SchedulePage> {
+    const where: string[] = [];
+    const values: unknown[] = [];
+    const param = (value: unknown, cast: string): string => {
+      values.push(value);
+      return `$${values.length}::${cast}`;
+    };
+    if (query.handler !== undefined) where.push(`handler = ${param(query.handler, 'text')}`);
+    if (query.enabled !== undefined) where.push(`enabled = ${param(query.enabled, 'boolean')}`);
+    if (query.search !== undefined) where.push(`strpos(lower(id), lower(${param(query.search, 'text')})) > 0`);
+    if (query.cursor !== undefined) where.push(`id > ${param(query.cursor, 'text')}`);
+    const rows = await queryRows(
+      this.prisma,
+      `SELECT ${columns(TABLE)} FROM ${TABLE} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY id LIMIT ${param(query.limit + 1, 'integer')}`,
+      ...values,
+    );
+    const schedules = rows.slice(0, query.limit).map(toRecord);
+    return rows.length > query.limit ? { schedules, next: schedules.at(-1)!.id } : { schedules };
+  }
+
+  async setEnabled(change: EnabledChange, now: Date): Promise<ScheduleRecord | undefined> {
+    const rows = await queryRows(
+      this.prisma,
+      `UPDATE ${TABLE} SET
+         enabled = $2::boolean,
+         note = CASE WHEN $3::boolean THEN $4::text ELSE note END,
+         next_due_at = CASE WHEN enabled IS DISTINCT FROM $2::boolean THEN $5::timestamptz ELSE next_due_at END,
+         version = version + 1,
+         updated_at = $7::timestamptz
+       WHERE id = $1::text AND version = $6::integer
+         AND (enabled IS DISTINCT FROM $2::boolean OR ($3::boolean AND note IS DISTINCT FROM $4::text))
+       RETURNING ${columns(TABLE)}`,
+      change.id,
+      change.enabled,
+      change.note !== undefined,
+      change.note ?? null,
+      change.nextDueAt,
+      change.version,
+      now,
+    );
+    return rows[0] ? toRecord(rows[0]) : undefined;
+  }
+
+  async due(upTo: Date, limit: number): Promise<ScheduleRecord[]> {
+    const rows = await queryRows(
+      this.prisma,
+      `SELECT ${columns(TABLE)} FROM ${TABLE} WHERE next_due_at <= $1::timestamptz AND enabled
+        ORDER BY next_due_at, id LIMIT $2::integer`,
+      upTo,
+      limit,
+    );
+    return rows.map(toRecord);
+  }
+
+  async advance(id: string, version: number, fromDueAt: Date, nextDueAt: Date | null): Promise<boolean> {
+    const moved = await executeStatement(
+      this.prisma,
+      `UPDATE ${TABLE} SET next_due_at = $4::timestamptz
+        WHERE id = $1::text AND version = $2::integer AND next_due_at = $3::timestamptz`,
+      id,
+      version,
+      fromDueAt,
+      nextDueAt,
+    );
+    return moved > 0;
+  }
+
+  async changedSince(cursor: ScheduleChangeCursor | undefined, limit: number): Promise<ScheduleChanges> {
+    const rows = cursor
+      ? await queryRows(
+          this.prisma,
+          `SELECT ${columns(TABLE)} FROM ${TABLE} WHERE (updated_at, id) > ($1::timestamptz, $2::text)
+            ORDER BY updated_at, id LIMIT $3::integer`,
+          cursor.updatedAt,
+          cursor.id,
+          limit,
+        )
+      : await queryRows(this.prisma, `SELECT ${columns(TABLE)} FROM ${TABLE} ORDER BY updated_at, id LIMIT $1::integer`, limit);
+    const schedules = rows.map(toRecord);
+    const last = schedules.at(-1);
+    return { schedules, cursor: last ? { updatedAt: last.updatedAt, id: last.id } : cursor };
+  }
+}

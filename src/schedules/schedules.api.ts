@@ -1,0 +1,194 @@
+import { shown } from '../distributed-cron.messages.js';
+import { DistributedCronArgumentError } from '../errors/distributed-cron-argument.error.js';
+import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
+import { DistributedCronScheduleError } from '../errors/distributed-cron-schedule.error.js';
+import { formatInZone } from '../scheduling/cron.schedule.js';
+import {
+  nextDue,
+  resolveSchedule,
+  scheduleWrite,
+  storedDefinition,
+  type ResolvedSchedule,
+  type ScheduleDefinition,
+  type ScheduleModuleOptions,
+} from './schedule.config.js';
+import type { SchedulePage, ScheduleRecord, ScheduleStore, UpsertOutcome } from './schedule.store.js';
+
+/** `list()` pages: this many schedules unless `limit` says otherwise, never more than the maximum. */
+const DEFAULT_PAGE = 100;
+const MAX_PAGE = 1_000;
+/** nextRuns() computes every slot in one go; more than this is a mistake, not a schedule. */
+const MAX_NEXT_RUNS = 1_000;
+/** pause()/resume() read the row again when another write moved its version meanwhile. */
+const MAX_ATTEMPTS = 5;
+
+/** Which schedules `list()` returns, one page at a time. */
+export interface ScheduleListOptions {
+  /** Only the schedules of this handler. */
+  handler?: string;
+  /** Only enabled (`true`) or paused (`false`) schedules. */
+  enabled?: boolean;
+  /** Only schedules whose id contains this text, in any case. */
+  search?: string;
+  /** The `next` of the previous page. */
+  cursor?: string;
+  /** At most this many (1-1000). @default 100 */
+  limit?: number;
+}
+
+/** A future slot of a schedule, as an instant and as wall time in its zone. */
+export interface ScheduleNextRun {
+  at: Date;
+  /** ISO-8601 with the zone's offset, e.g. `2026-03-29T03:00:00+02:00`. */
+  local: string;
+}
+
+/** What the schedules API needs of the module. */
+export interface SchedulesDeps {
+  /** Where schedules live; null when the module has neither `prisma` nor `stores.schedules`. */
+  readonly store: ScheduleStore | null;
+  /** The `@DistributedCronHandler` names of the app. */
+  readonly handlers: () => readonly string[];
+  readonly module: ScheduleModuleOptions;
+  /** The module's clock, epoch milliseconds. */
+  readonly clock: () => number;
+}
+
+/**
+ * Schedules created, changed, paused and removed while the app runs (`DistributedCronService.schedules`),
+ * one row each in the app's database. Every definition is checked by the code that checks a
+ * `@DistributedCron` job's options; a wrong one rejects with a `DistributedCronScheduleError`
+ * naming the schedule and the option, and nothing is stored.
+ */
+export class DistributedCronSchedules {
+  constructor(private readonly deps: SchedulesDeps) {}
+
+  /**
+   * Creates the schedule, or changes it to this definition (idempotent by `id`: the same definition
+   * again changes nothing). Concurrent upserts of one id from several instances leave one schedule,
+   * the last write's. A changed expression, zone, window or `enabled` takes effect from the next
+   * slot after now; a change of data or options keeps the slot that is due.
+   * @example await cron.schedules.upsert({ id: `report:${tenant.id}`, handler: 'tenant-report', cron: '0 9 * * 1', timeZone: tenant.zone, data: { tenantId: tenant.id } })
+   */
+  async upsert(definition: ScheduleDefinition): Promise<UpsertOutcome> {
+    const schedule = resolveSchedule(definition, this.deps.module, this.deps.handlers());
+    const now = this.now();
+    return this.store().upsert(scheduleWrite(definition, schedule, now), now);
+  }
+
+  /** Deletes the schedule; whether it existed. */
+  async remove(id: string): Promise<boolean> {
+    return this.store().remove(checkedId('remove', id));
+  }
+
+  /** The schedule as stored, or undefined. */
+  async get(id: string): Promise<ScheduleRecord | undefined> {
+    return this.store().get(checkedId('get', id));
+  }
+
+  /** A page of schedules in id order; pass its `next` as `cursor` for the following page. */
+  async list(options: ScheduleListOptions = {}): Promise<SchedulePage> {
+    const fail = (option: string, problem: string): never => {
+      throw new DistributedCronArgumentError('schedules.list', undefined, option === 'options' ? option : `options.${option}`, problem);
+    };
+    if (typeof options !== 'object' || options === null) fail('options', `must be an object, got ${shown(options)}`);
+    const { handler, enabled, search, cursor, limit = DEFAULT_PAGE } = options;
+    if (handler !== undefined && typeof handler !== 'string') fail('handler', `must be a string, got ${shown(handler)}`);
+    if (enabled !== undefined && typeof enabled !== 'boolean') fail('enabled', `must be true or false, got ${shown(enabled)}`);
+    if (search !== undefined && typeof search !== 'string') fail('search', `must be a string, got ${shown(search)}`);
+    if (cursor !== undefined && typeof cursor !== 'string') fail('cursor', `must be the \`next\` of a page, got ${shown(cursor)}`);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE)
+      fail('limit', `must be an integer from 1 to ${MAX_PAGE}, got ${shown(limit)}`);
+    return this.store().list({ handler, enabled, search: search === '' ? undefined : search, cursor, limit });
+  }
+
+  /** Pauses the schedule fleet-wide: nothing is due until `resume`. The note says why (kept until changed). */
+  async pause(id: string, note?: string | null): Promise<ScheduleRecord> {
+    return this.setEnabled(checkedId('pause', id), false, note);
+  }
+
+  /** Resumes a paused schedule from its next slot after now: no slot of the paused time runs. */
+  async resume(id: string, note?: string | null): Promise<ScheduleRecord> {
+    return this.setEnabled(checkedId('resume', id), true, note);
+  }
+
+  /**
+   * The schedule's next `count` slots after `from` (default now), inside its window; none while
+   * it is paused. Computed as its slots will be, DST rules included.
+   */
+  async nextRuns(id: string, count = 5, from?: Date): Promise<ScheduleNextRun[]> {
+    checkedId('nextRuns', id);
+    if (!Number.isInteger(count) || count < 1 || count > MAX_NEXT_RUNS) {
+      throw new DistributedCronArgumentError(
+        'schedules.nextRuns',
+        id,
+        'count',
+        `must be an integer from 1 to ${MAX_NEXT_RUNS}, got ${shown(count)}`,
+      );
+    }
+    if (from !== undefined && (!(from instanceof Date) || Number.isNaN(from.getTime()))) {
+      throw new DistributedCronArgumentError('schedules.nextRuns', id, 'from', `must be a valid Date, got ${shown(from)}`);
+    }
+    const schedule = this.resolved(await this.existing(id));
+    const runs: ScheduleNextRun[] = [];
+    let after = from ?? new Date(this.now());
+    for (let i = 0; i < count; i++) {
+      const at = nextDue(schedule, after);
+      if (!at) break;
+      runs.push({ at, local: formatInZone(at, schedule.job.timeZone) });
+      after = at;
+    }
+    return runs;
+  }
+
+  private async setEnabled(id: string, enabled: boolean, note: string | null | undefined): Promise<ScheduleRecord> {
+    if (note !== undefined && note !== null && (typeof note !== 'string' || note.length > 1_000)) {
+      throw new DistributedCronScheduleError(id, 'note', `must be a string of at most 1000 characters, got ${shown(note)}`);
+    }
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const record = await this.existing(id);
+      if (record.enabled === enabled && (note === undefined || record.note === note)) return record;
+      const now = this.now();
+      const nextDueAt = enabled ? nextDue({ ...this.resolved(record), enabled: true }, now) : null;
+      const written = await this.store().setEnabled({ id, enabled, note, nextDueAt, version: record.version }, now);
+      if (written) return written;
+      // Changed or removed meanwhile: look again.
+    }
+    throw new DistributedCronScheduleError(
+      id,
+      undefined,
+      `changed by others ${MAX_ATTEMPTS} times while it was being ${enabled ? 'resumed' : 'paused'}; try again`,
+    );
+  }
+
+  private resolved(record: ScheduleRecord): ResolvedSchedule {
+    return resolveSchedule(storedDefinition(record), this.deps.module, undefined);
+  }
+
+  private async existing(id: string): Promise<ScheduleRecord> {
+    const record = await this.store().get(id);
+    if (!record) throw new DistributedCronScheduleError(id, undefined, 'no schedule has this id');
+    return record;
+  }
+
+  private store(): ScheduleStore {
+    if (this.deps.store) return this.deps.store;
+    throw new DistributedCronConfigError(
+      undefined,
+      'stores.schedules',
+      "schedules need a store: pass the module's `prisma` (a client generated with the DistributedCronSchedule model) or `stores.schedules`",
+    );
+  }
+
+  private now(): Date {
+    return new Date(this.deps.clock());
+  }
+}
+
+/** The id argument of a method: a wrong one is an argument error naming the method. */
+function checkedId(method: string, id: unknown): string {
+  if (typeof id !== 'string' || id.length === 0) {
+    throw new DistributedCronArgumentError(`schedules.${method}`, undefined, 'id', `must be a non-empty string, got ${shown(id)}`);
+  }
+  return id;
+}

@@ -1,0 +1,271 @@
+/**
+ * What every schedule store must do: one behaviour per case. `schedule-store.test.ts` runs these
+ * against InMemoryScheduleStore and PrismaScheduleStore (a database of its own). Every case uses
+ * its own ids (`contract-ss-…`) and instants of its own year where it reads across ids (`due`,
+ * `changedSince`), so the cases never see each other's rows.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ScheduleStore, ScheduleWrite } from '../../src/schedules/schedule.store.js';
+import { uniqueName } from '../support/services.js';
+
+const at = (iso: string): Date => new Date(iso);
+const NOW = at('2026-03-01T10:00:00.000Z');
+const LATER = at('2026-03-01T10:05:00.000Z');
+
+function write(id: string, extra: Partial<ScheduleWrite> = {}): ScheduleWrite {
+  return {
+    id,
+    handler: 'tenant-report',
+    expression: '0 9 * * *',
+    timeZone: 'Europe/Berlin',
+    data: { tenant: 42, tags: ['a', 'b'], nested: { ok: true, none: null } },
+    options: { overlap: 'skip', retry: { attempts: 3, backoff: '1s' }, jitter: '30s' },
+    enabled: true,
+    note: null,
+    startAt: null,
+    endAt: null,
+    nextDueAt: at('2026-03-02T08:00:00.000Z'),
+    ...extra,
+  };
+}
+
+export interface ScheduleStoreFixture {
+  /** The store under test. */
+  store: ScheduleStore;
+  /** Stores on separate connections to the same rows (separate PrismaClients), for the concurrency case. */
+  clients: (count: number) => Promise<{ stores: ScheduleStore[]; close: () => Promise<void> }>;
+}
+
+export function scheduleStoreContract(name: string, fixture: () => ScheduleStoreFixture): void {
+  const id = (): string => uniqueName('contract-ss');
+
+  describe(`ScheduleStore contract: ${name}`, () => {
+    it('creates a schedule at version 1, known since now, and reads back every field as written', async () => {
+      const { store } = fixture();
+      const w = write(id(), { note: 'first', startAt: at('2026-03-01T00:00:00.000Z'), endAt: at('2027-01-01T00:00:00.000Z') });
+      const outcome = await store.upsert(w, NOW);
+      expect(outcome.kind).toBe('created');
+      expect(outcome.changed).toEqual(['handler', 'expression', 'timeZone', 'data', 'options', 'enabled', 'note', 'startAt', 'endAt']);
+      const expected = { ...w, version: 1, knownSince: NOW, createdAt: NOW, updatedAt: NOW };
+      expect(outcome.record).toEqual(expected);
+      expect(await store.get(w.id)).toEqual(expected);
+      expect(await store.get(id())).toBeUndefined();
+    });
+
+    it('the same definition again changes nothing: same version, same update time', async () => {
+      const { store } = fixture();
+      const w = write(id());
+      await store.upsert(w, NOW);
+      // The same JSON with its keys in another order, and another due time (not a field of the definition).
+      const again = await store.upsert(
+        { ...w, options: { jitter: '30s', retry: { backoff: '1s', attempts: 3 }, overlap: 'skip' }, nextDueAt: LATER },
+        LATER,
+      );
+      expect(again.kind).toBe('unchanged');
+      expect(again.changed).toEqual([]);
+      expect(again.record.version).toBe(1);
+      expect(again.record.updatedAt).toEqual(NOW);
+      expect(again.record.nextDueAt).toEqual(w.nextDueAt);
+    });
+
+    it('a change of data or options bumps the version and keeps the due time and known-since', async () => {
+      const { store } = fixture();
+      const w = write(id());
+      await store.upsert(w, NOW);
+      const changed = await store.upsert(
+        { ...w, data: { tenant: 43 }, options: { overlap: 'queue' }, nextDueAt: at('2026-03-03T08:00:00.000Z') },
+        LATER,
+      );
+      expect(changed.kind).toBe('updated');
+      expect(changed.changed).toEqual(['data', 'options']);
+      expect(changed.record).toMatchObject({
+        version: 2,
+        data: { tenant: 43 },
+        options: { overlap: 'queue' },
+        nextDueAt: w.nextDueAt,
+        knownSince: NOW,
+        createdAt: NOW,
+        updatedAt: LATER,
+      });
+    });
+
+    it('a changed expression or zone moves known-since and takes the new due time; a changed handler neither', async () => {
+      const { store } = fixture();
+      const w = write(id());
+      await store.upsert(w, NOW);
+      const moved = await store.upsert({ ...w, expression: '0 10 * * *', nextDueAt: at('2026-03-02T09:00:00.000Z') }, LATER);
+      expect(moved.changed).toEqual(['expression']);
+      expect(moved.record).toMatchObject({ version: 2, knownSince: LATER, nextDueAt: at('2026-03-02T09:00:00.000Z') });
+      const zone = await store.upsert(
+        { ...moved.record, timeZone: 'Asia/Tokyo', nextDueAt: at('2026-03-02T01:00:00.000Z') },
+        at('2026-03-01T11:00:00.000Z'),
+      );
+      expect(zone.record).toMatchObject({ version: 3, knownSince: at('2026-03-01T11:00:00.000Z') });
+      const handler = await store.upsert({ ...zone.record, handler: 'other', nextDueAt: LATER }, at('2026-03-01T12:00:00.000Z'));
+      expect(handler.changed).toEqual(['handler']);
+      expect(handler.record).toMatchObject({
+        version: 4,
+        knownSince: at('2026-03-01T11:00:00.000Z'),
+        nextDueAt: at('2026-03-02T01:00:00.000Z'),
+      });
+    });
+
+    it('stores data null, strings, numbers and arrays as given', async () => {
+      const { store } = fixture();
+      for (const data of [null, 'text with "quotes" and \\ and ü', 12.5, [1, 'two', null], { '': { a: [] } }]) {
+        const w = write(id(), { data });
+        await store.upsert(w, NOW);
+        expect((await store.get(w.id))!.data).toEqual(data);
+      }
+    });
+
+    it('removes a schedule once', async () => {
+      const { store } = fixture();
+      const w = write(id());
+      await store.upsert(w, NOW);
+      expect(await store.remove(w.id)).toBe(true);
+      expect(await store.remove(w.id)).toBe(false);
+      expect(await store.get(w.id)).toBeUndefined();
+      // Created again afresh.
+      expect((await store.upsert(w, LATER)).record).toMatchObject({ version: 1, createdAt: LATER });
+    });
+
+    it('lists in keyset pages: every match once, in one stable order, filtered by handler, enabled and search', async () => {
+      const { store } = fixture();
+      const prefix = id();
+      const handler = uniqueName('contract-ss-handler');
+      const ids = Array.from({ length: 23 }, (_, i) => `${prefix}-${i % 2 ? 'Even' : 'odd'}-${String(i).padStart(2, '0')}`);
+      for (const [i, sid] of ids.entries()) await store.upsert(write(sid, { handler, enabled: i % 3 !== 0 }), NOW);
+      const all = async (query: { enabled?: boolean; search?: string }, limit: number): Promise<string[]> => {
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        for (let pages = 0; pages < 100; pages++) {
+          const page = await store.list({ handler, ...query, cursor, limit });
+          expect(page.schedules.length).toBeLessThanOrEqual(limit);
+          seen.push(...page.schedules.map((s) => s.id));
+          if (!page.next) return seen;
+          cursor = page.next;
+        }
+        throw new Error('more than 100 pages');
+      };
+      const everything = await all({}, 1_000);
+      expect([...everything].sort()).toEqual([...ids].sort());
+      // Pages of 4 and of 7 give the same order as one page, each id once.
+      expect(await all({}, 4)).toEqual(everything);
+      expect(await all({}, 7)).toEqual(everything);
+      const enabled = ids.filter((_, i) => i % 3 !== 0);
+      expect([...(await all({ enabled: true }, 5))].sort()).toEqual([...enabled].sort());
+      expect(await all({ enabled: false }, 2)).toEqual(everything.filter((sid) => !enabled.includes(sid)));
+      // Search: part of the id, any case.
+      expect(await all({ search: 'EVEN' }, 3)).toEqual(everything.filter((sid) => sid.includes('Even')));
+      expect(await all({ search: `${prefix}-odd-0`.toUpperCase() }, 3)).toEqual(
+        everything.filter((sid) => sid.startsWith(`${prefix}-odd-0`)),
+      );
+      expect(await store.list({ handler: uniqueName('nobody'), limit: 5 })).toEqual({ schedules: [] });
+      // A row added before the cursor does not shift the next page.
+      const first = await store.list({ handler, limit: 5 });
+      await store.upsert(write(`${prefix}-Aaa`, { handler }), NOW);
+      const second = await store.list({ handler, cursor: first.next, limit: 5 });
+      expect(second.schedules.map((s) => s.id)).toEqual(everything.slice(5, 10));
+    });
+
+    it('pauses and resumes against a version: the due time goes and comes back, a stale version writes nothing', async () => {
+      const { store } = fixture();
+      const w = write(id());
+      await store.upsert(w, NOW);
+      const paused = await store.setEnabled({ id: w.id, enabled: false, note: 'billing overdue', nextDueAt: null, version: 1 }, LATER);
+      expect(paused).toMatchObject({ enabled: false, note: 'billing overdue', nextDueAt: null, version: 2, updatedAt: LATER });
+      // Already paused, same note: nothing written. A stale version: nothing written.
+      expect(await store.setEnabled({ id: w.id, enabled: false, nextDueAt: null, version: 2 }, LATER)).toBeUndefined();
+      const resumeAt = at('2026-03-05T08:00:00.000Z');
+      expect(await store.setEnabled({ id: w.id, enabled: true, nextDueAt: resumeAt, version: 1 }, LATER)).toBeUndefined();
+      expect(await store.get(w.id)).toMatchObject({ enabled: false, version: 2 });
+      const resumed = await store.setEnabled({ id: w.id, enabled: true, nextDueAt: resumeAt, version: 2 }, LATER);
+      expect(resumed).toMatchObject({ enabled: true, note: 'billing overdue', nextDueAt: resumeAt, version: 3 });
+      // A new note alone bumps the version and leaves the due time.
+      const noted = await store.setEnabled({ id: w.id, enabled: true, note: null, nextDueAt: null, version: 3 }, LATER);
+      expect(noted).toMatchObject({ enabled: true, note: null, nextDueAt: resumeAt, version: 4 });
+      expect(await store.setEnabled({ id: id(), enabled: false, nextDueAt: null, version: 1 }, LATER)).toBeUndefined();
+    });
+
+    it('due: enabled schedules due by then, in due order then id, at most the limit', async () => {
+      const { store } = fixture();
+      // Instants of 2001: no other case has a row due then.
+      const t = (minute: number): Date => new Date(Date.UTC(2001, 0, 1, 9, minute));
+      const prefix = id();
+      await store.upsert(write(`${prefix}-c`, { nextDueAt: t(1) }), NOW);
+      await store.upsert(write(`${prefix}-a`, { nextDueAt: t(2) }), NOW);
+      await store.upsert(write(`${prefix}-b`, { nextDueAt: t(1) }), NOW);
+      await store.upsert(write(`${prefix}-later`, { nextDueAt: t(30) }), NOW);
+      await store.upsert(write(`${prefix}-paused`, { nextDueAt: t(0), enabled: false }), NOW);
+      await store.upsert(write(`${prefix}-ended`, { nextDueAt: null }), NOW);
+      const due = await store.due(t(10), 100);
+      expect(due.map((s) => s.id)).toEqual([`${prefix}-b`, `${prefix}-c`, `${prefix}-a`]);
+      expect((await store.due(t(10), 2)).map((s) => s.id)).toEqual([`${prefix}-b`, `${prefix}-c`]);
+      expect(due[0]).toMatchObject({ nextDueAt: t(1), version: 1, handler: 'tenant-report' });
+    });
+
+    it('advance is a compare-and-set on the due time and the version', async () => {
+      const { store } = fixture();
+      const w = write(id(), { nextDueAt: at('2026-03-02T08:00:00.000Z') });
+      await store.upsert(w, NOW);
+      const next = at('2026-03-03T08:00:00.000Z');
+      expect(await store.advance(w.id, 1, w.nextDueAt!, next)).toBe(true);
+      // A second instance that read the same due time loses.
+      expect(await store.advance(w.id, 1, w.nextDueAt!, next)).toBe(false);
+      expect(await store.get(w.id)).toMatchObject({ nextDueAt: next, version: 1, updatedAt: NOW });
+      // A changed schedule (version 2) is not advanced with its old definition.
+      await store.upsert({ ...w, data: 'v2' }, LATER);
+      expect(await store.advance(w.id, 1, next, at('2026-03-04T08:00:00.000Z'))).toBe(false);
+      // To null: nothing more is due (past its end).
+      expect(await store.advance(w.id, 2, next, null)).toBe(true);
+      expect((await store.get(w.id))!.nextDueAt).toBeNull();
+      expect(await store.advance(id(), 1, next, null)).toBe(false);
+    });
+
+    it('changedSince: writes after the cursor in (updated, id) order; an advance is no change', async () => {
+      const { store } = fixture();
+      // Write times in 2031: no other case writes then.
+      const t = (minute: number): Date => new Date(Date.UTC(2031, 0, 1, 9, minute));
+      const start = { updatedAt: t(0), id: '' };
+      const prefix = id();
+      await store.upsert(write(`${prefix}-b`), t(1));
+      await store.upsert(write(`${prefix}-a`), t(1));
+      await store.upsert(write(`${prefix}-c`), t(2));
+      const first = await store.changedSince(start, 2);
+      expect(first.schedules.map((s) => s.id)).toEqual([`${prefix}-a`, `${prefix}-b`]);
+      const second = await store.changedSince(first.cursor, 10);
+      expect(second.schedules.map((s) => s.id)).toEqual([`${prefix}-c`]);
+      const quiet = await store.changedSince(second.cursor, 10);
+      expect(quiet).toEqual({ schedules: [], cursor: second.cursor });
+      await store.advance(`${prefix}-a`, 1, write('x').nextDueAt!, null);
+      expect((await store.changedSince(second.cursor, 10)).schedules).toEqual([]);
+      await store.upsert(write(`${prefix}-a`, { note: 'changed' }), t(3));
+      expect((await store.changedSince(second.cursor, 10)).schedules.map((s) => [s.id, s.version])).toEqual([[`${prefix}-a`, 2]]);
+    });
+
+    it('20 concurrent upserts of one id from separate clients: one row, the last write wins, no lost version', async () => {
+      const { clients } = fixture();
+      const { stores, close } = await clients(20);
+      try {
+        const sid = id();
+        const writes = stores.map((_, i) => write(sid, { options: { overlap: 'skip', timeout: `${i + 1}s` }, data: { writer: i } }));
+        const outcomes = await Promise.all(stores.map((s, i) => s.upsert(writes[i]!, new Date(NOW.getTime() + i))));
+        expect(outcomes.filter((o) => o.kind === 'created')).toHaveLength(1);
+        expect(outcomes.filter((o) => o.kind === 'unchanged')).toHaveLength(0);
+        // Each write made a version of its own, 1 to 20: none was lost or applied twice.
+        expect(outcomes.map((o) => o.record.version).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+        const last = outcomes.find((o) => o.record.version === 20)!;
+        const row = await stores[0]!.get(sid);
+        expect(row).toEqual(last.record);
+        expect(row!.options).toEqual(
+          writes.find((w) => (w.data as { writer: number }).writer === (last.record.data as { writer: number }).writer)!.options,
+        );
+        const page = await stores[0]!.list({ search: sid, limit: 10 });
+        expect(page.schedules).toHaveLength(1);
+      } finally {
+        await close();
+      }
+    }, 30_000);
+  });
+}
