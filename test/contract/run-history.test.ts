@@ -34,7 +34,8 @@ afterAll(async () => {
 runHistoryContract('PrismaRunHistory', () => eachPort(new PrismaRunHistory(prisma)));
 
 describe('PrismaRunHistory batching', () => {
-  it('answers the lookups of a turn (the catch-up of every job at start-up) with one statement', async () => {
+  /** The history on a client that counts the statements it is sent. */
+  function counted(): { history: PrismaRunHistory; statements: () => number } {
     let statements = 0;
     const counting = new Proxy(prisma, {
       get(target, key, receiver) {
@@ -46,10 +47,39 @@ describe('PrismaRunHistory batching', () => {
         };
       },
     }) as unknown as PrismaClientLike;
-    const history = new PrismaRunHistory(counting);
+    return { history: new PrismaRunHistory(counting), statements: () => statements };
+  }
+
+  it('answers the lookups of a turn (the catch-up of every job at start-up) with one statement', async () => {
+    const { history, statements } = counted();
     const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => history.existing([`batch-lookup-${i}:1`])));
     expect(answers.every((answer) => answer.size === 0)).toBe(true);
-    expect(statements).toBe(1);
+    expect(statements()).toBe(1);
+  });
+
+  it('reads the rows asked for in one turn (slots finding their jobs held, under load) with one statement, each its own', async () => {
+    const job = `contract-get-${Date.now().toString(36)}`;
+    const writer = new PrismaRunHistory(prisma);
+    await Promise.all(
+      [1, 2, 3].map((n) =>
+        writer.begin({
+          jobName: job,
+          executionId: `${job}:${n}`,
+          scheduledAt: new Date(Date.UTC(2026, 2, 1, 10, n)),
+          businessDate: '2026-03-01',
+          instanceId: 'instance-a',
+          trigger: 'schedule',
+          now: new Date(Date.UTC(2026, 2, 1, 10, n)),
+          fencingToken: n,
+          maxAttempts: 1,
+        }),
+      ),
+    );
+    const { history, statements } = counted();
+    const ids = [`${job}:1`, `${job}:2`, `${job}:9`, `${job}:3`, `${job}:1`];
+    const rows = await Promise.all(ids.map((id) => history.get(id)));
+    expect(rows.map((row) => row?.fencingToken ?? null)).toEqual([1, 2, null, 3, 1]);
+    expect(statements()).toBe(1);
   });
 });
 
