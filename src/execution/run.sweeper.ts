@@ -9,6 +9,14 @@ import type { RunRecord } from '../distributed-cron.interfaces.js';
 export interface SweeperDeps {
   /** Every job mounted on this instance, by name; a job whose timer is not active is not swept here. */
   readonly jobs: ReadonlyMap<string, { readonly executor: JobExecutor; readonly timer: { readonly active: boolean } }>;
+  /**
+   * Jobs beyond the mounted ones (schedules created at run time): the executors this instance
+   * holds now, and one built on demand for a row whose job it does not hold (undefined: none).
+   */
+  readonly more?: {
+    active(): Iterable<JobExecutor>;
+    adopt(jobName: string): Promise<JobExecutor | undefined>;
+  };
   readonly history: SweepQueries;
   /** Whether an orphaned `running` row's run still holds its lease. */
   readonly leases: Pick<LeaseStore, 'owner'>;
@@ -65,7 +73,7 @@ export class RunSweeper {
 
   /** Sweeps now (which also opens the run history's connection before the first slot) and every `everyMs`. */
   start(): void {
-    if (this.timer || this.deps.jobs.size === 0) return;
+    if (this.timer || (this.deps.jobs.size === 0 && !this.deps.more)) return;
     // A built-in sweeper is built with the module and started at bootstrap: it watches from here.
     this.startedAt = this.deps.clock();
     const pass = (): void => {
@@ -89,6 +97,7 @@ export class RunSweeper {
     const { deps } = this;
     // Jobs whose timer runs on this instance (not `disabled`, not stopped in SchedulerRegistry).
     const active = [...deps.jobs.values()].filter(({ timer }) => timer.active).map(({ executor }) => executor);
+    if (deps.more) active.push(...deps.more.active());
     const byName = new Map(active.map((executor) => [executor.job.name, executor]));
     const names = [...byName.keys()];
     const now = deps.clock();
@@ -180,9 +189,12 @@ export class RunSweeper {
 
   /** Rows of jobs this instance does not schedule, waiting for longer than ORPHAN_GRACE_MS. */
   private async closeOrphans(names: string[], now: number): Promise<void> {
-    const { history, leases, logger } = this.deps;
+    const { deps } = this;
+    const { history, leases, logger } = deps;
     const at = new Date(now);
     for (const row of await history.orphans(names, new Date(now - ORPHAN_GRACE_MS), BATCH)) {
+      // A schedule's row whose executor this instance dropped: built again, it is looked after from the next sweep.
+      if (deps.more && !names.includes(row.jobName) && (await deps.more.adopt(row.jobName))) continue;
       const nobody = `job '${row.jobName}' is not scheduled on instance ${this.deps.instanceId} (removed, renamed, disabled or stopped)`;
       let closed = false;
       if (row.status === 'running') {

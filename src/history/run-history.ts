@@ -15,6 +15,8 @@ export interface BeginRequest extends SlotIdentity {
   now: Date;
   /** The schedule the slot belongs to (`DistributedCronService.schedules`); none for a static job. */
   scheduleId?: string;
+  /** A schedule's slot started this long after `scheduledAt` by its `jitter` option; none without one. */
+  jitterMs?: number;
 }
 
 /**
@@ -83,6 +85,8 @@ export interface NotStartedRequest extends SlotIdentity {
   maxAttempts?: number;
   /** The schedule the slot belongs to (`DistributedCronService.schedules`); none for a static job. */
   scheduleId?: string;
+  /** A schedule's slot started this long after `scheduledAt` by its `jitter` option; none without one. */
+  jitterMs?: number;
 }
 
 /** A `queued` row, and whether a newer slot of its job has started since (then it is superseded). */

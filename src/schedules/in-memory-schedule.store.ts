@@ -66,6 +66,13 @@ export class InMemoryScheduleStore implements ScheduleStore {
     return record && copy(record);
   }
 
+  async getMany(ids: readonly string[]): Promise<ScheduleRecord[]> {
+    return [...new Set(ids)].flatMap((id) => {
+      const record = this.rows.get(id);
+      return record ? [copy(record)] : [];
+    });
+  }
+
   async list(query: ScheduleListQuery): Promise<SchedulePage> {
     const search = query.search?.toLowerCase();
     const matching = [...this.rows.values()]

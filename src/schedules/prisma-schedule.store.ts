@@ -183,6 +183,12 @@ export class PrismaScheduleStore implements ScheduleStore {
     return rows[0] ? toRecord(rows[0]) : undefined;
   }
 
+  async getMany(ids: readonly string[]): Promise<ScheduleRecord[]> {
+    if (ids.length === 0) return [];
+    const rows = await queryRows(this.prisma, `SELECT ${columns(TABLE)} FROM ${TABLE} WHERE id = ANY($1::text[])`, [...new Set(ids)]);
+    return rows.map(toRecord);
+  }
+
   async list(query: ScheduleListQuery): Promise<SchedulePage> {
     const where: string[] = [];
     const values: unknown[] = [];

@@ -128,6 +128,8 @@ export interface ScheduleStore {
   /** Deletes the schedule; whether it existed. */
   remove(id: string): Promise<boolean>;
   get(id: string): Promise<ScheduleRecord | undefined>;
+  /** The schedules of these ids that exist, in no particular order (one read: the firing layer's check before a start). */
+  getMany(ids: readonly string[]): Promise<ScheduleRecord[]>;
   /** A page in id order (keyset: a row added or removed meanwhile never shifts a later page). */
   list(query: ScheduleListQuery): Promise<SchedulePage>;
   /**

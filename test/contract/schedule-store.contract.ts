@@ -52,6 +52,17 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
       expect(await store.get(id())).toBeUndefined();
     });
 
+    it('getMany reads the schedules of the ids that exist, each once, in one call', async () => {
+      const { store } = fixture();
+      const [a, b] = [write(id()), write(id(), { enabled: false })];
+      await store.upsert(a, NOW);
+      await store.upsert(b, NOW);
+      const found = await store.getMany([b.id, id(), a.id, b.id]);
+      expect(found.map((r) => r.id).sort()).toEqual([a.id, b.id].sort());
+      expect(found.find((r) => r.id === b.id)).toMatchObject({ enabled: false, version: 1 });
+      expect(await store.getMany([])).toEqual([]);
+    });
+
     it('the same definition again changes nothing: same version, same update time', async () => {
       const { store } = fixture();
       const w = write(id());

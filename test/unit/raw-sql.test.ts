@@ -453,6 +453,7 @@ const SCHEDULES: readonly Case[] = [
   ],
   ['remove', [], (p) => new PrismaScheduleStore(p).remove('tenant-42')],
   ['get', [SCHEDULE_ROW], (p) => new PrismaScheduleStore(p).get('tenant-42')],
+  ['getMany', [SCHEDULE_ROW], (p) => new PrismaScheduleStore(p).getMany(['tenant-42', 'tenant-1'])],
   [
     'list',
     [SCHEDULE_ROW],
@@ -519,7 +520,8 @@ describe('every statement of the library keeps the rule', () => {
     ]);
     expect(writes.filter((s) => !s.sql.includes('schedule_id')).length).toBeGreaterThanOrEqual(2);
     const scheduled = statements.find((s) => s.method === "PrismaRunHistory.begin, a schedule's slot" && s.sql.includes('schedule_id'))!;
-    expect(scheduled.params.at(-1)).toBe('{"tenant-42"}');
+    // The schedule, then the jitter offset (none: the slot of a schedule without `jitter`).
+    expect(scheduled.params.slice(-2)).toEqual(['{"tenant-42"}', '{NULL}']);
   });
 
   it('every instant is sent in UTC with its zone, every bigint as its digits, every list as an array literal', async () => {
