@@ -137,6 +137,12 @@ export interface SweepQueries {
   dueRetries(jobNames: string[], now: Date, limit: number, exclude: string[]): Promise<RunRecord[]>;
   /** `running` rows of these jobs, least recently updated first. */
   running(jobNames: string[], limit: number, exclude: string[]): Promise<RunRecord[]>;
+  /**
+   * Optional: the schedules (`schedule_id`) with rows the sweep looks after, running, queued or
+   * with a next attempt due by `now`, at most `limit`. Without it, a schedule's rows are swept by
+   * the instances that handed its slot on.
+   */
+  openSchedules?(now: Date, limit: number): Promise<string[]>;
   /** `queued` rows of these jobs created before `before`. */
   queued(jobNames: string[], before: Date, limit: number): Promise<QueuedRow[]>;
   /**

@@ -112,7 +112,8 @@ export class DistributedCronOrchestrator {
       runtime.admission,
     );
     const births = this.recordBirths();
-    if (runtime.jobs.size > 0 || this.schedules) {
+    const schedules = this.schedules?.executors.inUse ? this.schedules : undefined;
+    if (runtime.jobs.size > 0 || schedules) {
       // The first slots find a warm database client and a read member list. Bounded: a database
       // that is down or slow delays no start by more than WARM_UP_WAIT_MS (its slots then say so).
       const warm = Promise.allSettled([births, runtime.history.writes.warmUp?.(), this.dispatcher.start()]);
@@ -130,7 +131,7 @@ export class DistributedCronOrchestrator {
     }
     this.dispatcher.timersStarted();
     void births.then((born) => this.catchUp(born, timersAt));
-    this.schedules?.firer.start((executor, slot) => this.dispatch(executor, slot));
+    schedules?.firer.start((executor, slot) => this.dispatch(executor, slot));
     this.sweeper = this.runSweeper;
     this.sweeper.start();
     if (runtime.retention && runtime.options.prisma) {

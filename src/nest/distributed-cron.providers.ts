@@ -127,9 +127,20 @@ export const SHARED_PART_PROVIDERS: Provider[] = [
   { provide: DISTRIBUTED_CRON_HANDLERS, useFactory: (): HandlerRegistry => new Map() },
   {
     provide: DistributedCronSchedules,
-    useFactory: (config: ModuleConfig, store: ScheduleStore | null, handlers: HandlerRegistry): DistributedCronSchedules =>
-      new DistributedCronSchedules({ store, handlers: () => [...handlers.keys()], module: config.options, clock: config.clock }),
-    inject: [DISTRIBUTED_CRON_CONFIG, DISTRIBUTED_CRON_SCHEDULE_STORE, DISTRIBUTED_CRON_HANDLERS],
+    useFactory: (
+      config: ModuleConfig,
+      store: ScheduleStore | null,
+      handlers: HandlerRegistry,
+      executors: ScheduleExecutors,
+    ): DistributedCronSchedules =>
+      new DistributedCronSchedules({
+        store,
+        handlers: () => [...handlers.keys()],
+        module: config.options,
+        clock: config.clock,
+        executorFor: (record) => executors.executorFor(record),
+      }),
+    inject: [DISTRIBUTED_CRON_CONFIG, DISTRIBUTED_CRON_SCHEDULE_STORE, DISTRIBUTED_CRON_HANDLERS, ScheduleExecutors],
   },
   { provide: DISTRIBUTED_CRON_LEADERSHIP, useFactory: (): LeadershipSeat => ({ elector: undefined }) },
   {
@@ -176,7 +187,15 @@ export const SHARED_PART_PROVIDERS: Provider[] = [
           clock: config.clock,
           instanceId: config.instanceId,
           // The schedules' executors: those held now, and one built from the table for a row that names a schedule.
-          more: schedules.enabled ? { active: () => schedules.active(), adopt: (id) => schedules.byId(id) } : undefined,
+          more: schedules.enabled
+            ? {
+                get inUse() {
+                  return schedules.inUse;
+                },
+                active: () => schedules.active(),
+                adopt: (id) => schedules.byId(id),
+              }
+            : undefined,
         },
         config.sweepEveryMs,
       ),

@@ -193,9 +193,17 @@ export class ScheduleExecutors {
 
   constructor(private readonly deps: ScheduleExecutorsDeps) {}
 
-  /** Whether the module has a schedule store (else nothing is fired). */
+  /** Whether the module has a schedule store. */
   get enabled(): boolean {
     return this.deps.store !== null;
+  }
+
+  /**
+   * Whether this app fires schedules: it has a store and declares a handler (known once the
+   * explorer ran). An app without handlers never reads the table, which it may not have.
+   */
+  get inUse(): boolean {
+    return this.deps.store !== null && this.deps.handlers.size > 0;
   }
 
   /** The definition of a stored row, checked against this app's rules, or undefined (logged once per version). */

@@ -231,3 +231,110 @@ describe('schedules fire fleet-wide', () => {
     expect(new Set(offsets).size).toBeGreaterThan(1);
   });
 });
+
+describe('schedules: trigger and backfill', () => {
+  it('trigger: the latest slot runs now, once fleet-wide when every instance asks at once; the row says manual', async () => {
+    const id = uniqueName('trigger');
+    await fleet[0]!.cron.schedules.upsert(everySecond(id, { cron: '0 0 1 1 *', data: { n: 7 } }));
+    const outcomes = await Promise.all(fleet.map((app) => app.cron.schedules.trigger(id)));
+    expect(outcomes.filter((o) => o === 'ran')).toHaveLength(1);
+    expect(outcomes.filter((o) => o !== 'ran').every((o) => o === 'lost' || o === 'already_done')).toBe(true);
+    const slot = Date.UTC(new Date().getUTCFullYear(), 0, 1);
+    expect(callsOf(id)).toMatchObject([{ scheduledAt: slot, trigger: 'manual', executionId: `${id}:${iso(slot)}`, data: { n: 7 } }]);
+    expect(await runsOf(id)).toMatchObject([{ scheduleId: id, trigger: 'manual', status: 'completed' }]);
+    await expect(fleet[0]!.cron.schedules.trigger(uniqueName('missing'))).rejects.toThrow(/no schedule has this id/);
+    await fleet[0]!.cron.schedules.remove(id);
+  });
+
+  it('backfill: every slot of the range without a row runs once, oldest first, slots before the schedule existed too', async () => {
+    const id = uniqueName('backfill');
+    await fleet[0]!.cron.schedules.upsert(everySecond(id, { cron: '*/20 * * * * *', enabled: false }));
+    const to = Math.floor(Date.now() / 20_000) * 20_000;
+    const from = to - 60_000;
+    const slots = await fleet[1]!.cron.schedules.backfill(id, new Date(from), new Date(to));
+    const expected = [from, from + 20_000, from + 40_000];
+    expect(slots.map((s) => [s.scheduledAt.getTime(), s.executionId, s.outcome])).toEqual(
+      expected.map((ms) => [ms, `${id}:${iso(ms)}`, 'ran']),
+    );
+    expect(callsOf(id).map((c) => [c.scheduledAt, c.trigger])).toEqual(expected.map((ms) => [ms, 'backfill']));
+    // Again: every slot has its row now.
+    expect((await fleet[2]!.cron.schedules.backfill(id, new Date(from), new Date(to))).map((s) => s.outcome)).toEqual([
+      'already_done',
+      'already_done',
+      'already_done',
+    ]);
+    await fleet[0]!.cron.schedules.remove(id);
+  });
+});
+
+describe('schedules while no instance fires, and in leader mode', () => {
+  it('a fleet down and back: catch-up per policy, never a slot from before the schedule existed', async () => {
+    for (const app of fleet) {
+      await app.close();
+      apps.splice(apps.indexOf(app), 1);
+    }
+    // Only an app that fires nothing is up while the schedules are created.
+    const [writer] = await startFleet(1, { scheduling: false });
+    const none = uniqueName('down-none');
+    const latest = uniqueName('down-latest');
+    const all = uniqueName('down-all');
+    const created = Date.now();
+    await writer!.cron.schedules.upsert(everySecond(none));
+    await writer!.cron.schedules.upsert(everySecond(latest, { catchUp: { policy: 'latest', window: '1m' } }));
+    await writer!.cron.schedules.upsert(everySecond(all, { catchUp: { policy: 'all', window: '1m', max: 100 } }));
+    await sleep(3_500);
+    expect([...callsOf(none), ...callsOf(latest), ...callsOf(all)]).toEqual([]);
+
+    const restarted = Date.now();
+    fleet = await startFleet(2);
+    await waitFor(() => [none, latest, all].every((id) => callsOf(id, restarted + 1_000).length >= 2), {
+      timeoutMs: 15_000,
+      message: 'the schedules fire after the restart',
+    });
+    const caughtUp = (id: string): number[] =>
+      callsOf(id)
+        .filter((c) => c.trigger === 'catch_up')
+        .map((c) => c.scheduledAt);
+    const firstSlot = Math.ceil((created + 1) / 1_000) * 1_000;
+    // none: nothing of the time down.
+    expect(caughtUp(none)).toEqual([]);
+    expect(callsOf(none).every((c) => c.scheduledAt >= restarted - 1_000)).toBe(true);
+    // latest: one, the newest slot missed.
+    expect(caughtUp(latest)).toHaveLength(1);
+    expect(caughtUp(latest)[0]).toBeGreaterThanOrEqual(restarted - 2_000);
+    // all: every slot missed since the schedule was created, oldest first, none before.
+    const missed = caughtUp(all);
+    expect(missed[0]).toBe(firstSlot);
+    expect(missed).toEqual(missed.map((_, i) => firstSlot + i * 1_000));
+    expect(missed.at(-1)).toBeGreaterThanOrEqual(restarted - 2_000);
+    for (const id of [none, latest, all]) {
+      const ran = callsOf(id);
+      expect(ran.every((c) => c.scheduledAt >= firstSlot)).toBe(true);
+      expect(new Set(ran.map((c) => c.executionId)).size).toBe(ran.length);
+      await fleet[0]!.cron.schedules.remove(id);
+    }
+  });
+
+  it('leader mode: only the leader fires the schedules, each slot once', async () => {
+    for (const app of apps.splice(0)) await app.close();
+    fleet = await startFleet(3, { mode: 'leader', leader: { lease: '2s', renewEvery: '400ms' } });
+    await waitFor(() => fleet.some((app) => app.cron.isLeader), { timeoutMs: 10_000, message: 'a leader' });
+    const leader = fleet.find((app) => app.cron.isLeader)!;
+    const ids = Array.from({ length: 10 }, () => uniqueName('led'));
+    await Promise.all(ids.map((id, n) => fleet[n % 3]!.cron.schedules.upsert(everySecond(id))));
+    const from = Math.ceil((Date.now() + 1_000) / 1_000) * 1_000;
+    await sleep(from + 3_000 - Date.now() + 500);
+    await Promise.all(ids.map((id) => leader.cron.schedules.remove(id)));
+    await sleep(1_000);
+    const ran = calls.filter((c) => ids.includes(c.scheduleId));
+    expect(new Set(ran.map((c) => c.instance))).toEqual(new Set([leader.label]));
+    expect(new Set(ran.map((c) => c.executionId)).size).toBe(ran.length);
+    for (const id of ids) {
+      expect(
+        callsOf(id, from)
+          .filter((c) => c.scheduledAt < from + 3_000)
+          .map((c) => c.scheduledAt),
+      ).toEqual([from, from + 1_000, from + 2_000]);
+    }
+  });
+});

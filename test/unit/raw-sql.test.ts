@@ -260,6 +260,7 @@ const HISTORY: readonly Case[] = [
   ['closeOrphan', [], (p) => new PrismaRunHistory(p).closeOrphan({ ...RUN_RECORD(), ...record }, 'dead', at(1), 'gone')],
   ['dueRetries', [RUN_ROW], (p) => new PrismaRunHistory(p).dueRetries(['report', 'say "hi", \\o/'], at(1), 50, ['report:0'])],
   ['running', [RUN_ROW], (p) => new PrismaRunHistory(p).running(['report'], 50, [])],
+  ['openSchedules', [{ schedule_id: 'tenant-42' }], (p) => new PrismaRunHistory(p).openSchedules(at(0), 100)],
   ['queued', [RUN_ROW], (p) => new PrismaRunHistory(p).queued(['report'], at(1), 50)],
   ['orphans', [RUN_ROW], (p) => new PrismaRunHistory(p).orphans(['report'], at(1), 50)],
   ['lastSuccess', [{ at: ms(1_250) }], (p) => new PrismaRunHistory(p).lastSuccess('report')],
