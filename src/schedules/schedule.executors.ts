@@ -2,6 +2,8 @@ import type { LoggerService } from '@nestjs/common';
 import { defaultExecutionId, type JobConfig } from '../config/job.config.js';
 import type { CronContext, FireOutcome, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
 import { describeError } from '../errors/error.redact.js';
+import type { AlertDispatcher } from '../alerting/alert.dispatcher.js';
+import type { AlertEvent } from '../alerting/alert.interfaces.js';
 import { JobExecutor, type ExecutorDeps } from '../execution/job.executor.js';
 import type { RunLedger } from '../history/run-history.js';
 import { businessDate } from '../scheduling/cron.schedule.js';
@@ -73,7 +75,11 @@ export class ScheduleExecutor extends JobExecutor {
       const at = ctx.trigger === 'schedule' ? nominal(ctx.scheduledAt) : ctx.scheduledAt;
       return handler.run(Object.freeze({ ...ctx, scheduledAt: at, businessDate: businessDate(at, job.timeZone), schedule: context }));
     };
-    super(config, invoke, { ...deps, history: scheduleLedger(deps.history, record.id, jitterMs, nominal, job.timeZone) });
+    super(config, invoke, {
+      ...deps,
+      history: scheduleLedger(deps.history, record.id, jitterMs, nominal, job.timeZone),
+      alerts: groupedAlerts(deps.alerts, record.handler),
+    });
     this.scheduleId = record.id;
     this.version = record.version;
     this.handler = record.handler;
@@ -166,6 +172,23 @@ function scheduleLedger(base: RunLedger, scheduleId: string, jitterMs: number, n
   });
 }
 
+/**
+ * The alerts of a schedule's runs, grouped by handler: one failure streak and deduplication window
+ * for all the schedules of the handler (a handler name has no white space, a job name neither, so
+ * the group's key is no job's).
+ */
+function groupedAlerts(alerts: AlertDispatcher, handler: string): AlertDispatcher {
+  const group = `handler ${handler}`;
+  return Object.assign(Object.create(alerts) as AlertDispatcher, {
+    failure: (event: AlertEvent) =>
+      alerts.failure({
+        ...event,
+        group,
+        detail: event.detail ?? `grouped with the other schedules of handler '${handler}': their failures count as one streak`,
+      }),
+  });
+}
+
 /** What building a schedule's executor takes: the job's deps, the app's handlers, the store, the module's defaults. */
 export interface ScheduleExecutorsDeps {
   readonly store: ScheduleStore | null;
@@ -250,6 +273,11 @@ export class ScheduleExecutors {
     }
     const record = this.deps.store ? await this.deps.store.get(id) : undefined;
     return record && this.executorFor(record);
+  }
+
+  /** The handler of a schedule this instance runs (its metrics' `job` label), or undefined for another job. */
+  handlerOf(jobName: string): string | undefined {
+    return this.newest.get(jobName)?.handler;
   }
 
   /** The newest cached executor of each schedule (the sweep looks after their rows). */
