@@ -5,12 +5,16 @@ import type { JobExecutor } from '../execution/job.executor.js';
 import { claimAheadMs } from '../scheduling/job.timer.js';
 import { nextDue, type ResolvedSchedule } from './schedule.config.js';
 import { jitterOffset, type ScheduleExecutor, type ScheduleExecutors } from './schedule.executors.js';
-import type { ScheduleRecord, ScheduleStore } from './schedule.store.js';
+import type { ScheduleDueCursor, ScheduleRecord, ScheduleStore } from './schedule.store.js';
 
 /** How often the table is read for what is due. */
 const POLL_MS = 250;
-/** At most this many due rows per read: a burst drains in due order, a batch at a time. */
+/** At most this many due rows per read, and slots newly handed on per poll: a burst drains in due order, a batch at a time. */
 const BATCH = 2_000;
+/** Pages read per poll at most (past rows already handed on or waiting for their jittered instant). */
+const MAX_PAGES = 10;
+/** Slots handed on or waiting here at most: what is beyond stays due in the table for later polls. */
+const MAX_HELD = 50_000;
 /** Read this far ahead of now: a slot is claimed ahead of its instant, as a static job's timer does. */
 const READ_AHEAD_MS = 250;
 /** A slot handed on and not settled after this long may be handed on again (its claim decides). */
@@ -47,6 +51,8 @@ export class ScheduleFirer {
   private polling: Promise<void> | undefined;
   /** (id, slot) handed on by this instance and not yet advanced: not handed on again by the next poll. */
   private readonly handedOn = new Map<string, number>();
+  /** Slots read whose jittered instant is still ahead, by key: handed on by the poll that reaches it. */
+  private readonly waiting = new Map<string, { record: ScheduleRecord; schedule: ResolvedSchedule; handOnAt: number }>();
   private startedAt = 0;
   private stopped = true;
   private dispatch: ((executor: JobExecutor, slot: Date) => void) | undefined;
@@ -73,55 +79,94 @@ export class ScheduleFirer {
   /** Stops polling; slots already handed on go on (the executors' shutdown lets them finish). */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.waiting.clear();
     clearTimeout(this.timer);
     await this.polling;
   }
 
-  /** One read of what is due; never rejects. */
+  /**
+   * One look at what is due; never rejects. Reads a page of due rows, and the pages after it while
+   * the rows read are all held here already (handed on, or waiting for their jittered instant),
+   * until `BATCH` new slots are taken; hands on the waiting slots whose instant has come.
+   */
   async poll(): Promise<void> {
-    if (this.stopped || !this.deps.leading()) return;
-    const now = this.deps.clock();
-    let rows: ScheduleRecord[];
-    try {
-      rows = await this.deps.store!.due(new Date(now + READ_AHEAD_MS), BATCH);
-      if (this.failing) this.deps.logger.log('the schedules table answers again: due schedules fire');
-      this.failing = false;
-    } catch (error) {
-      if (!this.failing) this.deps.logger.error(`could not read the due schedules, retried every poll: ${describeError(error)}`);
-      this.failing = true;
+    if (this.stopped || !this.deps.leading()) {
+      this.waiting.clear();
       return;
     }
+    const now = this.deps.clock();
     const mono = performance.now();
     for (const [key, until] of this.handedOn) if (until <= mono) this.handedOn.delete(key);
-    for (const record of rows) {
+    for (const [key, { record, schedule, handOnAt }] of this.waiting) {
+      if (handOnAt > now) continue;
+      this.waiting.delete(key);
+      this.guarded(record, () => this.handOn(record, schedule, key, now, mono));
+    }
+    let taken = 0;
+    let after: ScheduleDueCursor | undefined;
+    for (let page = 0; page < MAX_PAGES && taken < BATCH && !this.stopped; page++) {
+      let rows: ScheduleRecord[];
       try {
-        this.consider(record, now, mono);
+        rows = await this.deps.store!.due(new Date(now + READ_AHEAD_MS), BATCH, after);
+        if (this.failing) this.deps.logger.log('the schedules table answers again: due schedules fire');
+        this.failing = false;
       } catch (error) {
-        this.deps.logger.error(`schedule '${record.id}': due slot not handed on: ${describeError(error)}`);
+        if (!this.failing) this.deps.logger.error(`could not read the due schedules, retried every poll: ${describeError(error)}`);
+        this.failing = true;
+        return;
       }
+      for (const record of rows) {
+        if (taken >= BATCH || this.handedOn.size + this.waiting.size >= MAX_HELD) return;
+        this.guarded(record, () => {
+          if (this.consider(record, now, mono)) taken++;
+        });
+      }
+      if (rows.length < BATCH) return;
+      const last = rows.at(-1)!;
+      after = { nextDueAt: last.nextDueAt!, id: last.id };
     }
   }
 
-  private consider(record: ScheduleRecord, now: number, mono: number): void {
-    if (this.stopped || record.nextDueAt === null) return;
+  private guarded(record: ScheduleRecord, work: () => void): void {
+    try {
+      work();
+    } catch (error) {
+      this.deps.logger.error(`schedule '${record.id}': due slot not handed on: ${describeError(error)}`);
+    }
+  }
+
+  /** A due row: its slot is taken here (handed on, caught up, or held until its jittered instant); whether it was. */
+  private consider(record: ScheduleRecord, now: number, mono: number): boolean {
+    if (this.stopped || record.nextDueAt === null) return false;
     const slotMs = record.nextDueAt.getTime();
     const key = `${record.id}\n${slotMs}`;
-    if (this.handedOn.has(key)) return;
+    if (this.handedOn.has(key) || this.waiting.has(key)) return false;
     const schedule = this.deps.executors.resolve(record);
-    if (!schedule) return;
+    if (!schedule) return false;
+    const handOnAt = slotMs + jitterOffset(record.id, slotMs, schedule.jitterMs) - claimAheadMs(schedule.job.overlap);
+    if (handOnAt > now) {
+      // Its jittered instant is ahead: held here, so later pages of the burst are read meanwhile.
+      this.waiting.set(key, { record, schedule, handOnAt });
+      return true;
+    }
+    return this.handOn(record, schedule, key, now, mono);
+  }
+
+  private handOn(record: ScheduleRecord, schedule: ResolvedSchedule, key: string, now: number, mono: number): boolean {
+    const slotMs = record.nextDueAt!.getTime();
     const startMs = slotMs + jitterOffset(record.id, slotMs, schedule.jitterMs);
-    if (startMs - claimAheadMs(schedule.job.overlap) > now) return;
     const executor = this.deps.executors.executorFor(record, schedule);
-    if (!executor) return;
+    if (!executor) return false;
     this.handedOn.set(key, mono + HANDED_ON_FOR_MS);
     // Due before this instance started polling, and too late for a start-up slot: missed while
     // no instance fired it (else it would have been advanced), so its catch-up policy decides.
     if (startMs < this.startedAt && now - startMs > schedule.job.startGraceMs) {
       void this.catchUp(executor, record, schedule, key, now);
-      return;
+      return true;
     }
     executor.expect(startMs, () => void this.advance(record, schedule, key, (s) => nextDue(s, new Date(slotMs))));
     this.dispatch!(executor, new Date(startMs));
+    return true;
   }
 
   /**

@@ -214,6 +214,10 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
       expect(due.map((s) => s.id)).toEqual([`${prefix}-b`, `${prefix}-c`, `${prefix}-a`]);
       expect((await store.due(t(10), 2)).map((s) => s.id)).toEqual([`${prefix}-b`, `${prefix}-c`]);
       expect(due[0]).toMatchObject({ nextDueAt: t(1), version: 1, handler: 'tenant-report' });
+      // The next page: after a place in (due, id) order, so a burst is read a page at a time.
+      const page = await store.due(t(10), 100, { nextDueAt: t(1), id: `${prefix}-b` });
+      expect(page.map((s) => s.id)).toEqual([`${prefix}-c`, `${prefix}-a`]);
+      expect((await store.due(t(10), 100, { nextDueAt: t(1), id: `${prefix}-c` })).map((s) => s.id)).toEqual([`${prefix}-a`]);
     });
 
     it('advance is a compare-and-set on the due time and the version', async () => {

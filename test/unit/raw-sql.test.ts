@@ -465,7 +465,15 @@ const SCHEDULES: readonly Case[] = [
     [SCHEDULE_ROW],
     (p) => new PrismaScheduleStore(p).setEnabled({ id: 'tenant-42', enabled: false, note: 'paused', nextDueAt: null, version: 3 }, at(1)),
   ],
-  ['due', [SCHEDULE_ROW], (p) => new PrismaScheduleStore(p).due(at(60_000), 500)],
+  // The first page, then a page after a place in (due, id) order: two statements, both checked.
+  [
+    'due',
+    [SCHEDULE_ROW],
+    async (p) => [
+      ...(await new PrismaScheduleStore(p).due(at(60_000), 500)),
+      ...(await new PrismaScheduleStore(p).due(at(60_000), 500, { nextDueAt: at(0), id: 'tenant-1' })),
+    ],
+  ],
   ['advance', [], (p) => new PrismaScheduleStore(p).advance('tenant-42', 3, at(60_000), at(120_000))],
   ['changedSince', [SCHEDULE_ROW], (p) => new PrismaScheduleStore(p).changedSince({ updatedAt: at(0), id: 'tenant-1' }, 100)],
 ];
