@@ -7,7 +7,7 @@ import type { AlertEvent } from '../alerting/alert.interfaces.js';
 import { JobExecutor, type ExecutorDeps } from '../execution/job.executor.js';
 import type { RunLedger } from '../history/run-history.js';
 import { businessDate } from '../scheduling/cron.schedule.js';
-import { resolveSchedule, storedDefinition, type ResolvedSchedule, type ScheduleModuleOptions } from './schedule.config.js';
+import { refuseQueue, resolveSchedule, storedDefinition, type ResolvedSchedule, type ScheduleModuleOptions } from './schedule.config.js';
 import type { HandlerRegistry, ScheduleHandler } from './schedule.handlers.js';
 import type { ScheduleRecord, ScheduleStore } from './schedule.store.js';
 
@@ -236,7 +236,9 @@ export class ScheduleExecutors {
       if (!this.deps.handlers.has(record.handler)) {
         throw new Error(`no @DistributedCronHandler is named '${record.handler}' in this app`);
       }
-      return resolveSchedule(storedDefinition(record), this.deps.module, undefined);
+      const schedule = resolveSchedule(storedDefinition(record), this.deps.module, undefined);
+      refuseQueue(schedule);
+      return schedule;
     } catch (error) {
       if (!this.refused.has(key)) {
         this.refused.add(key);

@@ -7,6 +7,7 @@ import { DistributedCronScheduleError } from '../errors/distributed-cron-schedul
 import { formatInZone } from '../scheduling/cron.schedule.js';
 import {
   nextDue,
+  refuseQueue,
   resolveSchedule,
   scheduleWrite,
   storedDefinition,
@@ -98,6 +99,7 @@ export class DistributedCronSchedules {
    */
   async upsert(definition: ScheduleDefinition): Promise<UpsertOutcome> {
     const schedule = resolveSchedule(definition, this.deps.module, this.deps.handlers());
+    refuseQueue(schedule);
     const now = this.now();
     return this.store().upsert(scheduleWrite(definition, schedule, now), now);
   }

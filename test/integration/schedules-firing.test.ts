@@ -233,6 +233,14 @@ describe('schedules fire fleet-wide', () => {
 });
 
 describe('schedules: trigger and backfill', () => {
+  it('a schedule naming a queue is refused, naming the option; nothing is stored', async () => {
+    const id = uniqueName('queued');
+    await expect(fleet[0]!.cron.schedules.upsert(everySecond(id, { queue: 'reports' }))).rejects.toThrow(
+      `schedule '${id}', option \`queue\`: queue mode does not run schedules yet`,
+    );
+    expect(await fleet[0]!.cron.schedules.get(id)).toBeUndefined();
+  });
+
   it('trigger: the latest slot runs now, once fleet-wide when every instance asks at once; the row says manual', async () => {
     const id = uniqueName('trigger');
     await fleet[0]!.cron.schedules.upsert(everySecond(id, { cron: '0 0 1 1 *', data: { n: 7 } }));
