@@ -18,6 +18,8 @@ export interface SweeperDeps {
     readonly inUse: boolean;
     active(): Iterable<JobExecutor>;
     adopt(jobName: string): Promise<JobExecutor | undefined>;
+    /** `adopt` for many job names in one read; those of no job are left out. */
+    adoptMany(jobNames: readonly string[]): Promise<JobExecutor[]>;
   };
   readonly history: SweepQueries;
   /** Whether an orphaned `running` row's run still holds its lease. */
@@ -173,11 +175,8 @@ export class RunSweeper {
     if (!history.openSchedules) return;
     try {
       const held = new Set(active.map((executor) => executor.job.name));
-      for (const id of await history.openSchedules(new Date(now), BATCH)) {
-        if (held.has(id)) continue;
-        const executor = await more.adopt(id);
-        if (executor) active.push(executor);
-      }
+      const open = (await history.openSchedules(new Date(now), RUNNING_BATCH)).filter((id) => !held.has(id));
+      if (open.length > 0) active.push(...(await more.adoptMany(open)));
     } catch (error) {
       this.deps.logger.warn(`run history sweep (schedules' rows) failed, retried in ${this.everyMs} ms: ${describeError(error)}`);
     }

@@ -194,7 +194,7 @@ export class PrismaRunHistory implements RunWrites, SweepQueries, RunReads {
       `SELECT r.schedule_id::text AS schedule_id FROM ${TABLE} r
        WHERE r.schedule_id IS NOT NULL
          AND (status IN ('running', 'queued') OR (status IN ${RETRYABLE} AND next_attempt_at <= $1::timestamptz AND ${ATTEMPTS_LEFT}))
-       GROUP BY r.schedule_id LIMIT $2::integer`,
+       GROUP BY r.schedule_id ORDER BY min(r.updated_at) LIMIT $2::integer`,
       now,
       limit,
     );

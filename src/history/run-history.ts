@@ -139,8 +139,8 @@ export interface SweepQueries {
   running(jobNames: string[], limit: number, exclude: string[]): Promise<RunRecord[]>;
   /**
    * Optional: the schedules (`schedule_id`) with rows the sweep looks after, running, queued or
-   * with a next attempt due by `now`, at most `limit`. Without it, a schedule's rows are swept by
-   * the instances that handed its slot on.
+   * with a next attempt due by `now`, those waiting longest first, at most `limit`. Without it, a
+   * schedule's rows are swept by the instances that handed its slot on.
    */
   openSchedules?(now: Date, limit: number): Promise<string[]>;
   /** `queued` rows of these jobs created before `before`. */

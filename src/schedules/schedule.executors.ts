@@ -277,6 +277,24 @@ export class ScheduleExecutors {
     return record && this.executorFor(record);
   }
 
+  /** The executors of these schedules, those not cached read from the table in one go (ids of no schedule are left out). */
+  async byIds(ids: readonly string[]): Promise<ScheduleExecutor[]> {
+    const found: ScheduleExecutor[] = [];
+    const missing: string[] = [];
+    for (const id of ids) {
+      const cached = this.newest.get(id);
+      if (cached) found.push(cached);
+      else missing.push(id);
+    }
+    if (missing.length > 0 && this.deps.store) {
+      for (const record of await this.deps.store.getMany(missing)) {
+        const executor = this.executorFor(record);
+        if (executor) found.push(executor);
+      }
+    }
+    return found;
+  }
+
   /** The handler of a schedule this instance runs (its metrics' `job` label), or undefined for another job. */
   handlerOf(jobName: string): string | undefined {
     return this.newest.get(jobName)?.handler;

@@ -17,7 +17,10 @@ const MAX_PAGES = 10;
 const MAX_HELD = 50_000;
 /** Read this far ahead of now: a slot is claimed ahead of its instant, as a static job's timer does. */
 const READ_AHEAD_MS = 250;
-/** A slot handed on and not settled after this long may be handed on again (its claim decides). */
+/**
+ * A slot handed on and not settled after its start budget, two leases and this long (dropped on
+ * the way: a leadership lost, a dispatcher stopping) may be handed on again; its claim decides.
+ */
 const HANDED_ON_FOR_MS = 60_000;
 /** Tries of an advance whose row another write changed meanwhile. */
 const ADVANCE_TRIES = 5;
@@ -157,7 +160,7 @@ export class ScheduleFirer {
     const startMs = slotMs + jitterOffset(record.id, slotMs, schedule.jitterMs);
     const executor = this.deps.executors.executorFor(record, schedule);
     if (!executor) return false;
-    this.handedOn.set(key, mono + HANDED_ON_FOR_MS);
+    this.handedOn.set(key, mono + executor.startBudgetMs + 2 * schedule.job.leaseMs + HANDED_ON_FOR_MS);
     // Due before this instance started polling, and too late for a start-up slot: missed while
     // no instance fired it (else it would have been advanced), so its catch-up policy decides.
     if (startMs < this.startedAt && now - startMs > schedule.job.startGraceMs) {

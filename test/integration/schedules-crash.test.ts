@@ -78,4 +78,46 @@ describe('a schedule whose running instance is killed', () => {
     expect(row).toMatchObject({ attempt: 2, trigger: 'recover', instanceId: rerun.instanceId, scheduleId: id, jobName: id });
     expect(events.filter((e) => e.event === 'start' && e.scheduleId === id)).toHaveLength(2);
   });
+
+  it('is recovered by instances started after its slot was handed on (they never held the schedule: the sweep finds it)', async () => {
+    const name = uniqueName('crash-late');
+    const events: FixtureEvent[] = [];
+    const spawn = (i: number): Promise<ChildInstance> =>
+      spawnInstance(
+        {
+          instanceId: `${name}-${i}`,
+          expression: '0 0 1 1 *',
+          job: { name },
+          workMs: 30_000,
+          laterAttemptsWorkMs: 200,
+          sweepEvery: '300ms',
+        },
+        events,
+      );
+    instances = [await spawn(0)];
+    const writer = await startApp({ label: `${name}-writer`, providers: [Writer], module: { scheduling: false, timeZone: 'UTC' } });
+    apps.push(writer);
+    const id = uniqueName('tenant');
+    const { cron } = oneShot(2_000);
+    await writer.cron.schedules.upsert({ id, handler: 'fixture-schedule', cron, lease: '2s', renewEvery: '500ms', recover: true });
+    const first = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id), {
+      timeoutMs: 10_000,
+      message: 'the run starts on the only instance',
+    });
+    // Two instances join after the slot was handed on and the row advanced: they never read it due.
+    instances.push(...(await Promise.all([spawn(1), spawn(2)])));
+    await instances[0]!.kill('SIGKILL');
+    const rerun = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id && e.attempt === 2), {
+      timeoutMs: 15_000,
+      message: 'a late instance re-runs it',
+    });
+    expect(rerun).toMatchObject({ executionId: first.executionId, trigger: 'recover' });
+    expect(rerun.instanceId).not.toBe(first.instanceId);
+    await waitFor(
+      async () => (await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId! } }))?.status === 'completed',
+      {
+        message: 'the re-run completes',
+      },
+    );
+  });
 });
