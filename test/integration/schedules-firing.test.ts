@@ -184,6 +184,28 @@ describe('schedules fire fleet-wide', () => {
     await fleet[0]!.cron.schedules.remove(id);
   });
 
+  it('data changed while it fires: each slot still runs once, none skipped, the new data from the next slot', async () => {
+    const id = uniqueName('data');
+    await fleet[0]!.cron.schedules.upsert(everySecond(id, { data: { v: 0 } }));
+    await waitFor(() => callsOf(id).length >= 1, { message: 'the schedule fires' });
+    const from = callsOf(id)[0]!.scheduledAt + 1_000;
+    // A change every 300 ms on another instance each time: each bumps the version and keeps the due slot.
+    for (let v = 1; v <= 10; v++) {
+      await fleet[v % 3]!.cron.schedules.upsert(everySecond(id, { data: { v } }));
+      await sleep(300);
+    }
+    const changedAt = Date.now();
+    await waitFor(() => callsOf(id, changedAt + 1_000).length >= 2, { message: 'slots after the last change' });
+    await fleet[0]!.cron.schedules.remove(id);
+    await sleep(1_000);
+    const slots = callsOf(id, from).map((c) => c.scheduledAt);
+    expect(new Set(slots).size).toBe(slots.length);
+    // No slot of the window was skipped.
+    expect(slots).toEqual(slots.map((_, i) => from + i * 1_000));
+    expect(callsOf(id, changedAt + 1_000).every((c) => (c.data as { v: number }).v === 10)).toBe(true);
+    expect(await fleet[0]!.cron.schedules.get(id)).toBeUndefined();
+  });
+
   it('Redis forgets everything (FLUSHALL) during the window: no schedule lost, every slot after it runs once', async () => {
     const ids = Array.from({ length: 5 }, () => uniqueName('flush'));
     await Promise.all(ids.map((id) => fleet[0]!.cron.schedules.upsert(everySecond(id))));
