@@ -11,8 +11,11 @@ import { refuseQueue, resolveSchedule, storedDefinition, type ResolvedSchedule, 
 import type { HandlerRegistry, ScheduleHandler } from './schedule.handlers.js';
 import type { ScheduleRecord, ScheduleStore } from './schedule.store.js';
 
-/** An executor not used for this long, with nothing going, is dropped (built again when its schedule is due). */
-const IDLE_MS = 10 * 60_000;
+/**
+ * An executor not used for this long, with nothing going, is dropped: built again when its
+ * schedule is due, or by the sweep when a row of its runs needs it (a retry due later).
+ */
+const IDLE_MS = 60_000;
 /** Above this many cached executors, idle ones are dropped at once, oldest use first. */
 const MAX_CACHED = 20_000;
 
