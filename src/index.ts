@@ -1,10 +1,17 @@
 export { DistributedCron } from './nest/distributed-cron.decorator.js';
 export { DistributedCronHandler } from './schedules/schedule-handler.decorator.js';
-export type { DistributedCronSchedules, ScheduleListOptions, ScheduleNextRun } from './schedules/schedules.api.js';
+export type {
+  DistributedCronSchedules,
+  ScheduleBackfilledSlot,
+  ScheduleBackfillOptions,
+  ScheduleListOptions,
+  ScheduleNextRun,
+} from './schedules/schedules.api.js';
 export type { ScheduleDefinition, ScheduleOptions } from './schedules/schedule.config.js';
 export type {
   EnabledChange,
   ScheduleChangeCursor,
+  ScheduleDueCursor,
   ScheduleChanges,
   ScheduleField,
   ScheduleListQuery,

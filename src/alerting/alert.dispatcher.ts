@@ -53,11 +53,11 @@ export class AlertDispatcher {
     );
   }
 
-  /** A failed, timed-out, dead or lost execution: counted in the job's streak, deduplicated, escalated. */
+  /** A failed, timed-out, dead or lost execution: counted in the job's (or its group's) streak, deduplicated, escalated. */
   async failure(event: AlertEvent): Promise<void> {
     let decision;
     try {
-      decision = await this.streaks.recordFailure(event.jobName, {
+      decision = await this.streaks.recordFailure(event.group ?? event.jobName, {
         now: this.clock(),
         dedupMs: this.policy.dedupMs,
         escalateAfter: this.policy.escalateAfter,

@@ -24,6 +24,12 @@ export interface AlertEvent {
   consecutiveFailures?: number;
   /** Free text, e.g. "no successful run for 26h". */
   detail?: string;
+  /**
+   * Failures of one group share a streak and a deduplication window instead of each job its own:
+   * the schedules of one handler are one group, so 10,000 failing schedules are one alert whose
+   * `consecutiveFailures` counts them all. Unset for a `@DistributedCron` job.
+   */
+  group?: string;
 }
 
 /**

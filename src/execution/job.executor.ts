@@ -79,6 +79,11 @@ export class JobExecutor {
     this.phases.startingUp(atLeastMs, atMostMs);
   }
 
+  /** Whether anything of this job is still going here (a slot's claim, row, run or result, a watch for a slot's row). */
+  get busy(): boolean {
+    return this.ctx.inFlight.size > 0 || this.checks.watching;
+  }
+
   /** True when the job names no resource pool, or its pool has a free unit on this instance now. */
   hasRoom(): boolean {
     return this.ctx.pool?.hasRoom() ?? true;

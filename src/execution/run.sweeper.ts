@@ -9,6 +9,18 @@ import type { RunRecord } from '../distributed-cron.interfaces.js';
 export interface SweeperDeps {
   /** Every job mounted on this instance, by name; a job whose timer is not active is not swept here. */
   readonly jobs: ReadonlyMap<string, { readonly executor: JobExecutor; readonly timer: { readonly active: boolean } }>;
+  /**
+   * Jobs beyond the mounted ones (schedules created at run time): the executors this instance
+   * holds now, and one built on demand for a row whose job it does not hold (undefined: none).
+   */
+  readonly more?: {
+    /** Whether there are such jobs (false: the sweep does not look for their rows). */
+    readonly inUse: boolean;
+    active(): Iterable<JobExecutor>;
+    adopt(jobName: string): Promise<JobExecutor | undefined>;
+    /** `adopt` for many job names in one read; those of no job are left out. */
+    adoptMany(jobNames: readonly string[]): Promise<JobExecutor[]>;
+  };
   readonly history: SweepQueries;
   /** Whether an orphaned `running` row's run still holds its lease. */
   readonly leases: Pick<LeaseStore, 'owner'>;
@@ -65,7 +77,7 @@ export class RunSweeper {
 
   /** Sweeps now (which also opens the run history's connection before the first slot) and every `everyMs`. */
   start(): void {
-    if (this.timer || this.deps.jobs.size === 0) return;
+    if (this.timer || (this.deps.jobs.size === 0 && !this.deps.more?.inUse)) return;
     // A built-in sweeper is built with the module and started at bootstrap: it watches from here.
     this.startedAt = this.deps.clock();
     const pass = (): void => {
@@ -89,9 +101,13 @@ export class RunSweeper {
     const { deps } = this;
     // Jobs whose timer runs on this instance (not `disabled`, not stopped in SchedulerRegistry).
     const active = [...deps.jobs.values()].filter(({ timer }) => timer.active).map(({ executor }) => executor);
+    const now = deps.clock();
+    if (deps.more?.inUse) {
+      active.push(...deps.more.active());
+      await this.adoptOpen(deps.more, active, now);
+    }
     const byName = new Map(active.map((executor) => [executor.job.name, executor]));
     const names = [...byName.keys()];
-    const now = deps.clock();
     const mono = performance.now();
     for (const [id, until] of this.deferred) if (until <= mono) this.deferred.delete(id);
     const exclude = [...this.deferred.keys(), ...this.inFlight];
@@ -150,6 +166,22 @@ export class RunSweeper {
     }
   }
 
+  /**
+   * Schedules with rows to look after (running, queued, a due retry) whose executor this instance
+   * does not hold (another instance handed their slot on): built from the table, swept from now on.
+   */
+  private async adoptOpen(more: NonNullable<SweeperDeps['more']>, active: JobExecutor[], now: number): Promise<void> {
+    const { history } = this.deps;
+    if (!history.openSchedules) return;
+    try {
+      const held = new Set(active.map((executor) => executor.job.name));
+      const open = (await history.openSchedules(new Date(now), RUNNING_BATCH)).filter((id) => !held.has(id));
+      if (open.length > 0) active.push(...(await more.adoptMany(open)));
+    } catch (error) {
+      this.deps.logger.warn(`run history sweep (schedules' rows) failed, retried in ${this.everyMs} ms: ${describeError(error)}`);
+    }
+  }
+
   /** Starts a check without waiting for it; a result `defer` accepts keeps the row out of the next sweeps. */
   private launch<T>(row: RunRecord, check: Promise<T>, defer: (result: T) => boolean): void {
     const id = row.executionId;
@@ -180,9 +212,12 @@ export class RunSweeper {
 
   /** Rows of jobs this instance does not schedule, waiting for longer than ORPHAN_GRACE_MS. */
   private async closeOrphans(names: string[], now: number): Promise<void> {
-    const { history, leases, logger } = this.deps;
+    const { deps } = this;
+    const { history, leases, logger } = deps;
     const at = new Date(now);
     for (const row of await history.orphans(names, new Date(now - ORPHAN_GRACE_MS), BATCH)) {
+      // A schedule's row whose executor this instance dropped: built again, it is looked after from the next sweep.
+      if (deps.more?.inUse && !names.includes(row.jobName) && (await deps.more.adopt(row.jobName))) continue;
       const nobody = `job '${row.jobName}' is not scheduled on instance ${this.deps.instanceId} (removed, renamed, disabled or stopped)`;
       let closed = false;
       if (row.status === 'running') {

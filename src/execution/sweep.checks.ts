@@ -185,6 +185,11 @@ export class SweepChecks {
   }
 
   /** Slots other instances claimed whose claimant has had time to write a row. Removes them from the watch list. */
+  /** Whether a slot's row is still watched for here (a claim another instance may have vanished with). */
+  get watching(): boolean {
+    return this.lostClaims.size > 0;
+  }
+
   takeDueLostClaims(now: number = performance.now()): LostClaim[] {
     const due: LostClaim[] = [];
     for (const [id, claim] of this.lostClaims) {

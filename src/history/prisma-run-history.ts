@@ -200,6 +200,19 @@ export class PrismaRunHistory implements RunWrites, SweepQueries, RunReads {
     return rows.map(toRecord);
   }
 
+  async openSchedules(now: Date, limit: number): Promise<string[]> {
+    const rows = await queryRows(
+      this.prisma,
+      `SELECT r.schedule_id::text AS schedule_id FROM ${TABLE} r
+       WHERE r.schedule_id IS NOT NULL
+         AND (status IN ('running', 'queued') OR (status IN ${RETRYABLE} AND next_attempt_at <= $1::timestamptz AND ${ATTEMPTS_LEFT}))
+       GROUP BY r.schedule_id ORDER BY min(r.updated_at) LIMIT $2::integer`,
+      now,
+      limit,
+    );
+    return rows.map((row) => toText(row.schedule_id, 'schedule_id'));
+  }
+
   async queued(jobNames: string[], before: Date, limit: number): Promise<QueuedRow[]> {
     if (jobNames.length === 0) return [];
     const rows = await this.scheduleColumn.read((present) =>

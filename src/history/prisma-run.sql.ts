@@ -205,17 +205,26 @@ const BEGIN_COLUMNS: ReadonlyArray<Column<BeginRequest>> = [
 ];
 
 /**
- * `schedule_id`, written only by a batch that has a schedule's slot in it: the statements of an app
- * without schedules never name the column, so they run on a table that predates it.
+ * `schedule_id` and `jitter_ms`, written only by a batch that has a schedule's slot in it: the
+ * statements of an app without schedules never name the columns, so they run on a table that
+ * predates them.
  */
-function withScheduleId<R extends { scheduleId?: string }>(
+function withScheduleId<R extends { scheduleId?: string; jitterMs?: number }>(
   requests: R[],
   columns: string,
   select: string,
   input: ReadonlyArray<Column<R>>,
 ): [columns: string, select: string, input: ReadonlyArray<Column<R>>] {
   if (!requests.some((r) => r.scheduleId !== undefined)) return [columns, select, input];
-  return [`${columns}, schedule_id`, `${select}, v.schedule_id`, [...input, ['schedule_id', 'text', (r) => r.scheduleId ?? null]]];
+  return [
+    `${columns}, schedule_id, jitter_ms`,
+    `${select}, v.schedule_id, v.jitter_ms`,
+    [
+      ...input,
+      ['schedule_id', 'text', (r) => r.scheduleId ?? null],
+      ['jitter_ms', 'integer', (r) => (r.jitterMs === undefined ? null : int(r.jitterMs))],
+    ],
+  ];
 }
 
 /**

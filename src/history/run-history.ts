@@ -15,6 +15,8 @@ export interface BeginRequest extends SlotIdentity {
   now: Date;
   /** The schedule the slot belongs to (`DistributedCronService.schedules`); none for a static job. */
   scheduleId?: string;
+  /** A schedule's slot started this long after `scheduledAt` by its `jitter` option; none without one. */
+  jitterMs?: number;
 }
 
 /**
@@ -83,6 +85,8 @@ export interface NotStartedRequest extends SlotIdentity {
   maxAttempts?: number;
   /** The schedule the slot belongs to (`DistributedCronService.schedules`); none for a static job. */
   scheduleId?: string;
+  /** A schedule's slot started this long after `scheduledAt` by its `jitter` option; none without one. */
+  jitterMs?: number;
 }
 
 /** A `queued` row, and whether a newer slot of its job has started since (then it is superseded). */
@@ -135,6 +139,12 @@ export interface SweepQueries {
   dueRetries(jobNames: string[], now: Date, limit: number, exclude: string[]): Promise<RunRecord[]>;
   /** `running` rows of these jobs, least recently updated first. */
   running(jobNames: string[], limit: number, exclude: string[]): Promise<RunRecord[]>;
+  /**
+   * Optional: the schedules (`schedule_id`) with rows the sweep looks after, running, queued or
+   * with a next attempt due by `now`, those waiting longest first, at most `limit`. Without it, a
+   * schedule's rows are swept by the instances that handed its slot on.
+   */
+  openSchedules?(now: Date, limit: number): Promise<string[]>;
   /** `queued` rows of these jobs created before `before`. */
   queued(jobNames: string[], before: Date, limit: number): Promise<QueuedRow[]>;
   /**

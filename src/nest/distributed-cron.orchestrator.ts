@@ -14,6 +14,14 @@ import { PrismaRunHistory } from '../history/prisma-run-history.js';
 import { checkSchema, schemaProblem, schemaUnchecked } from '../history/schema.check.js';
 import { StartPacer } from '../scheduling/start.pacer.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
+import type { ScheduleExecutors } from '../schedules/schedule.executors.js';
+import type { ScheduleFirer } from '../schedules/schedule.firer.js';
+
+/** The schedules created at run time: fired by the firer through the same dispatcher as the jobs' timers. */
+interface Schedules {
+  readonly firer: ScheduleFirer;
+  readonly executors: ScheduleExecutors;
+}
 
 /** The jobs whose births were recorded, and when the fleet first saw each. */
 interface Births {
@@ -58,6 +66,8 @@ export class DistributedCronOrchestrator {
     readonly topology: Topology,
     /** Started here once the timers are, when this instance fires slots. */
     private readonly runSweeper: RunSweeper,
+    /** With a schedule store: polled from when the timers start, when this instance fires slots. */
+    private readonly schedules?: Schedules,
   ) {}
 
   /** `schedules`: the app uses schedules (declares a `@DistributedCronHandler`). */
@@ -103,7 +113,8 @@ export class DistributedCronOrchestrator {
       runtime.admission,
     );
     const births = this.recordBirths();
-    if (runtime.jobs.size > 0) {
+    const schedules = this.schedules?.executors.inUse ? this.schedules : undefined;
+    if (runtime.jobs.size > 0 || schedules) {
       // The first slots find a warm database client and a read member list. Bounded: a database
       // that is down or slow delays no start by more than WARM_UP_WAIT_MS (its slots then say so).
       const warm = Promise.allSettled([births, runtime.history.writes.warmUp?.(), this.dispatcher.start()]);
@@ -121,6 +132,7 @@ export class DistributedCronOrchestrator {
     }
     this.dispatcher.timersStarted();
     void births.then((born) => this.catchUp(born, timersAt));
+    schedules?.firer.start((executor, slot) => this.dispatch(executor, slot));
     this.sweeper = this.runSweeper;
     this.sweeper.start();
     if (runtime.retention && runtime.options.prisma) {
@@ -231,11 +243,15 @@ export class DistributedCronOrchestrator {
   async stop(): Promise<void> {
     const { runtime } = this;
     for (const { timer } of runtime.jobs.values()) timer.stop();
+    await this.schedules?.firer.stop();
     // Slots still waiting for their turn are handed on: the executors give each its row or outcome.
     this.pacer.stop();
     await Promise.all([this.sweeper?.stop(), this.retention?.stop(), this.dispatcher?.stop()]);
     const consuming = this.topology.closeWorkers();
-    await Promise.all([...runtime.jobs.values()].map(({ executor }) => executor.shutdown(runtime.shutdownTimeoutMs)));
+    await Promise.all([
+      ...[...runtime.jobs.values()].map(({ executor }) => executor.shutdown(runtime.shutdownTimeoutMs)),
+      this.schedules?.executors.shutdown(runtime.shutdownTimeoutMs),
+    ]);
     await consuming;
     await this.topology.close();
   }

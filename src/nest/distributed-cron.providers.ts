@@ -24,6 +24,7 @@ import { PrismaScheduleStore } from '../schedules/prisma-schedule.store.js';
 import type { ScheduleStore } from '../schedules/schedule.store.js';
 import { DISTRIBUTED_CRON_HANDLERS, type HandlerRegistry } from '../schedules/schedule.handlers.js';
 import { DistributedCronSchedules } from '../schedules/schedules.api.js';
+import { ScheduleExecutors } from '../schedules/schedule.executors.js';
 
 /** The checked module options (`ModuleConfig`). */
 export const DISTRIBUTED_CRON_CONFIG = 'nestjs-distributed-cron:config';
@@ -126,9 +127,20 @@ export const SHARED_PART_PROVIDERS: Provider[] = [
   { provide: DISTRIBUTED_CRON_HANDLERS, useFactory: (): HandlerRegistry => new Map() },
   {
     provide: DistributedCronSchedules,
-    useFactory: (config: ModuleConfig, store: ScheduleStore | null, handlers: HandlerRegistry): DistributedCronSchedules =>
-      new DistributedCronSchedules({ store, handlers: () => [...handlers.keys()], module: config.options, clock: config.clock }),
-    inject: [DISTRIBUTED_CRON_CONFIG, DISTRIBUTED_CRON_SCHEDULE_STORE, DISTRIBUTED_CRON_HANDLERS],
+    useFactory: (
+      config: ModuleConfig,
+      store: ScheduleStore | null,
+      handlers: HandlerRegistry,
+      executors: ScheduleExecutors,
+    ): DistributedCronSchedules =>
+      new DistributedCronSchedules({
+        store,
+        handlers: () => [...handlers.keys()],
+        module: config.options,
+        clock: config.clock,
+        executorFor: (record) => executors.executorFor(record),
+      }),
+    inject: [DISTRIBUTED_CRON_CONFIG, DISTRIBUTED_CRON_SCHEDULE_STORE, DISTRIBUTED_CRON_HANDLERS, ScheduleExecutors],
   },
   { provide: DISTRIBUTED_CRON_LEADERSHIP, useFactory: (): LeadershipSeat => ({ elector: undefined }) },
   {
@@ -159,11 +171,41 @@ export const SHARED_PART_PROVIDERS: Provider[] = [
   },
   {
     provide: RunSweeper,
-    useFactory: (config: ModuleConfig, jobs: JobRegistry, history: SweepQueries, leases: LeaseStore): RunSweeper =>
+    useFactory: (
+      config: ModuleConfig,
+      jobs: JobRegistry,
+      history: SweepQueries,
+      leases: LeaseStore,
+      schedules: ScheduleExecutors,
+    ): RunSweeper =>
       new RunSweeper(
-        { jobs, history, leases, logger: new Logger(LOGGER_CONTEXT), clock: config.clock, instanceId: config.instanceId },
+        {
+          jobs,
+          history,
+          leases,
+          logger: new Logger(LOGGER_CONTEXT),
+          clock: config.clock,
+          instanceId: config.instanceId,
+          // The schedules' executors: those held now, and one built from the table for a row that names a schedule.
+          more: schedules.enabled
+            ? {
+                get inUse() {
+                  return schedules.inUse;
+                },
+                active: () => schedules.active(),
+                adopt: (id) => schedules.byId(id),
+                adoptMany: (ids) => schedules.byIds(ids),
+              }
+            : undefined,
+        },
         config.sweepEveryMs,
       ),
-    inject: [DISTRIBUTED_CRON_CONFIG, DISTRIBUTED_CRON_JOBS, DISTRIBUTED_CRON_SWEEP_QUERIES, DISTRIBUTED_CRON_LEASE_STORE],
+    inject: [
+      DISTRIBUTED_CRON_CONFIG,
+      DISTRIBUTED_CRON_JOBS,
+      DISTRIBUTED_CRON_SWEEP_QUERIES,
+      DISTRIBUTED_CRON_LEASE_STORE,
+      ScheduleExecutors,
+    ],
   },
 ];

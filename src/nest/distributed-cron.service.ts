@@ -109,7 +109,13 @@ export class DistributedCronService implements BeforeApplicationShutdown {
     @Inject(DISTRIBUTED_CRON_INSTANCE_ID) readonly instanceId: string,
     /** Schedules created at run time: upsert, remove, get, list, pause, resume, nextRuns. */
     @Inject(DistributedCronSchedules) readonly schedules: DistributedCronSchedules,
-  ) {}
+  ) {
+    // A schedule's manual run and backfill go through the same code as a job's, with its executor.
+    schedules.runner = {
+      trigger: (executor, scheduledAt) => this.triggerOn(executor, scheduledAt),
+      backfill: (executor, from, to, options) => this.backfillOn('schedules.backfill', executor, from, to, options),
+    };
+  }
 
   beforeApplicationShutdown(): void {
     this.closing.abort();
@@ -183,6 +189,10 @@ export class DistributedCronService implements BeforeApplicationShutdown {
     if (scheduledAt !== undefined && !isValidDate(scheduledAt)) {
       throw new DistributedCronArgumentError('trigger', jobName, 'scheduledAt', messages.NOT_A_VALID_DATE(scheduledAt));
     }
+    return this.triggerOn(executor, scheduledAt);
+  }
+
+  private async triggerOn(executor: JobExecutor, scheduledAt: Date | undefined): Promise<FireOutcome> {
     const now = new Date(this.clock());
     const slot = scheduledAt ?? executor.job.schedule.previous(now) ?? now;
     return executor.fire(slot, 'manual');
@@ -228,8 +238,19 @@ export class DistributedCronService implements BeforeApplicationShutdown {
    */
   async backfill(jobName: string, from: Date, to: Date, options?: BackfillOptions): Promise<BackfilledSlot[]> {
     const { executor } = this.job('backfill', jobName);
+    return this.backfillOn('backfill', executor, from, to, options);
+  }
+
+  private async backfillOn(
+    method: string,
+    executor: JobExecutor,
+    from: Date,
+    to: Date,
+    options?: BackfillOptions,
+  ): Promise<BackfilledSlot[]> {
+    const jobName = executor.job.name;
     const fail = (parameter: string, problem: string): never => {
-      throw new DistributedCronArgumentError('backfill', jobName, parameter, problem);
+      throw new DistributedCronArgumentError(method, jobName, parameter, problem);
     };
     if (!isValidDate(from)) fail('from', messages.NOT_A_VALID_DATE(from));
     if (!isValidDate(to)) fail('to', messages.NOT_A_VALID_DATE(to));

@@ -1,10 +1,11 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
 import type { ModuleConfig } from '../config/module.config.js';
 import { LOGGER_CONTEXT } from './distributed-cron.constants.js';
 import { DISTRIBUTED_CRON_CONFIG } from './distributed-cron.providers.js';
 import { DISTRIBUTED_CRON_JOBS, type JobRegistry } from './job.registry.js';
+import { ScheduleExecutors } from '../schedules/schedule.executors.js';
 import { resolveObservability, type ObservabilitySettings } from '../observability/observability.options.js';
 import { HeartbeatPinger } from '../observability/heartbeat.pinger.js';
 import { emitterSubscriber, type EmitterLike } from '../observability/hooks.subscriber.js';
@@ -49,6 +50,8 @@ export class DistributedCronObservability implements OnModuleInit, OnApplication
     @Inject(DISTRIBUTED_CRON_JOBS) private readonly jobs: JobRegistry,
     private readonly events: RunEventSink,
     private readonly moduleRef: ModuleRef,
+    /** Schedules created at run time: their metrics are labelled by handler, never by schedule id. */
+    @Optional() private readonly schedules?: ScheduleExecutors,
   ) {
     this.settings = resolveObservability(config.options);
     this.clock = config.clock;
@@ -69,6 +72,7 @@ export class DistributedCronObservability implements OnModuleInit, OnApplication
             .map(({ executor }) => ({ name: executor.job.name, next: (now: Date) => executor.job.schedule.next(now) })),
         this.clock,
         () => events.loadReading?.(),
+        (jobName) => this.schedules?.handlerOf(jobName) ?? jobName,
       );
       this.metrics = metrics;
       if (settings.prometheus) {

@@ -22,6 +22,8 @@ export class MetricsSubscriber implements RunEventSubscriber {
     private readonly clock: () => number,
     /** This instance's admission control, when it fires slots. */
     private readonly load: () => { readonly limit: number; readonly waiting: number } | undefined = () => undefined,
+    /** The `job` label of a job's observations: its name, or for a schedule its handler's (one series per handler, not per schedule). */
+    private readonly label: (jobName: string) => string = (jobName) => jobName,
   ) {}
 
   attach(backend: MetricsBackend): void {
@@ -67,31 +69,32 @@ export class MetricsSubscriber implements RunEventSubscriber {
   }
 
   triggered: RunEventSubscriber['triggered'] = (event) => {
-    this.add('triggers', 1, { job: event.jobName, outcome: event.outcome });
-    if (event.outcome === 'skipped_overload') this.add('overloadShed', 1, { job: event.jobName });
+    const job = this.label(event.jobName);
+    this.add('triggers', 1, { job, outcome: event.outcome });
+    if (event.outcome === 'skipped_overload') this.add('overloadShed', 1, { job });
   };
 
   runStarted: RunEventSubscriber['runStarted'] = (event) => {
-    const job = { job: event.jobName };
+    const job = { job: this.label(event.jobName) };
     this.add('running', 1, job);
     // Retries, replays and catch-ups start late by design: they would bury the timer's delay.
     if (event.trigger === 'schedule') this.record('startDelay', Math.max(0, event.startDelayMs) / 1000, job);
   };
 
   runFinished: RunEventSubscriber['runFinished'] = (event) => {
-    const job = { job: event.jobName };
+    const job = { job: this.label(event.jobName) };
     this.add('running', -1, job);
-    this.add('runs', 1, { job: event.jobName, status: event.status, trigger: event.trigger });
-    this.record('runDuration', event.durationMs / 1000, { job: event.jobName, status: event.status });
+    this.add('runs', 1, { ...job, status: event.status, trigger: event.trigger });
+    this.record('runDuration', event.durationMs / 1000, { ...job, status: event.status });
     if (event.processedCount > 0) this.add('itemsProcessed', event.processedCount, job);
     if (event.failedCount > 0) this.add('itemsFailed', event.failedCount, job);
     if (event.status === 'completed' || event.status === 'completed_with_errors') {
-      this.lastSuccess.set(event.jobName, event.finishedAt.getTime() / 1000);
+      this.lastSuccess.set(job.job, event.finishedAt.getTime() / 1000);
     }
     if (event.status === 'dead') this.add('dead', 1, job);
   };
 
   leaseLost: RunEventSubscriber['leaseLost'] = (event) => {
-    this.add('leaseLosses', 1, { job: event.jobName });
+    this.add('leaseLosses', 1, { job: this.label(event.jobName) });
   };
 }

@@ -3,6 +3,7 @@ import {
   SCHEDULE_FIELDS,
   type EnabledChange,
   type ScheduleChangeCursor,
+  type ScheduleDueCursor,
   type ScheduleChanges,
   type ScheduleField,
   type ScheduleListQuery,
@@ -66,6 +67,13 @@ export class InMemoryScheduleStore implements ScheduleStore {
     return record && copy(record);
   }
 
+  async getMany(ids: readonly string[]): Promise<ScheduleRecord[]> {
+    return [...new Set(ids)].flatMap((id) => {
+      const record = this.rows.get(id);
+      return record ? [copy(record)] : [];
+    });
+  }
+
   async list(query: ScheduleListQuery): Promise<SchedulePage> {
     const search = query.search?.toLowerCase();
     const matching = [...this.rows.values()]
@@ -98,9 +106,13 @@ export class InMemoryScheduleStore implements ScheduleStore {
     return copy(record);
   }
 
-  async due(upTo: Date, limit: number): Promise<ScheduleRecord[]> {
+  async due(upTo: Date, limit: number, after?: ScheduleDueCursor): Promise<ScheduleRecord[]> {
+    const past = (r: ScheduleRecord): boolean =>
+      !after ||
+      r.nextDueAt!.getTime() > after.nextDueAt.getTime() ||
+      (r.nextDueAt!.getTime() === after.nextDueAt.getTime() && r.id > after.id);
     return [...this.rows.values()]
-      .filter((r) => r.enabled && r.nextDueAt !== null && r.nextDueAt.getTime() <= upTo.getTime())
+      .filter((r) => r.enabled && r.nextDueAt !== null && r.nextDueAt.getTime() <= upTo.getTime() && past(r))
       .sort((a, b) => a.nextDueAt!.getTime() - b.nextDueAt!.getTime() || byId(a, b))
       .slice(0, limit)
       .map(copy);

@@ -16,6 +16,7 @@ import {
   SCHEDULE_FIELDS,
   type EnabledChange,
   type ScheduleChangeCursor,
+  type ScheduleDueCursor,
   type ScheduleChanges,
   type ScheduleData,
   type ScheduleField,
@@ -183,6 +184,12 @@ export class PrismaScheduleStore implements ScheduleStore {
     return rows[0] ? toRecord(rows[0]) : undefined;
   }
 
+  async getMany(ids: readonly string[]): Promise<ScheduleRecord[]> {
+    if (ids.length === 0) return [];
+    const rows = await queryRows(this.prisma, `SELECT ${columns(TABLE)} FROM ${TABLE} WHERE id = ANY($1::text[])`, [...new Set(ids)]);
+    return rows.map(toRecord);
+  }
+
   async list(query: ScheduleListQuery): Promise<SchedulePage> {
     const where: string[] = [];
     const values: unknown[] = [];
@@ -227,14 +234,25 @@ export class PrismaScheduleStore implements ScheduleStore {
     return rows[0] ? toRecord(rows[0]) : undefined;
   }
 
-  async due(upTo: Date, limit: number): Promise<ScheduleRecord[]> {
-    const rows = await queryRows(
-      this.prisma,
-      `SELECT ${columns(TABLE)} FROM ${TABLE} WHERE next_due_at <= $1::timestamptz AND enabled
-        ORDER BY next_due_at, id LIMIT $2::integer`,
-      upTo,
-      limit,
-    );
+  async due(upTo: Date, limit: number, after?: ScheduleDueCursor): Promise<ScheduleRecord[]> {
+    const rows = after
+      ? await queryRows(
+          this.prisma,
+          `SELECT ${columns(TABLE)} FROM ${TABLE}
+            WHERE next_due_at <= $1::timestamptz AND enabled AND (next_due_at, id) > ($3::timestamptz, $4::text)
+            ORDER BY next_due_at, id LIMIT $2::integer`,
+          upTo,
+          limit,
+          after.nextDueAt,
+          after.id,
+        )
+      : await queryRows(
+          this.prisma,
+          `SELECT ${columns(TABLE)} FROM ${TABLE} WHERE next_due_at <= $1::timestamptz AND enabled
+            ORDER BY next_due_at, id LIMIT $2::integer`,
+          upTo,
+          limit,
+        );
     return rows.map(toRecord);
   }
 

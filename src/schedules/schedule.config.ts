@@ -226,6 +226,16 @@ export function nextDue(schedule: ResolvedSchedule, after: Date): Date | null {
   return schedule.endAt && slot.getTime() > schedule.endAt.getTime() ? null : slot;
 }
 
+/** Queue mode's workers find a job among the mounted ones: a schedule's slot cannot be put on a queue yet. */
+export function refuseQueue(schedule: ResolvedSchedule): void {
+  if (schedule.job.queue === undefined) return;
+  throw new DistributedCronScheduleError(
+    schedule.job.name,
+    'queue',
+    `queue mode does not run schedules yet (a worker finds only @DistributedCron jobs): leave \`queue\` out, and the slot runs where it fires`,
+  );
+}
+
 /** The row an upsert writes for a checked definition, due from `now`. */
 export function scheduleWrite(definition: ScheduleDefinition, schedule: ResolvedSchedule, now: Date): ScheduleWrite {
   const options: Record<string, ScheduleData> = {};

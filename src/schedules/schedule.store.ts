@@ -102,6 +102,12 @@ export interface ScheduleChanges {
   readonly cursor: ScheduleChangeCursor | undefined;
 }
 
+/** Where a page of `due` resumes: after this row in (nextDueAt, id) order. */
+export interface ScheduleDueCursor {
+  readonly nextDueAt: Date;
+  readonly id: string;
+}
+
 /** A change of `enabled` (pause, resume), against the version it was computed from. */
 export interface EnabledChange {
   readonly id: string;
@@ -128,6 +134,8 @@ export interface ScheduleStore {
   /** Deletes the schedule; whether it existed. */
   remove(id: string): Promise<boolean>;
   get(id: string): Promise<ScheduleRecord | undefined>;
+  /** The schedules of these ids that exist, in no particular order (one read: the firing layer's check before a start). */
+  getMany(ids: readonly string[]): Promise<ScheduleRecord[]>;
   /** A page in id order (keyset: a row added or removed meanwhile never shifts a later page). */
   list(query: ScheduleListQuery): Promise<SchedulePage>;
   /**
@@ -136,8 +144,11 @@ export interface ScheduleStore {
    * was written (missing, another version, or already so: `get` tells which).
    */
   setEnabled(change: EnabledChange, now: Date): Promise<ScheduleRecord | undefined>;
-  /** Enabled schedules whose `nextDueAt` is at or before `upTo`, in due order (then id), at most `limit`. */
-  due(upTo: Date, limit: number): Promise<ScheduleRecord[]>;
+  /**
+   * Enabled schedules whose `nextDueAt` is at or before `upTo`, in due order (then id), at most
+   * `limit`; with `after`, only those past that place in the order (the next page of a burst).
+   */
+  due(upTo: Date, limit: number, after?: ScheduleDueCursor): Promise<ScheduleRecord[]>;
   /**
    * The firing layer's compare-and-set: moves `nextDueAt` from `fromDueAt` to `nextDueAt` only if
    * the row is still at `version` and still due at `fromDueAt`. Whether it moved: false means

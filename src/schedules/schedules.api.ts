@@ -1,10 +1,13 @@
+import type { FireOutcome } from '../distributed-cron.interfaces.js';
 import { shown } from '../distributed-cron.messages.js';
+import type { JobExecutor } from '../execution/job.executor.js';
 import { DistributedCronArgumentError } from '../errors/distributed-cron-argument.error.js';
 import { DistributedCronConfigError } from '../errors/distributed-cron-config.error.js';
 import { DistributedCronScheduleError } from '../errors/distributed-cron-schedule.error.js';
 import { formatInZone } from '../scheduling/cron.schedule.js';
 import {
   nextDue,
+  refuseQueue,
   resolveSchedule,
   scheduleWrite,
   storedDefinition,
@@ -43,6 +46,25 @@ export interface ScheduleNextRun {
   local: string;
 }
 
+/** What `backfill()` does with a slot while another run of the schedule is going (as `DistributedCronService.backfill`). */
+export interface ScheduleBackfillOptions {
+  /** `'skip'`: the schedule's `overlap` decides; `'wait'`: wait until no run of it is going. @default 'skip' */
+  overlap?: 'skip' | 'wait';
+}
+
+/** What `backfill()` did with one slot of its range. */
+export interface ScheduleBackfilledSlot {
+  scheduledAt: Date;
+  executionId: string;
+  outcome: FireOutcome;
+}
+
+/** How a manual run and a backfill run a slot: the service's code for a job's, given the schedule's executor. */
+export interface ScheduleSlotRunner {
+  trigger(executor: JobExecutor, scheduledAt: Date | undefined): Promise<FireOutcome>;
+  backfill(executor: JobExecutor, from: Date, to: Date, options: ScheduleBackfillOptions | undefined): Promise<ScheduleBackfilledSlot[]>;
+}
+
 /** What the schedules API needs of the module. */
 export interface SchedulesDeps {
   /** Where schedules live; null when the module has neither `prisma` nor `stores.schedules`. */
@@ -52,6 +74,8 @@ export interface SchedulesDeps {
   readonly module: ScheduleModuleOptions;
   /** The module's clock, epoch milliseconds. */
   readonly clock: () => number;
+  /** The executor of a stored schedule (undefined: this app cannot run it). */
+  readonly executorFor?: (record: ScheduleRecord) => JobExecutor | undefined;
 }
 
 /**
@@ -61,6 +85,9 @@ export interface SchedulesDeps {
  * naming the schedule and the option, and nothing is stored.
  */
 export class DistributedCronSchedules {
+  /** Set by `DistributedCronService`: runs `trigger` and `backfill` as it does a job's. @internal */
+  runner: ScheduleSlotRunner | undefined;
+
   constructor(private readonly deps: SchedulesDeps) {}
 
   /**
@@ -72,6 +99,7 @@ export class DistributedCronSchedules {
    */
   async upsert(definition: ScheduleDefinition): Promise<UpsertOutcome> {
     const schedule = resolveSchedule(definition, this.deps.module, this.deps.handlers());
+    refuseQueue(schedule);
     const now = this.now();
     return this.store().upsert(scheduleWrite(definition, schedule, now), now);
   }
@@ -139,6 +167,47 @@ export class DistributedCronSchedules {
       after = at;
     }
     return runs;
+  }
+
+  /**
+   * Runs a slot of the schedule now (default: its latest slot at or before now), through the same
+   * claim as its scheduled slots: once fleet-wide, and not at all if its execution ID already ran.
+   * A paused schedule runs too: a manual run is asked for.
+   * @example await cron.schedules.trigger(`report:${tenant.id}`)
+   */
+  async trigger(id: string, scheduledAt?: Date): Promise<FireOutcome> {
+    checkedId('trigger', id);
+    if (scheduledAt !== undefined && (!(scheduledAt instanceof Date) || Number.isNaN(scheduledAt.getTime()))) {
+      throw new DistributedCronArgumentError('schedules.trigger', id, 'scheduledAt', `must be a valid Date, got ${shown(scheduledAt)}`);
+    }
+    const executor = await this.executor(id);
+    return this.slotRunner().trigger(executor, scheduledAt);
+  }
+
+  /**
+   * Runs every slot of the schedule in `[from, to)` that has no row yet, oldest first, each once
+   * fleet-wide, with trigger `'backfill'`, as `DistributedCronService.backfill` does for a job
+   * (at most 1,000 slots, none after now; slots before the schedule existed too).
+   * @example await cron.schedules.backfill(`report:${tenant.id}`, new Date('2026-11-01'), new Date('2026-11-15'))
+   */
+  async backfill(id: string, from: Date, to: Date, options?: ScheduleBackfillOptions): Promise<ScheduleBackfilledSlot[]> {
+    checkedId('backfill', id);
+    const executor = await this.executor(id);
+    return this.slotRunner().backfill(executor, from, to, options);
+  }
+
+  private async executor(id: string): Promise<JobExecutor> {
+    const record = await this.existing(id);
+    // Checked against this app's rules, as the firing layer does.
+    this.resolved(record);
+    const executor = this.deps.executorFor?.(record);
+    if (executor) return executor;
+    throw new DistributedCronScheduleError(id, 'handler', `no @DistributedCronHandler is named '${record.handler}' in this app`);
+  }
+
+  private slotRunner(): ScheduleSlotRunner {
+    if (this.runner) return this.runner;
+    throw new DistributedCronConfigError(undefined, 'schedules', 'trigger and backfill run through DistributedCronService.schedules');
   }
 
   private async setEnabled(id: string, enabled: boolean, note: string | null | undefined): Promise<ScheduleRecord> {

@@ -52,6 +52,17 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
       expect(await store.get(id())).toBeUndefined();
     });
 
+    it('getMany reads the schedules of the ids that exist, each once, in one call', async () => {
+      const { store } = fixture();
+      const [a, b] = [write(id()), write(id(), { enabled: false })];
+      await store.upsert(a, NOW);
+      await store.upsert(b, NOW);
+      const found = await store.getMany([b.id, id(), a.id, b.id]);
+      expect(found.map((r) => r.id).sort()).toEqual([a.id, b.id].sort());
+      expect(found.find((r) => r.id === b.id)).toMatchObject({ enabled: false, version: 1 });
+      expect(await store.getMany([])).toEqual([]);
+    });
+
     it('the same definition again changes nothing: same version, same update time', async () => {
       const { store } = fixture();
       const w = write(id());
@@ -203,6 +214,10 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
       expect(due.map((s) => s.id)).toEqual([`${prefix}-b`, `${prefix}-c`, `${prefix}-a`]);
       expect((await store.due(t(10), 2)).map((s) => s.id)).toEqual([`${prefix}-b`, `${prefix}-c`]);
       expect(due[0]).toMatchObject({ nextDueAt: t(1), version: 1, handler: 'tenant-report' });
+      // The next page: after a place in (due, id) order, so a burst is read a page at a time.
+      const page = await store.due(t(10), 100, { nextDueAt: t(1), id: `${prefix}-b` });
+      expect(page.map((s) => s.id)).toEqual([`${prefix}-c`, `${prefix}-a`]);
+      expect((await store.due(t(10), 100, { nextDueAt: t(1), id: `${prefix}-c` })).map((s) => s.id)).toEqual([`${prefix}-a`]);
     });
 
     it('advance is a compare-and-set on the due time and the version', async () => {

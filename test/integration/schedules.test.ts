@@ -2,7 +2,8 @@
  * Schedules created at run time, through a real Nest app on real PostgreSQL (a database of this
  * file's own: the app's clock is moved to fixed instants) and Redis: the handler it finds, the
  * checks of every option (nothing stored on a bad one), the schedule math in the schedule's zone,
- * pause and resume, known-since. Slots do not fire yet: these are the API and the table.
+ * pause and resume, known-since. The app fires nothing (`scheduling: false`): these are the API
+ * and the table, with due times as written (schedules-firing.test.ts fires them).
  */
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
@@ -45,7 +46,7 @@ beforeAll(async () => {
   app = await startApp({
     label: uniqueName('schedules'),
     providers: [TenantReports, TenantSyncs],
-    module: { clock: () => now, timeZone: 'UTC', pools: { reports: 2 } },
+    module: { clock: () => now, timeZone: 'UTC', pools: { reports: 2 }, scheduling: false },
   });
   apps.push(app);
 });

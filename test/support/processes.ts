@@ -19,6 +19,8 @@ export interface FixtureEvent {
   aborted?: boolean;
   failed?: boolean;
   trigger?: string;
+  /** The schedule of the run (a `fixture-schedule` slot). */
+  scheduleId?: string;
 }
 
 export interface ChildInstance {

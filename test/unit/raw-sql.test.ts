@@ -260,6 +260,7 @@ const HISTORY: readonly Case[] = [
   ['closeOrphan', [], (p) => new PrismaRunHistory(p).closeOrphan({ ...RUN_RECORD(), ...record }, 'dead', at(1), 'gone')],
   ['dueRetries', [RUN_ROW], (p) => new PrismaRunHistory(p).dueRetries(['report', 'say "hi", \\o/'], at(1), 50, ['report:0'])],
   ['running', [RUN_ROW], (p) => new PrismaRunHistory(p).running(['report'], 50, [])],
+  ['openSchedules', [{ schedule_id: 'tenant-42' }], (p) => new PrismaRunHistory(p).openSchedules(at(0), 100)],
   ['queued', [RUN_ROW], (p) => new PrismaRunHistory(p).queued(['report'], at(1), 50)],
   ['orphans', [RUN_ROW], (p) => new PrismaRunHistory(p).orphans(['report'], at(1), 50)],
   ['lastSuccess', [{ at: ms(1_250) }], (p) => new PrismaRunHistory(p).lastSuccess('report')],
@@ -453,6 +454,7 @@ const SCHEDULES: readonly Case[] = [
   ],
   ['remove', [], (p) => new PrismaScheduleStore(p).remove('tenant-42')],
   ['get', [SCHEDULE_ROW], (p) => new PrismaScheduleStore(p).get('tenant-42')],
+  ['getMany', [SCHEDULE_ROW], (p) => new PrismaScheduleStore(p).getMany(['tenant-42', 'tenant-1'])],
   [
     'list',
     [SCHEDULE_ROW],
@@ -463,7 +465,15 @@ const SCHEDULES: readonly Case[] = [
     [SCHEDULE_ROW],
     (p) => new PrismaScheduleStore(p).setEnabled({ id: 'tenant-42', enabled: false, note: 'paused', nextDueAt: null, version: 3 }, at(1)),
   ],
-  ['due', [SCHEDULE_ROW], (p) => new PrismaScheduleStore(p).due(at(60_000), 500)],
+  // The first page, then a page after a place in (due, id) order: two statements, both checked.
+  [
+    'due',
+    [SCHEDULE_ROW],
+    async (p) => [
+      ...(await new PrismaScheduleStore(p).due(at(60_000), 500)),
+      ...(await new PrismaScheduleStore(p).due(at(60_000), 500, { nextDueAt: at(0), id: 'tenant-1' })),
+    ],
+  ],
   ['advance', [], (p) => new PrismaScheduleStore(p).advance('tenant-42', 3, at(60_000), at(120_000))],
   ['changedSince', [SCHEDULE_ROW], (p) => new PrismaScheduleStore(p).changedSince({ updatedAt: at(0), id: 'tenant-1' }, 100)],
 ];
@@ -519,7 +529,8 @@ describe('every statement of the library keeps the rule', () => {
     ]);
     expect(writes.filter((s) => !s.sql.includes('schedule_id')).length).toBeGreaterThanOrEqual(2);
     const scheduled = statements.find((s) => s.method === "PrismaRunHistory.begin, a schedule's slot" && s.sql.includes('schedule_id'))!;
-    expect(scheduled.params.at(-1)).toBe('{"tenant-42"}');
+    // The schedule, then the jitter offset (none: the slot of a schedule without `jitter`).
+    expect(scheduled.params.slice(-2)).toEqual(['{"tenant-42"}', '{NULL}']);
   });
 
   it('every instant is sent in UTC with its zone, every bigint as its digits, every list as an array literal', async () => {

@@ -37,6 +37,9 @@ CREATE INDEX IF NOT EXISTS "distributed_cron_schedules_updated_at_id_idx" ON "di
 -- AddColumn: a run row names its schedule (NULL for a static job's run).
 ALTER TABLE "distributed_cron_runs" ADD COLUMN IF NOT EXISTS "schedule_id" TEXT;
 
+-- AddColumn: how long after its slot a schedule's run started by its `jitter` option (NULL without one).
+ALTER TABLE "distributed_cron_runs" ADD COLUMN IF NOT EXISTS "jitter_ms" INTEGER;
+
 -- CreateIndex: a schedule's history, keyset pages on (scheduled_at, id) as the other filters.
 CREATE INDEX IF NOT EXISTS "distributed_cron_runs_schedule_id_scheduled_at_id_idx" ON "distributed_cron_runs"("schedule_id", "scheduled_at", "id");
 

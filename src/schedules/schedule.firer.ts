@@ -1,0 +1,242 @@
+import type { LoggerService } from '@nestjs/common';
+import type { FireOutcome } from '../distributed-cron.interfaces.js';
+import { describeError } from '../errors/error.redact.js';
+import type { JobExecutor } from '../execution/job.executor.js';
+import { claimAheadMs } from '../scheduling/job.timer.js';
+import { nextDue, type ResolvedSchedule } from './schedule.config.js';
+import { jitterOffset, type ScheduleExecutor, type ScheduleExecutors } from './schedule.executors.js';
+import type { ScheduleDueCursor, ScheduleRecord, ScheduleStore } from './schedule.store.js';
+
+/** How often the table is read for what is due. */
+const POLL_MS = 250;
+/** At most this many due rows per read, and slots newly handed on per poll: a burst drains in due order, a batch at a time. */
+const BATCH = 2_000;
+/** Pages read per poll at most (past rows already handed on or waiting for their jittered instant). */
+const MAX_PAGES = 10;
+/** Slots handed on or waiting here at most: what is beyond stays due in the table for later polls. */
+const MAX_HELD = 50_000;
+/** Read this far ahead of now: a slot is claimed ahead of its instant, as a static job's timer does. */
+const READ_AHEAD_MS = 250;
+/**
+ * A slot handed on and not settled after its start budget, two leases and this long (dropped on
+ * the way: a leadership lost, a dispatcher stopping) may be handed on again; its claim decides.
+ */
+const HANDED_ON_FOR_MS = 60_000;
+/** Tries of an advance whose row another write changed meanwhile. */
+const ADVANCE_TRIES = 5;
+/** Catch-up outcomes after which the next missed slot is tried. */
+const CONTINUE: ReadonlySet<FireOutcome> = new Set<FireOutcome>(['ran', 'already_done']);
+
+/** What the firer needs: the table, the executors, the module clock, and whether this instance fires now. */
+export interface ScheduleFirerDeps {
+  readonly store: ScheduleStore | null;
+  readonly executors: ScheduleExecutors;
+  readonly clock: () => number;
+  readonly logger: LoggerService;
+  /** Leader mode: whether this instance leads now (only the leader fires); true otherwise. */
+  readonly leading: () => boolean;
+  /** How often the table is read. @default 250 */
+  readonly pollMs?: number;
+}
+
+/**
+ * Fires the schedules' slots. The table is the durable "not yet handled" marker: every
+ * `pollMs` the firer reads what is due (`next_due_at` up to now and the claim-ahead time, in due
+ * order, a bounded batch), and hands each (schedule, slot) to the slot dispatcher as a static
+ * job's timer does, at its jittered instant. Once the slot's fate is settled here (claimed and
+ * recorded, shed with its row, or left to the instance that claimed it), the row is advanced to
+ * the next slot with a compare-and-set; if every instance dies in between, the row is still due
+ * and its slot is caught up on restart per the schedule's `catchUp`. No timer, promise or object
+ * is kept per idle schedule.
+ */
+export class ScheduleFirer {
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  /** (id, slot) handed on by this instance and not yet advanced: not handed on again by the next poll. */
+  private readonly handedOn = new Map<string, number>();
+  /** Slots read whose jittered instant is still ahead, by key: handed on by the poll that reaches it. */
+  private readonly waiting = new Map<string, { record: ScheduleRecord; schedule: ResolvedSchedule; handOnAt: number }>();
+  private startedAt = 0;
+  private stopped = true;
+  private dispatch: ((executor: JobExecutor, slot: Date) => void) | undefined;
+  private failing = false;
+
+  constructor(private readonly deps: ScheduleFirerDeps) {}
+
+  /** Starts polling (once the dispatcher runs); slots due before now are caught up per their policy. */
+  start(dispatch: (executor: JobExecutor, slot: Date) => void): void {
+    if (!this.deps.store || !this.stopped) return;
+    this.stopped = false;
+    this.dispatch = dispatch;
+    this.startedAt = this.deps.clock();
+    const next = (): void => {
+      if (this.stopped) return;
+      this.timer = setTimeout(() => {
+        this.polling = this.poll().finally(next);
+      }, this.deps.pollMs ?? POLL_MS);
+      this.timer.unref();
+    };
+    this.polling = this.poll().finally(next);
+  }
+
+  /** Stops polling; slots already handed on go on (the executors' shutdown lets them finish). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.waiting.clear();
+    clearTimeout(this.timer);
+    await this.polling;
+  }
+
+  /**
+   * One look at what is due; never rejects. Reads a page of due rows, and the pages after it while
+   * the rows read are all held here already (handed on, or waiting for their jittered instant),
+   * until `BATCH` new slots are taken; hands on the waiting slots whose instant has come.
+   */
+  async poll(): Promise<void> {
+    if (this.stopped || !this.deps.leading()) {
+      this.waiting.clear();
+      return;
+    }
+    const now = this.deps.clock();
+    const mono = performance.now();
+    for (const [key, until] of this.handedOn) if (until <= mono) this.handedOn.delete(key);
+    for (const [key, { record, schedule, handOnAt }] of this.waiting) {
+      if (handOnAt > now) continue;
+      this.waiting.delete(key);
+      this.guarded(record, () => this.handOn(record, schedule, key, now, mono));
+    }
+    let taken = 0;
+    let after: ScheduleDueCursor | undefined;
+    for (let page = 0; page < MAX_PAGES && taken < BATCH && !this.stopped; page++) {
+      let rows: ScheduleRecord[];
+      try {
+        rows = await this.deps.store!.due(new Date(now + READ_AHEAD_MS), BATCH, after);
+        if (this.failing) this.deps.logger.log('the schedules table answers again: due schedules fire');
+        this.failing = false;
+      } catch (error) {
+        if (!this.failing) this.deps.logger.error(`could not read the due schedules, retried every poll: ${describeError(error)}`);
+        this.failing = true;
+        return;
+      }
+      for (const record of rows) {
+        if (taken >= BATCH || this.handedOn.size + this.waiting.size >= MAX_HELD) return;
+        this.guarded(record, () => {
+          if (this.consider(record, now, mono)) taken++;
+        });
+      }
+      if (rows.length < BATCH) return;
+      const last = rows.at(-1)!;
+      after = { nextDueAt: last.nextDueAt!, id: last.id };
+    }
+  }
+
+  private guarded(record: ScheduleRecord, work: () => void): void {
+    try {
+      work();
+    } catch (error) {
+      this.deps.logger.error(`schedule '${record.id}': due slot not handed on: ${describeError(error)}`);
+    }
+  }
+
+  /** A due row: its slot is taken here (handed on, caught up, or held until its jittered instant); whether it was. */
+  private consider(record: ScheduleRecord, now: number, mono: number): boolean {
+    if (this.stopped || record.nextDueAt === null) return false;
+    const slotMs = record.nextDueAt.getTime();
+    const key = `${record.id}\n${slotMs}`;
+    if (this.handedOn.has(key) || this.waiting.has(key)) return false;
+    const schedule = this.deps.executors.resolve(record);
+    if (!schedule) return false;
+    const handOnAt = slotMs + jitterOffset(record.id, slotMs, schedule.jitterMs) - claimAheadMs(schedule.job.overlap);
+    if (handOnAt > now) {
+      // Its jittered instant is ahead: held here, so later pages of the burst are read meanwhile.
+      this.waiting.set(key, { record, schedule, handOnAt });
+      return true;
+    }
+    return this.handOn(record, schedule, key, now, mono);
+  }
+
+  private handOn(record: ScheduleRecord, schedule: ResolvedSchedule, key: string, now: number, mono: number): boolean {
+    const slotMs = record.nextDueAt!.getTime();
+    const startMs = slotMs + jitterOffset(record.id, slotMs, schedule.jitterMs);
+    const executor = this.deps.executors.executorFor(record, schedule);
+    if (!executor) return false;
+    this.handedOn.set(key, mono + executor.startBudgetMs + 2 * schedule.job.leaseMs + HANDED_ON_FOR_MS);
+    // Due before this instance started polling, and too late for a start-up slot: missed while
+    // no instance fired it (else it would have been advanced), so its catch-up policy decides.
+    if (startMs < this.startedAt && now - startMs > schedule.job.startGraceMs) {
+      void this.catchUp(executor, record, schedule, key, now);
+      return true;
+    }
+    executor.expect(startMs, () => void this.advance(record, schedule, key, (s) => nextDue(s, new Date(slotMs))));
+    this.dispatch!(executor, new Date(startMs));
+    return true;
+  }
+
+  /**
+   * Runs the missed slots of a row due since before this instance started, per `catchUp` (none,
+   * the latest, or all up to `max`, within the window and not before the schedule was known), as
+   * catch-up runs (claimed, once fleet-wide), then moves the row to its first slot since the start.
+   */
+  private async catchUp(
+    executor: ScheduleExecutor,
+    record: ScheduleRecord,
+    schedule: ResolvedSchedule,
+    key: string,
+    now: number,
+  ): Promise<void> {
+    const { job } = schedule;
+    const { policy, windowMs, max } = job.catchUp;
+    const cutoff = this.startedAt;
+    const from = Math.max(record.nextDueAt!.getTime() - 1, record.knownSince.getTime() - 1, now - windowMs);
+    try {
+      const slots =
+        policy === 'none' || from >= cutoff - 1
+          ? []
+          : job.schedule
+              .slotsBetween(new Date(from), new Date(cutoff - 1), policy === 'latest' ? 1 : max)
+              .filter((slot) => (!schedule.startAt || slot >= schedule.startAt) && (!schedule.endAt || slot <= schedule.endAt));
+      const results: string[] = [];
+      for (const slot of slots) {
+        const outcome = await executor.fire(slot, 'catch_up');
+        results.push(`${slot.toISOString()} ${outcome}`);
+        if (!CONTINUE.has(outcome)) break;
+      }
+      if (slots.length > 0) this.deps.logger.log(`schedule '${record.id}': catch-up (${policy}): ${results.join(', ')}`);
+    } catch (error) {
+      this.deps.logger.error(`schedule '${record.id}': catch-up of missed slots failed: ${describeError(error)}`);
+    }
+    await this.advance(record, schedule, key, (s) => nextDue(s, new Date(cutoff - 1)));
+  }
+
+  /**
+   * Moves the row from the slot just handled to `target` (computed from the definition), if it
+   * is still at that version and due there; a row changed meanwhile is read again and the target
+   * computed from its new definition (a change of data or options applies from the next slot).
+   */
+  private async advance(
+    record: ScheduleRecord,
+    schedule: ResolvedSchedule,
+    key: string,
+    target: (schedule: ResolvedSchedule) => Date | null,
+  ): Promise<void> {
+    const store = this.deps.store!;
+    const from = record.nextDueAt!;
+    let version = record.version;
+    let definition: ResolvedSchedule | undefined = schedule;
+    try {
+      for (let i = 0; i < ADVANCE_TRIES && definition; i++) {
+        if (await store.advance(record.id, version, from, target(definition))) return;
+        const row = await store.get(record.id);
+        // Removed, advanced by another instance, or its timing changed (due elsewhere now): done.
+        if (!row || row.nextDueAt?.getTime() !== from.getTime()) return;
+        version = row.version;
+        definition = this.deps.executors.resolve(row);
+      }
+    } catch (error) {
+      // Still due: the next poll hands the slot on again and its claim finds it handled.
+      this.deps.logger.warn(`schedule '${record.id}': its next slot could not be recorded yet: ${describeError(error)}`);
+    } finally {
+      this.handedOn.delete(key);
+    }
+  }
+}

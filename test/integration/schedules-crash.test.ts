@@ -1,0 +1,123 @@
+/**
+ * A schedule's run whose instance is killed (a real child process, SIGKILL): recovered by the
+ * sweep of a survivor as a static job's run would be, under the schedule's own options.
+ */
+import { Injectable } from '@nestjs/common';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DistributedCronHandler, type ScheduleRunContext } from '../../src/index.js';
+import { startApp } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
+import { uniqueName, waitFor } from '../support/services.js';
+
+const { prisma, apps } = integrationSetup({ closeApps: 'all', ownDatabase: true });
+let instances: ChildInstance[] = [];
+afterEach(async () => {
+  await Promise.all(instances.map((i) => i.kill()));
+  instances = [];
+});
+
+/** The handler's name in the app that writes the schedule (it fires nothing). */
+@Injectable()
+class Writer {
+  @DistributedCronHandler('fixture-schedule')
+  run(_ctx: ScheduleRunContext): void {}
+}
+
+/** A 6-field UTC expression that fires once, `inMs` from now (rounded up to a second). */
+function oneShot(inMs: number): { cron: string; at: Date } {
+  const at = new Date(Math.ceil((Date.now() + inMs) / 1000) * 1000);
+  return { cron: `${at.getUTCSeconds()} ${at.getUTCMinutes()} ${at.getUTCHours()} ${at.getUTCDate()} ${at.getUTCMonth() + 1} *`, at };
+}
+
+describe('a schedule whose running instance is killed', () => {
+  it('is recovered by a survivor (recover: true): attempt 2, a higher fencing token, the row completed and naming the schedule', async () => {
+    const name = uniqueName('crash-static');
+    const events: FixtureEvent[] = [];
+    instances = await Promise.all(
+      [0, 1, 2].map((i) =>
+        spawnInstance(
+          {
+            instanceId: `${name}-${i}`,
+            expression: '0 0 1 1 *',
+            job: { name },
+            workMs: 30_000,
+            laterAttemptsWorkMs: 200,
+            sweepEvery: '300ms',
+          },
+          events,
+        ),
+      ),
+    );
+    const writer = await startApp({ label: `${name}-writer`, providers: [Writer], module: { scheduling: false, timeZone: 'UTC' } });
+    apps.push(writer);
+    const id = uniqueName('tenant');
+    const { cron, at } = oneShot(3_000);
+    await writer.cron.schedules.upsert({ id, handler: 'fixture-schedule', cron, lease: '2s', renewEvery: '500ms', recover: true });
+
+    const first = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id), {
+      timeoutMs: 10_000,
+      message: 'the run starts',
+    });
+    expect(first).toMatchObject({ executionId: `${id}:${at.toISOString().slice(0, -5)}Z`, attempt: 1, trigger: 'schedule' });
+    await instances.find((i) => i.id === first.instanceId)!.kill('SIGKILL');
+    const rerun = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id && e.attempt === 2), {
+      timeoutMs: 15_000,
+      message: 'a survivor re-runs it',
+    });
+    expect(rerun).toMatchObject({ executionId: first.executionId, trigger: 'recover' });
+    expect(rerun.instanceId).not.toBe(first.instanceId);
+    expect(rerun.fencingToken!).toBeGreaterThan(first.fencingToken!);
+    const row = await waitFor(
+      async () => {
+        const found = await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId! } });
+        return found?.status === 'completed' ? found : undefined;
+      },
+      { message: 'the re-run completes' },
+    );
+    expect(row).toMatchObject({ attempt: 2, trigger: 'recover', instanceId: rerun.instanceId, scheduleId: id, jobName: id });
+    expect(events.filter((e) => e.event === 'start' && e.scheduleId === id)).toHaveLength(2);
+  });
+
+  it('is recovered by instances started after its slot was handed on (they never held the schedule: the sweep finds it)', async () => {
+    const name = uniqueName('crash-late');
+    const events: FixtureEvent[] = [];
+    const spawn = (i: number): Promise<ChildInstance> =>
+      spawnInstance(
+        {
+          instanceId: `${name}-${i}`,
+          expression: '0 0 1 1 *',
+          job: { name },
+          workMs: 30_000,
+          laterAttemptsWorkMs: 200,
+          sweepEvery: '300ms',
+        },
+        events,
+      );
+    instances = [await spawn(0)];
+    const writer = await startApp({ label: `${name}-writer`, providers: [Writer], module: { scheduling: false, timeZone: 'UTC' } });
+    apps.push(writer);
+    const id = uniqueName('tenant');
+    const { cron } = oneShot(2_000);
+    await writer.cron.schedules.upsert({ id, handler: 'fixture-schedule', cron, lease: '2s', renewEvery: '500ms', recover: true });
+    const first = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id), {
+      timeoutMs: 10_000,
+      message: 'the run starts on the only instance',
+    });
+    // Two instances join after the slot was handed on and the row advanced: they never read it due.
+    instances.push(...(await Promise.all([spawn(1), spawn(2)])));
+    await instances[0]!.kill('SIGKILL');
+    const rerun = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id && e.attempt === 2), {
+      timeoutMs: 15_000,
+      message: 'a late instance re-runs it',
+    });
+    expect(rerun).toMatchObject({ executionId: first.executionId, trigger: 'recover' });
+    expect(rerun.instanceId).not.toBe(first.instanceId);
+    await waitFor(
+      async () => (await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId! } }))?.status === 'completed',
+      {
+        message: 'the re-run completes',
+      },
+    );
+  });
+});
