@@ -71,10 +71,10 @@ export class DistributedCronOrchestrator {
   ) {}
 
   /** `schedules`: the app uses schedules (declares a `@DistributedCronHandler`). */
-  async start({ schedules = false }: { schedules?: boolean } = {}): Promise<void> {
+  async start({ schedules: usesSchedules = false }: { schedules?: boolean } = {}): Promise<void> {
     const { runtime, topology } = this;
     // Before anything starts: a missing table fails bootstrap here, naming it, not each slot later.
-    await this.checkSchema(schedules);
+    await this.checkSchema(usesSchedules);
     // Scripts loaded before the first slot; if Redis is not there yet, the first claims load them.
     if (runtime.jobs.size > 0) void runtime.leases.prepare().catch(() => undefined);
     // `scheduling: false` (the CLI's process, a script): runs only what it is asked to, no timers, sweeps or queues.

@@ -223,7 +223,11 @@ const at = (offset: number): Date => new Date(T + offset);
 const begin = { jobName: 'report', executionId: 'report:1', scheduledAt: at(0), businessDate: '2026-03-01', instanceId: 'i-1' };
 const record = { ...begin, status: 'failed', trigger: 'schedule', attempt: 1, fencingToken: 3_000_000_000 } as const;
 
-type Case = readonly [method: string, rows: readonly RawRow[], run: (prisma: PrismaClientLike) => Promise<unknown>];
+type Case = readonly [
+  method: string,
+  rows: readonly RawRow[] | ((sql: string) => readonly RawRow[]),
+  run: (prisma: PrismaClientLike) => Promise<unknown>,
+];
 
 /** One case per method that sends SQL; `rows` is what the capture answers. */
 const HISTORY: readonly Case[] = [
@@ -231,7 +235,7 @@ const HISTORY: readonly Case[] = [
   // The INSERT returns another execution's ID: this one exists, above the floor of 7 (staleFence, then get).
   [
     'begin',
-    [{ ...RUN_ROW, floor: '7', running: true }],
+    (sql) => (sql.startsWith('INSERT') ? [RUN_ROW] : [{ ...RUN_ROW, execution_id: 'report:2', floor: '7', running: true }]),
     (p) =>
       new PrismaRunHistory(p).begin({
         ...begin,
@@ -492,8 +496,8 @@ const ownMethods = (type: { prototype: object }, skip: string[]): string[] =>
 
 describe('every statement of the library keeps the rule', () => {
   it('has a case for every method of PrismaRunHistory and PrismaRunReadModel', () => {
-    // staleFence and existingMany are private: begin and restart send the one, existing the other.
-    expect(HISTORY.map(([m]) => m).sort()).toEqual(ownMethods(PrismaRunHistory, ['staleFence', 'existingMany']));
+    // staleFence, existingMany and getMany are private: begin and restart send the first, existing and get the others.
+    expect(HISTORY.map(([m]) => m).sort()).toEqual(ownMethods(PrismaRunHistory, ['staleFence', 'existingMany', 'getMany']));
     expect(DASHBOARD.map(([m]) => m).sort()).toEqual(ownMethods(PrismaRunReadModel, []));
     expect(ownMethods(PrismaJobBirths, [])).toEqual(['record']);
     expect(SCHEDULES.map(([m]) => m).sort()).toEqual(ownMethods(PrismaScheduleStore, []));
@@ -569,7 +573,7 @@ describe('results read the same from either engine', () => {
       createdAt: at(250),
       updatedAt: at(1_250),
     });
-    expect(results.get('begin')).toMatchObject({ kind: 'exists', row: { executionId: 'report:1' } });
+    expect(results.get('begin')).toMatchObject({ kind: 'exists', row: { executionId: 'report:2' } });
     const stale = await new PrismaRunHistory(
       capture('begin', [], (sql) => (sql.includes('AS floor') ? [{ floor: '7', running: true }] : [])),
     ).begin({
