@@ -138,13 +138,7 @@ export function scheduleTriggerExit(outcome: FireOutcome, run: RunRecord | undef
  */
 export async function triggerSchedule(loaded: LoadedApp, line: CommandLine): Promise<ScheduleTriggerResult> {
   const id = line.target!;
-  const schedules = loaded.service.schedules as unknown as { trigger?: (id: string) => Promise<FireOutcome> };
-  if (typeof schedules.trigger !== 'function') {
-    throw new UsageError(
-      `schedules trigger is not available in this version of nestjs-distributed-cron (DistributedCronService.schedules has no trigger); schedule '${id}' was not run`,
-    );
-  }
-  const outcome = await asUsage(() => schedules.trigger!.call(loaded.service.schedules, id));
+  const outcome = await asUsage(() => loaded.service.schedules.trigger(id));
   const [run] = await loaded.service.history({ scheduleId: id, limit: 1 });
   const exitCode = scheduleTriggerExit(outcome, run);
   const ended = run === undefined ? '' : `; its newest run ${run.executionId} is ${run.status}`;

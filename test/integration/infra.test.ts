@@ -69,6 +69,7 @@ describe('distributed_cron_runs (migration + Prisma client)', () => {
         'distributed_cron_runs_job_name_scheduled_at_id_idx',
         'distributed_cron_runs_job_name_status_scheduled_at_id_idx',
         'distributed_cron_runs_pkey',
+        'distributed_cron_runs_schedule_id_scheduled_at_id_idx',
         'distributed_cron_runs_scheduled_at_id_idx',
         'distributed_cron_runs_status_next_attempt_at_idx',
         'distributed_cron_runs_status_scheduled_at_id_idx',
