@@ -71,9 +71,8 @@ export class JobExecutor {
   }
 
   /**
-   * The timers have just started: for `atLeastMs`, then until a claim is answered while this
-   * instance is not overloaded (at most `atMostMs` in all), a slot whose claim is answered past its
-   * start budget while it is overloaded is shed instead of started (see `StartPhases.claimedTooLate`).
+   * The timers have just started: for `atLeastMs`, then until a claim is answered while not overloaded (at most
+   * `atMostMs`), a slot whose claim is answered past its start budget under overload is shed (`StartPhases.claimedTooLate`).
    */
   startingUp(atLeastMs: number, atMostMs: number): void {
     this.phases.startingUp(atLeastMs, atMostMs);
