@@ -30,25 +30,22 @@ function oneShot(inMs: number): { cron: string; at: Date } {
   return { cron: `${at.getUTCSeconds()} ${at.getUTCMinutes()} ${at.getUTCHours()} ${at.getUTCDate()} ${at.getUTCMonth() + 1} *`, at };
 }
 
+/**
+ * An instance (a child process) whose `fixture-schedule` handler works 30 s on a first attempt and
+ * 200 ms on later ones, sweeping every 300 ms; its own static job never fires.
+ */
+function spawnWorker(name: string, i: number, events: FixtureEvent[]): Promise<ChildInstance> {
+  return spawnInstance(
+    { instanceId: `${name}-${i}`, expression: '0 0 1 1 *', job: { name }, workMs: 30_000, laterAttemptsWorkMs: 200, sweepEvery: '300ms' },
+    events,
+  );
+}
+
 describe('a schedule whose running instance is killed', () => {
   it('is recovered by a survivor (recover: true): attempt 2, a higher fencing token, the row completed and naming the schedule', async () => {
     const name = uniqueName('crash-static');
     const events: FixtureEvent[] = [];
-    instances = await Promise.all(
-      [0, 1, 2].map((i) =>
-        spawnInstance(
-          {
-            instanceId: `${name}-${i}`,
-            expression: '0 0 1 1 *',
-            job: { name },
-            workMs: 30_000,
-            laterAttemptsWorkMs: 200,
-            sweepEvery: '300ms',
-          },
-          events,
-        ),
-      ),
-    );
+    instances = await Promise.all([0, 1, 2].map((i) => spawnWorker(name, i, events)));
     const writer = await startApp({ label: `${name}-writer`, providers: [Writer], module: { scheduling: false, timeZone: 'UTC' } });
     apps.push(writer);
     const id = uniqueName('tenant');
@@ -82,18 +79,7 @@ describe('a schedule whose running instance is killed', () => {
   it('is recovered by instances started after its slot was handed on (they never held the schedule: the sweep finds it)', async () => {
     const name = uniqueName('crash-late');
     const events: FixtureEvent[] = [];
-    const spawn = (i: number): Promise<ChildInstance> =>
-      spawnInstance(
-        {
-          instanceId: `${name}-${i}`,
-          expression: '0 0 1 1 *',
-          job: { name },
-          workMs: 30_000,
-          laterAttemptsWorkMs: 200,
-          sweepEvery: '300ms',
-        },
-        events,
-      );
+    const spawn = (i: number): Promise<ChildInstance> => spawnWorker(name, i, events);
     instances = [await spawn(0)];
     const writer = await startApp({ label: `${name}-writer`, providers: [Writer], module: { scheduling: false, timeZone: 'UTC' } });
     apps.push(writer);
