@@ -37,13 +37,31 @@ export function jitterOffset(id: string, slotMs: number, jitterMs: number): numb
   return (hash >>> 0) % (jitterMs + 1);
 }
 
+/** Which definition of a schedule: its incarnation (when that was created) and its version in it. */
+export interface Revision {
+  readonly born: number;
+  readonly version: number;
+}
+
+function revisionOf(record: ScheduleRecord): Revision {
+  return { born: record.createdAt.getTime(), version: record.version };
+}
+
+function revisionKey(record: ScheduleRecord): string {
+  return `${record.id}@${record.createdAt.getTime()}.${record.version}`;
+}
+
+function newer(a: Revision, b: Revision): boolean {
+  return a.born !== b.born ? a.born > b.born : a.version > b.version;
+}
+
 /** What the firing layer learns of a slot it handed to the dispatcher: its fate is settled on this instance. */
 type Settled = () => void;
 
 /** What a schedule's executor needs beyond a job's: whether a dispatched slot may still start. */
 interface ScheduleExecutorHooks {
-  /** Whether the schedule still exists, enabled, with this slot to run (checked just before the claim). */
-  readonly stillDue: (id: string, version: number, slotMs: number) => Promise<boolean>;
+  /** Whether the schedule still exists (this incarnation of it), enabled, with this slot to run (checked just before the claim). */
+  readonly stillDue: (id: string, revision: Revision, slotMs: number) => Promise<boolean>;
 }
 
 /**
@@ -54,7 +72,8 @@ interface ScheduleExecutorHooks {
  */
 export class ScheduleExecutor extends JobExecutor {
   readonly scheduleId: string;
-  readonly version: number;
+  /** The definition it runs: a schedule removed and created again starts over at version 1, with a new `createdAt`. */
+  readonly revision: Revision;
   readonly handler: string;
   readonly jitterMs: number;
   lastUsed = 0;
@@ -84,7 +103,7 @@ export class ScheduleExecutor extends JobExecutor {
       alerts: groupedAlerts(deps.alerts, record.handler),
     });
     this.scheduleId = record.id;
-    this.version = record.version;
+    this.revision = revisionOf(record);
     this.handler = record.handler;
     this.jitterMs = jitterMs;
   }
@@ -98,7 +117,7 @@ export class ScheduleExecutor extends JobExecutor {
     if (trigger !== 'schedule') return super.fire(scheduledAt, trigger, started);
     const settle = this.take(scheduledAt);
     // The schedule may have been paused, removed or changed since the poll that handed the slot on.
-    const outcome = this.hooks.stillDue(this.scheduleId, this.version, scheduledAt.getTime()).then(
+    const outcome = this.hooks.stillDue(this.scheduleId, this.revision, scheduledAt.getTime()).then(
       (due) => {
         if (!due) {
           started?.(true);
@@ -122,14 +141,20 @@ export class ScheduleExecutor extends JobExecutor {
     return outcome;
   }
 
+  /**
+   * A slot left to the instance ranked first for it: not settled here. Its row is advanced by an
+   * instance that claims it; the instance ranked first may not have read the row yet (polls are
+   * not in step, and its receipt for the instant may come from other slots), so advancing it here
+   * could leave the slot to nobody. The firer hands it on again if it is still due later.
+   */
   override watch(scheduledAt: Date, watcher: boolean): void {
     super.watch(scheduledAt, watcher);
-    this.take(scheduledAt)();
+    this.awaiting.delete(scheduledAt.getTime());
   }
 
   override watchShed(scheduledAt: Date, why: string): void {
     super.watchShed(scheduledAt, why);
-    this.take(scheduledAt)();
+    this.awaiting.delete(scheduledAt.getTime());
   }
 
   /** The slot's settle callback, called at most once. */
@@ -213,7 +238,7 @@ export class ScheduleExecutors {
   /** The newest version cached per schedule id (what the sweep uses for the schedule's rows). */
   private readonly newest = new Map<string, ScheduleExecutor>();
   private readonly refused = new Set<string>();
-  private readonly gates: Map<string, Array<{ version: number; slotMs: number; resolve: (due: boolean) => void }>> = new Map();
+  private readonly gates: Map<string, Array<{ revision: Revision; slotMs: number; resolve: (due: boolean) => void }>> = new Map();
   private gateScheduled = false;
   private stopping = false;
 
@@ -234,7 +259,7 @@ export class ScheduleExecutors {
 
   /** The definition of a stored row, checked against this app's rules, or undefined (logged once per version). */
   resolve(record: ScheduleRecord): ResolvedSchedule | undefined {
-    const key = `${record.id}@${record.version}`;
+    const key = revisionKey(record);
     try {
       if (!this.deps.handlers.has(record.handler)) {
         throw new Error(`no @DistributedCronHandler is named '${record.handler}' in this app`);
@@ -254,7 +279,7 @@ export class ScheduleExecutors {
   /** The executor of this version of the schedule, built if needed; undefined when this app cannot run it. */
   executorFor(record: ScheduleRecord, schedule = this.resolve(record)): ScheduleExecutor | undefined {
     if (!schedule || this.stopping) return undefined;
-    const key = `${record.id}@${record.version}`;
+    const key = revisionKey(record);
     let executor = this.cache.get(key);
     if (!executor) {
       const handler = this.deps.handlers.get(record.handler);
@@ -262,7 +287,7 @@ export class ScheduleExecutors {
       executor = new ScheduleExecutor(record, schedule, handler, this.deps.executor, { stillDue: (...args) => this.stillDue(...args) });
       this.cache.set(key, executor);
       const newest = this.newest.get(record.id);
-      if (!newest || newest.version < record.version) this.newest.set(record.id, executor);
+      if (!newest || newer(executor.revision, newest.revision)) this.newest.set(record.id, executor);
       if (this.cache.size > MAX_CACHED) this.trim();
     }
     executor.lastUsed = this.deps.clock();
@@ -320,11 +345,11 @@ export class ScheduleExecutors {
    * handed the slot on or still has this slot due (a change of data or options keeps the due slot,
    * and applies from the next). One read for every check of a turn.
    */
-  private stillDue(id: string, version: number, slotMs: number): Promise<boolean> {
+  private stillDue(id: string, revision: Revision, slotMs: number): Promise<boolean> {
     return new Promise((resolve) => {
       const waiting = this.gates.get(id);
-      if (waiting) waiting.push({ version, slotMs, resolve });
-      else this.gates.set(id, [{ version, slotMs, resolve }]);
+      if (waiting) waiting.push({ revision, slotMs, resolve });
+      else this.gates.set(id, [{ revision, slotMs, resolve }]);
       if (this.gateScheduled) return;
       this.gateScheduled = true;
       setImmediate(() => void this.checkGates());
@@ -346,10 +371,12 @@ export class ScheduleExecutors {
     for (const [id, waiting] of gates) {
       const row = rows.get(id);
       for (const gate of waiting) {
+        // Another incarnation (removed and created again) is another schedule: none of its slots.
         const due =
           row !== undefined &&
           row.enabled &&
-          (row.version === gate.version || (row.nextDueAt !== null && row.nextDueAt.getTime() <= gate.slotMs));
+          row.createdAt.getTime() === gate.revision.born &&
+          (row.version === gate.revision.version || (row.nextDueAt !== null && row.nextDueAt.getTime() <= gate.slotMs));
         gate.resolve(due);
       }
     }
