@@ -1,8 +1,8 @@
 // The run history: filters, keyset pages (the server gives the cursor of the next page) and a
 // row's detail.
 import { html, useState } from './preact-htm.js';
-import { formatDuration, formatTime, formatUtc, REPLAYABLE, STATUSES, TRIGGERS } from './lib.js';
-import { ErrorLine, StatusBadge, useData } from './views.js';
+import { formatDuration, formatUtc, REPLAYABLE, STATUSES, TRIGGERS } from './lib.js';
+import { ErrorLine, RunCells, RunHeaders, StatusBadge, useData } from './views.js';
 
 const EMPTY = { job: '', status: [], trigger: '', from: '', to: '', executionId: '' };
 const toIso = (local) => (local ? new Date(local).toISOString() : undefined);
@@ -124,14 +124,7 @@ export function HistoryView({ tick, perform }) {
       <table class="history cards">
         <thead>
           <tr>
-            <th scope="col">Scheduled (UTC)</th>
-            <th scope="col">Job</th>
-            <th scope="col">Status</th>
-            <th scope="col">Trigger</th>
-            <th scope="col">Instance</th>
-            <th scope="col">Attempt</th>
-            <th scope="col">Duration</th>
-            <th scope="col">Execution ID</th>
+            <${RunHeaders} job />
           </tr>
         </thead>
         <tbody>
@@ -146,14 +139,7 @@ export function HistoryView({ tick, perform }) {
                 onClick=${() => open(row)}
                 onKeyDown=${(e) => (e.key === 'Enter' || e.key === ' ') && (e.preventDefault(), open(row))}
               >
-                <td data-label="Scheduled">${formatTime(row.scheduledAt, 'UTC')}</td>
-                <td data-label="Job">${row.jobName}</td>
-                <td data-label="Status"><${StatusBadge} status=${row.status} /></td>
-                <td data-label="Trigger">${row.trigger}</td>
-                <td data-label="Instance">${row.instanceId}</td>
-                <td data-label="Attempt">${row.attempt}</td>
-                <td data-label="Duration">${formatDuration(row.durationMs)}</td>
-                <td data-label="Execution ID"><code>${row.executionId}</code></td>
+                <${RunCells} row=${row} job />
               </tr>`,
           )}
         </tbody>

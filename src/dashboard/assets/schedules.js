@@ -2,8 +2,8 @@
 // pages (the server gives the cursor of the next page), and a schedule's page with its definition,
 // next runs and latest runs. Pause and resume only where the dashboard allows actions.
 import { html, useState } from './preact-htm.js';
-import { describeCron, formatDuration, formatTime, formatUtc } from './lib.js';
-import { ErrorLine, StatusBadge, useData } from './views.js';
+import { describeCron, formatTime, formatUtc } from './lib.js';
+import { ErrorLine, RunCells, RunHeaders, useData } from './views.js';
 
 const EMPTY = { search: '', handler: '', state: '' };
 
@@ -59,26 +59,14 @@ function Runs({ runs }) {
     <table class="history cards schedule-runs">
       <thead>
         <tr>
-          <th scope="col">Scheduled (UTC)</th>
-          <th scope="col">Status</th>
-          <th scope="col">Trigger</th>
-          <th scope="col">Instance</th>
-          <th scope="col">Attempt</th>
-          <th scope="col">Duration</th>
-          <th scope="col">Execution ID</th>
+          <${RunHeaders} />
         </tr>
       </thead>
       <tbody>
         ${runs.map(
           (row) =>
             html`<tr key=${row.executionId} data-execution=${row.executionId} data-status=${row.status}>
-              <td data-label="Scheduled">${formatTime(row.scheduledAt, 'UTC')}</td>
-              <td data-label="Status"><${StatusBadge} status=${row.status} /></td>
-              <td data-label="Trigger">${row.trigger}</td>
-              <td data-label="Instance">${row.instanceId}</td>
-              <td data-label="Attempt">${row.attempt}</td>
-              <td data-label="Duration">${formatDuration(row.durationMs)}</td>
-              <td data-label="Execution ID"><code>${row.executionId}</code></td>
+              <${RunCells} row=${row} />
             </tr>`,
         )}
       </tbody>

@@ -23,6 +23,30 @@ export function StatusBadge({ status }) {
   return status ? html`<span class=${`badge st-${status}`}>${status.replaceAll('_', ' ')}</span>` : html`<span class="muted">—</span>`;
 }
 
+/** The header cells of a runs table; the Job column only where `job` is set. */
+export function RunHeaders({ job = false }) {
+  return html`<th scope="col">Scheduled (UTC)</th>
+    ${job ? html`<th scope="col">Job</th>` : null}
+    <th scope="col">Status</th>
+    <th scope="col">Trigger</th>
+    <th scope="col">Instance</th>
+    <th scope="col">Attempt</th>
+    <th scope="col">Duration</th>
+    <th scope="col">Execution ID</th>`;
+}
+
+/** The cells of one run in a runs table, in `RunHeaders` order. */
+export function RunCells({ row, job = false }) {
+  return html`<td data-label="Scheduled">${formatTime(row.scheduledAt, 'UTC')}</td>
+    ${job ? html`<td data-label="Job">${row.jobName}</td>` : null}
+    <td data-label="Status"><${StatusBadge} status=${row.status} /></td>
+    <td data-label="Trigger">${row.trigger}</td>
+    <td data-label="Instance">${row.instanceId}</td>
+    <td data-label="Attempt">${row.attempt}</td>
+    <td data-label="Duration">${formatDuration(row.durationMs)}</td>
+    <td data-label="Execution ID"><code>${row.executionId}</code></td>`;
+}
+
 export function ErrorLine({ error }) {
   return error ? html`<p class="load-error" role="alert">Could not refresh: ${error}</p>` : null;
 }
