@@ -30,6 +30,8 @@ export interface FleetOptions {
   instances: number;
   config: (slot: number, id: string, waitForGo: boolean) => InstanceConfig;
   log: (message: string) => void;
+  /** Every other line an instance writes on its stdout (`--dynamic`: the driver's answers). */
+  onEvent?: (event: { event: string }) => void;
 }
 
 interface Member {
@@ -95,7 +97,7 @@ export class Fleet {
         if (event.event === 'ready') {
           life.readyAt = Date.now();
           resolve();
-        }
+        } else this.options.onEvent?.(event);
       });
     });
     ready.catch(() => undefined);

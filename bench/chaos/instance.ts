@@ -22,6 +22,9 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { instanceModule, LineLogger, type LogLevel } from '../../test/support/app-module.js';
 import { chaosClients, chaosProviders, handlerLog, type RedisTarget } from './app.parts.js';
+import { DistributedCronService } from '../../src/index.js';
+import type { SchedCommand } from './dynamic.js';
+import { runSchedCommand, tenantProvider } from './dynamic.instance.js';
 import { chaosJobs, SWEEP_MS, SWEEP_ONLY_CRON, type LibLine } from './jobs.js';
 
 export type { RedisTarget };
@@ -44,6 +47,8 @@ export interface InstanceConfig {
   cliJobs?: string[];
   /** Leader mode (`--leader`): `mode: 'leader'` with this leadership lease and renewal. */
   leader?: { leaseMs: number; renewMs: number };
+  /** `--dynamic`: the `chaos-tenant` schedule handler, and `sched <json>` commands on stdin (dynamic.ts). */
+  dynamic?: boolean;
 }
 
 const config = JSON.parse(process.env.CHAOS_CONFIG ?? '{}') as InstanceConfig;
@@ -83,11 +88,9 @@ class FileLogger extends LineLogger {
 }
 
 // --- the handlers (app.parts.ts) --------------------------------------------------------------
-const providers: Type[] = chaosProviders(
-  jobs,
-  { seed: config.seed, instanceId: config.instanceId, epochMs: () => epochMs, append: appendHandlerLine },
-  { disabled: config.waitForGo, queue: config.queue ? 'chaos' : undefined },
-);
+const host = { seed: config.seed, instanceId: config.instanceId, epochMs: () => epochMs, append: appendHandlerLine };
+const providers: Type[] = chaosProviders(jobs, host, { disabled: config.waitForGo, queue: config.queue ? 'chaos' : undefined });
+if (config.dynamic) providers.push(tenantProvider(host));
 
 // --- clients and the app -------------------------------------------------------------------
 const { redis, pool, prisma } = chaosClients(config.redis, config.databaseUrl, config.poolMax ?? 5);
@@ -142,6 +145,13 @@ createInterface({ input: process.stdin })
     const [command, arg] = line.trim().split(/\s+/);
     if (command === 'go') go(Number(arg));
     else if (command === 'stop') void stop();
+    else if (command === 'sched' && config.dynamic) {
+      // The driver's call through the real API; the answer says when it returned.
+      const request = JSON.parse(line.trim().slice('sched '.length)) as SchedCommand;
+      void runSchedCommand(app.get(DistributedCronService).schedules, request).then((reply) => {
+        process.stdout.write(`${JSON.stringify(reply)}\n`);
+      });
+    }
   })
   // The runner went away (its end of the pipe closed): do not linger as an orphan.
   .on('close', () => void stop());

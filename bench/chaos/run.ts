@@ -10,7 +10,19 @@
  * bench/results/chaos.json (a `--quick` run: .tmp/chaos-quick.json) and exits 1 when any of the five figures is not 0.
  */
 import { randomInt } from 'node:crypto';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -38,6 +50,8 @@ import {
 import { PodController } from './pods.js';
 import { formatReport } from './report.js';
 import { computeVerdict, type RunRow } from './verdict.js';
+import { SCHEDULE_COUNT, ScheduleDriver, scheduleJobs, type SchedReply } from './dynamic.js';
+import { computeDynamicVerdict, formatDynamic, type TableRow } from './dynamic.verdict.js';
 
 interface Args {
   quick: boolean;
@@ -49,6 +63,8 @@ interface Args {
   cli: boolean;
   /** Leader mode: `mode: 'leader'`, and leader-targeted faults (SIGKILL, SIGSTOP past the leader lease). */
   leader: boolean;
+  /** Run-time schedules: the `chaos-tenant` handler on every instance, a driver changing schedules at random. */
+  dynamic: boolean;
   windowSeconds: number;
   drainSeconds: number;
   jobs: number;
@@ -71,10 +87,13 @@ function parseArgs(argv: string[]): Args {
   known.add('--queue');
   known.add('--cli');
   known.add('--leader');
+  known.add('--dynamic');
   for (const a of argv) if (a.startsWith('--') && !known.has(a)) throw new Error(`unknown option ${a} (known: ${[...known].join(' ')})`);
   const quick = argv.includes('--quick');
   if (argv.includes('--cli') && (argv.includes('--queue') || argv.includes('--sentinel')))
     throw new Error('--cli runs in-app jobs in pods against one Redis: not with --queue or --sentinel');
+  if (argv.includes('--dynamic') && argv.includes('--queue'))
+    throw new Error('--dynamic: schedules created at run time do not run in queue mode; not with --queue');
   const seedText = value('--seed');
   const seed = seedText === undefined ? randomInt(1, 2 ** 31 - 1) : Number(seedText);
   if (!Number.isInteger(seed) || seed < 0) throw new Error(`--seed must be a non-negative integer, got ${seedText}`);
@@ -92,6 +111,7 @@ function parseArgs(argv: string[]): Args {
     queue: argv.includes('--queue'),
     cli: argv.includes('--cli'),
     leader: argv.includes('--leader'),
+    dynamic: argv.includes('--dynamic'),
     windowSeconds: num('--duration', quick ? 55 : 560),
     drainSeconds: num('--drain', quick ? 18 : 25),
     jobs: Math.round(num('--jobs', 32)),
@@ -131,10 +151,10 @@ function parseLines<T>(file: string, onBad: () => void): T[] {
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
-  const variant = `${args.quick ? 'quick' : 'full'}${args.sentinel ? '+sentinel' : ''}${args.queue ? '+queue' : ''}${args.cli ? '+cli' : ''}${args.leader ? '+leader' : ''}`;
+  const variant = `${args.quick ? 'quick' : 'full'}${args.sentinel ? '+sentinel' : ''}${args.queue ? '+queue' : ''}${args.cli ? '+cli' : ''}${args.leader ? '+leader' : ''}${args.dynamic ? '+dynamic' : ''}`;
   const source = process.env.CHAOS_SRC_LABEL ?? 'working tree';
   log(
-    `seed ${args.seed} (reproduce with --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}${args.queue ? ' --queue' : ''}${args.cli ? ' --cli' : ''}${args.leader ? ' --leader' : ''}); ${variant}; code under test: ${source}`,
+    `seed ${args.seed} (reproduce with --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}${args.queue ? ' --queue' : ''}${args.cli ? ' --cli' : ''}${args.leader ? ' --leader' : ''}${args.dynamic ? ' --dynamic' : ''}); ${variant}; code under test: ${source}`,
   );
   const jobs = chaosJobs(args.jobs);
   const cover = coverage(jobs);
@@ -215,10 +235,14 @@ async function main(): Promise<number> {
 
     // --- the fleet ---------------------------------------------------------------------------------
     let epoch: number | undefined;
+    let driver: ScheduleDriver | undefined;
     const f = (fleet = new Fleet({
       script,
       instances: args.instances,
       log,
+      onEvent: (event) => {
+        if (event.event === 'sched') driver?.onReply(event as SchedReply);
+      },
       config: (slot, id, waitForGo): InstanceConfig => {
         const target: RedisTarget = viaSentinel(slot)
           ? { kind: 'sentinel', sentinels: sentinel!.sentinels, name: sentinel!.masterName }
@@ -236,6 +260,7 @@ async function main(): Promise<number> {
           queue: args.queue ? { role: slot < 2 ? 'scheduler' : 'worker' } : undefined,
           cliJobs: args.cli ? cliJobs.map((j) => j.name) : undefined,
           leader: args.leader ? { leaseMs: LEADER_LEASE_MS, renewMs: LEADER_RENEW_MS } : undefined,
+          dynamic: args.dynamic || undefined,
         };
       },
     }));
@@ -294,6 +319,28 @@ async function main(): Promise<number> {
       leader: args.leader ? { leaseMs: LEADER_LEASE_MS } : undefined,
     });
     log(`${plan.length} faults planned`);
+    let driving: Promise<void> | undefined;
+    if (args.dynamic) {
+      const driverFd = openSync(path.join(logDir, 'driver.jsonl'), 'a');
+      const d = (driver = new ScheduleDriver(
+        {
+          upSlots: () => f.upSlots(),
+          idOf: (slot) => f.current(slot)?.id,
+          diedAt: (id) => f.lives.find((l) => l.id === id)?.diedAt,
+          send: (slot, line) => f.send(slot, line),
+          append: (line) => writeSync(driverFd, `${JSON.stringify(line)}\n`),
+          log,
+        },
+        args.seed,
+      ));
+      driving = (async () => {
+        await d.createAll(epoch + 10_000);
+        log(`driver: ${SCHEDULE_COUNT} schedules upserted (${d.lines.length} calls); changing them at random until the window ends`);
+        await d.churn(250, 4);
+        closeSync(driverFd);
+        log(`driver: ${d.lines.length} calls, ${d.lines.filter((l) => !l.ok).length} failed or unanswered`);
+      })();
+    }
     const faults: FaultRecord[] = [];
     const respawn = async (slot: number): Promise<void> => {
       const life = await f.spawn(slot, false);
@@ -327,6 +374,8 @@ async function main(): Promise<number> {
       );
     }
     await sleepUntil(windowTo);
+    driver?.stop();
+    await driving;
     log(`faults over; draining ${args.drainSeconds} s`);
     await sleepUntil(windowTo + args.drainSeconds * 1_000);
     if (pods) {
@@ -339,6 +388,9 @@ async function main(): Promise<number> {
     const db = new pg.Client({ connectionString: postgres.url(postgres.port, 'chaos-verdict') });
     await db.connect();
     const { rows: raw } = await db.query<Record<string, unknown>>('SELECT * FROM distributed_cron_runs');
+    const table: TableRow[] = args.dynamic
+      ? (await db.query<TableRow>('SELECT id, expression, data, options, enabled FROM distributed_cron_schedules')).rows
+      : [];
     await db.end();
     const ms = (v: unknown): number | null => (v === null || v === undefined ? null : (v as Date).getTime());
     const rows: RunRow[] = raw.map((r) => ({
@@ -379,7 +431,10 @@ async function main(): Promise<number> {
     }
     if (badLines) log(`${badLines} unreadable log lines skipped (torn by a SIGKILL)`);
 
+    const dynamic = driver && computeDynamicVerdict({ driver: driver.lines, startLines, table, windowFrom, windowTo });
+    const schedules = dynamic && { jobs: scheduleJobs(SCHEDULE_COUNT), dueSlots: dynamic.dueSlots };
     const verdict = computeVerdict({
+      schedules,
       jobs,
       windowFrom,
       windowTo,
@@ -397,6 +452,28 @@ async function main(): Promise<number> {
       maxDurationMs: MAX_DURATION_MS,
       pods: pods && { jobs: cliJobs.map((j) => j.name), records: pods.pods },
     });
+    // The schedules' share of the four figures: the same verdict over their handlers and rows only.
+    const scheduleIds = new Set(schedules?.jobs.map((j) => j.name));
+    const ofSchedules =
+      schedules &&
+      computeVerdict({
+        schedules,
+        jobs: [],
+        windowFrom,
+        windowTo,
+        queriedAt,
+        endedAt,
+        startLines: startLines.filter((l) => scheduleIds.has(l.jobName)),
+        endLines: endLines.filter((l) => scheduleIds.has(l.jobName)),
+        libLines,
+        rows: rows.filter((r) => scheduleIds.has(r.job_name)),
+        lives: f.lives,
+        faults,
+        leaseMs: LEASE_MS,
+        renewMs: RENEW_MS,
+        sweepMs: SWEEP_MS,
+        maxDurationMs: MAX_DURATION_MS,
+      });
     const wallSeconds = Math.round((Date.now() - t0) / 1000);
     const leaders = args.leader ? leaderChanges({ jobs, epoch, windowTo, libLines, startLines, rows, faults }) : undefined;
     process.stdout.write(
@@ -404,7 +481,9 @@ async function main(): Promise<number> {
         { seed: args.seed, variant, instances: args.instances, jobs: args.jobs, windowSeconds: args.windowSeconds, wallSeconds, source },
         faults,
         verdict,
-      ) + (leaders ? formatLeaderChanges(leaders, epoch) : ''),
+      ) +
+        (leaders ? formatLeaderChanges(leaders, epoch) : '') +
+        (dynamic && ofSchedules ? formatDynamic(dynamic, ofSchedules) : ''),
     );
 
     // Keep the raw logs for debugging (under the project's ignored .tmp/).
@@ -424,7 +503,7 @@ async function main(): Promise<number> {
       suite: 'chaos',
       variant,
       seed: args.seed,
-      reproduce: `npm run chaos -- --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}${args.queue ? ' --queue' : ''}${args.cli ? ' --cli' : ''}${args.leader ? ' --leader' : ''}`,
+      reproduce: `npm run chaos -- --seed ${args.seed}${args.quick ? ' --quick' : ''}${args.sentinel ? ' --sentinel' : ''}${args.queue ? ' --queue' : ''}${args.cli ? ' --cli' : ''}${args.leader ? ' --leader' : ''}${args.dynamic ? ' --dynamic' : ''}`,
       codeUnderTest: source,
       startedAt: new Date(t0).toISOString(),
       wallSeconds,
@@ -447,8 +526,8 @@ async function main(): Promise<number> {
         maxHandlerMs: MAX_DURATION_MS,
         ...(args.leader ? { leader: { leaseMs: LEADER_LEASE_MS, renewMs: LEADER_RENEW_MS } } : {}),
       },
-      figures: verdict.figures,
-      pass: Object.values(verdict.figures).every((v) => v === 0),
+      figures: { ...verdict.figures, ...dynamic?.figures },
+      pass: Object.values(verdict.figures).every((v) => v === 0) && Object.values(dynamic?.figures ?? {}).every((v) => v === 0),
       faults: {
         total: faults.length,
         byKind,
@@ -460,6 +539,9 @@ async function main(): Promise<number> {
       processes: f.lives,
       ...(pods ? { pods: pods.pods, podSlotsMissed: pods.missedSlots } : {}),
       ...(leaders ? { leaderChanges: leaders } : {}),
+      ...(dynamic && ofSchedules
+        ? { dynamic: { ...dynamic, dueSlots: dynamic.dueSlots.length, figuresOfSchedules: ofSchedules.figures, driver: driver!.lines } }
+        : {}),
       rawLogs: keptLogs,
     };
     mkdirSync(path.dirname(args.out), { recursive: true });

@@ -8,6 +8,8 @@ import type { ProcessLife } from './fleet.js';
 import { chaosJobs, executionIdOf, type ChaosJob, type EndLine, type LibLine, type StartLine } from './jobs.js';
 import type { PodRecord } from './pods.js';
 import { computeVerdict, type RunRow, type VerdictInput } from './verdict.js';
+import { scheduleJobs, type DriverDef, type DriverLine, type DriverOp } from './dynamic.js';
+import { computeDynamicVerdict, type TableRow } from './dynamic.verdict.js';
 
 const T = Date.UTC(2030, 0, 1, 0, 0, 0);
 const all = chaosJobs(12);
@@ -373,6 +375,126 @@ test('a skip saying a run was going while no handler of the job ran contradicts 
   frozen.handler(skip1, T + 2_000, 'i0', 2, T + 2_005, T + 2_100);
   skipAt(frozen, T + 4_000);
   assert.equal(frozen.verdict([skip1], { windowTo: T + 1 }).figures.contradictingReasons, 0);
+});
+
+// --- --dynamic: schedules changed at run time -----------------------------------------------------
+const sched = scheduleJobs(4)[0]!; // 't00-skip'
+const def = (cron: string, rev: number, jitterMs = 0): DriverDef => {
+  const periodS = cron.startsWith('*') ? 1 : Number(cron.split(' ')[0]!.split('/')[1]);
+  return { id: sched.name, cron, periodS, overlap: 'skip', jitterMs, retry: false, timeoutMs: 0, data: { periodS, timeoutMs: 0, rev } };
+};
+let callN = 0;
+const call = (op: DriverOp, sentAt: number, returnedAt: number | undefined, d?: DriverDef, ok = returnedAt !== undefined): DriverLine => ({
+  n: ++callN,
+  op,
+  id: sched.name,
+  ...(d ? { def: d } : {}),
+  via: 'i0',
+  sentAt,
+  ...(returnedAt !== undefined ? { returnedAt } : {}),
+  ok,
+});
+const tableRow = (d: DriverDef, enabled = true): TableRow => ({
+  id: d.id,
+  expression: d.cron,
+  data: { rev: d.data.rev, timeoutMs: 0, periodS: d.periodS },
+  options: { overlap: d.overlap, lease: 3000, ...(d.jitterMs ? { jitter: `${d.jitterMs}ms` } : {}) },
+  enabled,
+});
+
+test('dynamic: due slots are those > 1 s after a change returned and before the next was sent; a pause stops them', () => {
+  const last = def('0/2 * * * * *', 2);
+  const driver = [
+    call('create', T, T + 200, def('* * * * * *', 1)),
+    call('pause', T + 5_500, T + 5_600),
+    call('resume', T + 8_000, T + 8_100),
+    call('change-cron', T + 12_000, T + 12_100, last),
+  ];
+  const d = computeDynamicVerdict({ driver, startLines: [], table: [tableRow(last)], windowFrom: T, windowTo: T + 20_000 });
+  // 2,3,4,5 s (before the pause), 10, 11 s (after the resume), 14, 16, 18 s (the new expression).
+  assert.deepEqual(
+    d.dueSlots.map((x) => (x.slot - T) / 1000),
+    [2, 3, 4, 5, 10, 11, 14, 16, 18],
+  );
+  assert.deepEqual(d.figures, { firedAfterStop: 0, schedulesLost: 0 });
+
+  // Those slots go through the usual loss check: one without a row is a silent loss.
+  const h = new History().life('i0');
+  for (const x of d.dueSlots) if (x.slot !== T + 11_000) h.row(sched, x.slot, 'completed');
+  const v = h.verdict([], { schedules: { jobs: [sched], dueSlots: d.dueSlots } });
+  assert.equal(v.figures.silentLosses, 1);
+  assert.equal((v.losses.examples[0] as { executionId: string }).executionId, executionIdOf(sched.name, T + 11_000));
+
+  // With a jitter of 600 ms, a slot whose jittered start reaches the next call is not due.
+  const jittered = computeDynamicVerdict({
+    driver: [call('create', T, T + 200, def('* * * * * *', 1, 600)), call('pause', T + 5_500, T + 5_600)],
+    startLines: [],
+    table: [tableRow(def('* * * * * *', 1, 600), false)],
+    windowFrom: T,
+    windowTo: T + 20_000,
+  });
+  assert.deepEqual(
+    jittered.dueSlots.map((x) => (x.slot - T) / 1000),
+    [2, 3, 4],
+  );
+  assert.equal(jittered.figures.schedulesLost, 0);
+});
+
+test('dynamic: a scheduled slot started > 1 s after a pause or remove returned counts; before that, or a retry, does not', () => {
+  const first = def('* * * * * *', 1);
+  const driver = [call('create', T, T + 200, first), call('pause', T + 5_500, T + 5_600), call('resume', T + 9_000, T + 9_100)];
+  const h = new History().life('i0');
+  h.handler(sched, T + 6_000, 'i0', 7, T + 6_000, T + 6_100); // 400 ms after the pause returned: may still fire
+  h.handler(sched, T + 7_000, 'i0', 8, T + 7_000, T + 7_100); // 1.4 s after: a violation
+  h.handler(sched, T + 5_000, 'i0', 9, T + 7_500, T + 7_600, { attempt: 2 }); // a retry of a slot before the pause
+  h.handler(sched, T + 9_000, 'i0', 10, T + 9_000, T + 9_100); // the resume was sent at 9 s: it may fire
+  const d = computeDynamicVerdict({ driver, startLines: h.starts, table: [tableRow(first)], windowFrom: T, windowTo: T + 20_000 });
+  assert.equal(d.figures.firedAfterStop, 1);
+  assert.equal(((d.firedAfterStopExamples[0] as { start: StartLine }).start.scheduledAt - T) / 1000, 7);
+
+  // A remove that got no answer (its process died) may not have taken effect: not counted.
+  const unsure = computeDynamicVerdict({
+    driver: [call('create', T, T + 200, first), call('remove', T + 5_500, undefined)],
+    startLines: h.starts,
+    table: [tableRow(first)],
+    windowFrom: T,
+    windowTo: T + 20_000,
+  });
+  assert.equal(unsure.figures.firedAfterStop, 0);
+  assert.equal(unsure.figures.schedulesLost, 0, 'the remove may or may not have happened: both tables are right');
+  assert.deepEqual(
+    unsure.dueSlots.map((x) => (x.slot - T) / 1000),
+    [2, 3, 4, 5],
+    'no slot is due after an uncertain call',
+  );
+});
+
+test('dynamic: schedules lost: missing, another definition, the wrong pause state, or still there after a remove', () => {
+  const a = def('* * * * * *', 1);
+  const b = def('1/2 * * * * *', 2);
+  const run = (driver: DriverLine[], table: TableRow[]): number =>
+    computeDynamicVerdict({ driver, startLines: [], table, windowFrom: T, windowTo: T + 20_000 }).figures.schedulesLost;
+  const created = call('create', T, T + 200, a);
+  assert.equal(run([created], [tableRow(a)]), 0);
+  assert.equal(run([created], []), 1, 'missing');
+  assert.equal(run([created, call('change-data', T + 1_000, T + 1_100, b)], [tableRow(a)]), 1, 'the older definition');
+  assert.equal(run([created, call('change-data', T + 1_000, undefined, b)], [tableRow(a)]), 0, 'an unanswered upsert: either is right');
+  assert.equal(run([created, call('change-data', T + 1_000, undefined, b)], [tableRow(b)]), 0);
+  assert.equal(run([created, call('pause', T + 1_000, T + 1_100)], [tableRow(a, true)]), 1, 'paused, yet enabled in the table');
+  assert.equal(run([created, call('remove', T + 1_000, T + 1_100)], [tableRow(a)]), 1, 'removed, yet still there');
+  assert.equal(run([created, call('remove', T + 1_000, T + 1_100)], []), 0);
+  assert.equal(run([created, call('remove', T + 1_000, T + 1_100), call('recreate', T + 2_000, T + 2_100, b)], [tableRow(b)]), 0);
+  assert.equal(run([], [tableRow(a)]), 1, 'a schedule nobody wrote');
+});
+
+test('dynamic: the per-job checks cover schedules by id: two handlers of a skip schedule at once are concurrent', () => {
+  const h = new History().life('i0').life('i1');
+  h.handler(sched, T + 2_000, 'i0', 1, T + 2_000, T + 4_500);
+  h.handler(sched, T + 3_000, 'i1', 2, T + 3_000, T + 3_100);
+  h.handler(sched, T + 5_000, 'i1', 2, T + 5_000, T + 5_100);
+  const v = h.verdict([], { schedules: { jobs: [sched], dueSlots: [] } });
+  assert.equal(v.figures.concurrentHandlers, 1);
+  assert.equal(v.figures.fenceRegressions, 1);
 });
 
 let failed = 0;

@@ -99,6 +99,11 @@ export interface VerdictInput {
   maxDurationMs: number;
   /** CronJob mode (`--cli`): the pods and the jobs they ran; their lives count like the instances' for their handlers. */
   pods?: { jobs: string[]; records: PodRecord[] };
+  /**
+   * `--dynamic`: the schedules, as jobs (id and overlap policy) for the per-job checks (overlaps,
+   * fencing), and the slots their rows must cover (dynamic.verdict.ts `dueSlots`) for the losses.
+   */
+  schedules?: { jobs: ChaosJob[]; dueSlots: Array<{ jobName: string; slot: number }> };
 }
 
 export type LossKind = 'no_row' | 'ran_without_row' | 'stuck_running' | 'stuck_queued' | 'retry_never_run';
@@ -224,7 +229,7 @@ export interface Verdict {
   unexpectedExits: Array<{ id: string; pid: number; at?: number; code?: number | null; signal?: string | null; crash?: string }>;
 }
 
-const EXEC_ID = /(c\d\d-[a-z]+-\ds[a-z-]*):(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)/g;
+const EXEC_ID = /(c\d\d-[a-z]+-\ds[a-z-]*|t\d\d-[a-z]+):(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)/g;
 
 export function computeVerdict(input: VerdictInput): Verdict {
   const { jobs, leaseMs, renewMs, sweepMs } = input;
@@ -232,7 +237,7 @@ export function computeVerdict(input: VerdictInput): Verdict {
   const podLives = (input.pods?.records ?? []).map((p) => p.life);
   const podIds = new Set(podLives.map((l) => l.id));
   const livesById = new Map([...input.lives, ...podLives].map((l) => [l.id, l]));
-  const jobByName = new Map(jobs.map((j) => [j.name, j]));
+  const jobByName = new Map([...jobs, ...(input.schedules?.jobs ?? [])].map((j) => [j.name, j]));
 
   // --- handlers: pair start and end lines ----------------------------------------------------
   const endsByRun = new Map(input.endLines.map((e) => [e.run, e]));
@@ -519,10 +524,14 @@ export function computeVerdict(input: VerdictInput): Verdict {
     lossByKind[kind]++;
     if (lossExamples.length < EXAMPLES) lossExamples.push({ kind, ...detail });
   };
-  for (const job of jobs) {
-    for (const slot of slotsBetween(job, input.windowFrom, input.windowTo)) {
+  const slotsToCheck: Array<{ jobName: string; slot: number }> = [];
+  for (const job of jobs)
+    for (const slot of slotsBetween(job, input.windowFrom, input.windowTo)) slotsToCheck.push({ jobName: job.name, slot });
+  slotsToCheck.push(...(input.schedules?.dueSlots ?? []));
+  {
+    for (const { jobName, slot } of slotsToCheck) {
       // CronJob mode: a slot the controller started no pod for (Forbid) was never fired.
-      if (podSlots && cliJobs.has(job.name) && !podSlots.has(executionIdOf(job.name, slot))) {
+      if (podSlots && cliJobs.has(jobName) && !podSlots.has(executionIdOf(jobName, slot))) {
         if (pods) pods.slotsWithoutPod++;
         continue;
       }
@@ -531,7 +540,7 @@ export function computeVerdict(input: VerdictInput): Verdict {
         excluded++;
         continue;
       }
-      const id = executionIdOf(job.name, slot);
+      const id = executionIdOf(jobName, slot);
       const row = rowsById.get(id);
       const ran = byExecution.get(id) ?? [];
       if (!row) {
