@@ -11,7 +11,8 @@
  *
  * Configured by CHAOS_CONFIG (JSON, InstanceConfig). Stdout: {"event":"ready"} once
  * bootstrapped. Stdin: 'go <epochMs>' starts the timers (when started with waitForGo), 'stop'
- * shuts the app down gracefully and exits.
+ * shuts the app down gracefully and exits; with `dynamic`, 'sched <json>' runs a driver call through
+ * `DistributedCronService.schedules` and answers `{"event":"sched",...}` on stdout (dynamic.ts).
  */
 import 'reflect-metadata';
 import type { Type } from '@nestjs/common';
