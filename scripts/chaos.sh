@@ -7,6 +7,7 @@
 #   npm run chaos -- --sentinel         Redis behind Sentinel, master failovers among the faults
 #   npm run chaos -- --quick --cli      CronJob mode: some jobs' slots run in CLI pods (`run <job> --slot`)
 #   npm run chaos -- --quick --leader   leader mode: one leader fires; the leader is killed and frozen past its lease
+#   npm run chaos -- --quick --dynamic  run-time schedules: a driver upserts, pauses, removes schedules during the faults
 #   npm run chaos -- --src-rev HEAD     test the library code of a git revision, not the working tree
 #   other options: --duration S --drain S --jobs N --instances N --out FILE --keep
 #

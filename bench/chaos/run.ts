@@ -1,7 +1,7 @@
 /**
  * `npm run chaos`: the fault-injection suite (see bench/chaos/README.md).
  *
- *   node <build>/bench/chaos/run.js [--quick] [--seed N] [--sentinel] [--queue] [--cli] [--leader] [--duration S]
+ *   node <build>/bench/chaos/run.js [--quick] [--seed N] [--sentinel] [--queue] [--cli] [--leader] [--dynamic] [--duration S]
  *                                   [--jobs N] [--instances N] [--drain S] [--out FILE] [--keep]
  *
  * Starts a private Redis (or a Sentinel setup) and a private PostgreSQL cluster, one TCP proxy per
