@@ -11,6 +11,8 @@ import type { ScaleResult } from './scale.js';
 import { scaleSection } from './scale.report.js';
 import type { OverloadResult } from './overload.js';
 import { overloadSection } from './overload.report.js';
+import type { DynamicResult } from './dynamic.js';
+import { dynamicSection } from './dynamic.report.js';
 
 export interface RunMeta {
   quick: boolean;
@@ -45,6 +47,7 @@ export interface BenchResults {
   queue?: QueueLatencyResult;
   scale?: ScaleResult;
   overload?: OverloadResult & { meta?: RunMeta };
+  dynamic?: DynamicResult & { meta?: RunMeta };
 }
 
 const fmt = (v: number | null | undefined, digits = 2): string =>
@@ -113,6 +116,7 @@ export function renderMarkdown(results: BenchResults, svgPath: string): string {
   out.push(...queueLatencySection(results.queue));
   out.push(...scaleSection(results.scale, results.bullmq?.steps, meta.cores));
   out.push(...overloadSection(results.overload));
+  out.push(...dynamicSection(results.dynamic));
   out.push(...chaosSection('bench/results'));
   out.push(...targetsSection(results));
   out.push(...findingsSection(results));

@@ -16,6 +16,8 @@
  *   npm run bench -- --only overload --overload-knee 2000   the knee given instead of probed first
  *   npm run bench -- --only overload --overload-knee 2000 --overload-steps 2 --overload-no-bullmq [--profile]
  *                                      one step, the library only (with --profile: a CPU profile of its first process)
+ *   npm run bench -- --only dynamic [--dynamic-schedules 5000] [--dynamic-no-bullmq]
+ *                                      run-time schedules (default 100,000, quick 5,000) with and without jitter, and BullMQ
  *   npm run bench -- --report-only     re-render BENCHMARKS.md and the chart from bench/results/*.json
  *   npm run bench -- --profile         V8 CPU profile of one fleet instance per size (scale probe: of every
  *                                      instance), into .tmp/bench-profiles/ (summarised by bench/profile-summary.ts)
@@ -39,6 +41,7 @@ import { runFootprint } from './footprint.js';
 import { runObservability } from './observability.js';
 import type { QueueLatencyResult } from './queue-latency.report.js';
 import { clockDrift, loadAverage, log, round2 } from './lib/util.js';
+import { DYNAMIC_FULL, DYNAMIC_QUICK, runDynamic, type DynamicSettings } from './dynamic.js';
 import { OVERLOAD_FULL, OVERLOAD_QUICK, runOverload, type OverloadSettings } from './overload.js';
 import { runScale, SCALE_FULL, SCALE_PARTS, SCALE_QUICK, type ScalePart, type ScaleResult, type ScaleSettings } from './scale.js';
 
@@ -53,6 +56,7 @@ const SCENARIOS = [
   'footprint',
   ...SCALE_PARTS,
   'overload',
+  'dynamic',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
@@ -69,6 +73,7 @@ interface Settings {
   transportRounds: number;
   scale: ScaleSettings;
   overload: OverloadSettings;
+  dynamic: DynamicSettings;
   profileDir: string | undefined;
 }
 
@@ -95,6 +100,9 @@ function parseArgs(argv: string[]): Settings {
   const overloadSteps = value('--overload-steps')?.split(',').map(Number);
   if (overloadSteps?.some((m) => !(m > 0)))
     throw new Error(`--overload-steps: expected multiples of the knee such as 1,2,4, got '${value('--overload-steps')}'`);
+  const dynamicSchedules = value('--dynamic-schedules') === undefined ? undefined : Number(value('--dynamic-schedules'));
+  if (dynamicSchedules !== undefined && !(Number.isInteger(dynamicSchedules) && dynamicSchedules >= 10))
+    throw new Error(`--dynamic-schedules: expected a schedule count of 10 or more, got '${value('--dynamic-schedules')}'`);
   return {
     quick,
     reportOnly: argv.includes('--report-only'),
@@ -123,6 +131,11 @@ function parseArgs(argv: string[]): Settings {
       knee,
       ...(overloadSteps ? { multipliers: overloadSteps } : {}),
       ...(argv.includes('--overload-no-bullmq') ? { bullmq: false } : {}),
+    },
+    dynamic: {
+      ...(quick ? DYNAMIC_QUICK : DYNAMIC_FULL),
+      ...(dynamicSchedules === undefined ? {} : { schedules: dynamicSchedules }),
+      ...(argv.includes('--dynamic-no-bullmq') ? { bullmq: false } : {}),
     },
     transportRounds: value('--transport-rounds') === undefined ? (quick ? 10 : 50) : Number(value('--transport-rounds')),
     footprint: {
@@ -331,6 +344,10 @@ async function main(): Promise<void> {
       });
       save('overload', results.overload);
     }
+    if (settings.only.has('dynamic')) {
+      results.dynamic = await runDynamic({ runId, buildDir, settings: settings.dynamic });
+      save('dynamic', results.dynamic);
+    }
     if (settings.only.has('footprint')) {
       results.footprint = await runFootprint({ runId, buildDir, quick: settings.quick, ...settings.footprint });
       save('footprint', results.footprint);
@@ -368,6 +385,7 @@ async function main(): Promise<void> {
     ['footprint', 'footprint'],
     ['observability', 'observability'],
     ['overload', 'overload'],
+    ['dynamic', 'dynamic'],
   ] as const) {
     if (results[key]) save(name, results[key]);
   }
@@ -419,6 +437,7 @@ function writeReport(results: BenchResults, settings: Settings, prefix: string):
   load('queue-latency', 'queue', (f) => f as unknown as BenchResults['queue']);
   load('scale', 'scale', (f) => f as unknown as BenchResults['scale']);
   load('overload', 'overload', (f) => f as unknown as BenchResults['overload']);
+  load('dynamic', 'dynamic', (f) => f as unknown as BenchResults['dynamic']);
 
   const svgName = `${prefix}overhead.svg`;
   if (results.overhead) writeFileSync(`${resultsDir}/${svgName}`, renderOverheadSvg(results.overhead));
