@@ -70,7 +70,8 @@ export function dynamicSection(result: (DynamicResult & { meta?: RunMeta }) | un
   );
   out.push(
     'Start delay: from the slot (with jitter: from its jittered instant) to the handler. Drain: from the slot to the last start ' +
-      '(with jitter it includes the 30 s spread). In due order: consecutive starts whose (jittered) instants are in order.',
+      '(with jitter it includes the 30 s spread). In due order: consecutive starts whose (jittered) instants are in order. ' +
+      'A burst smaller than what the fleet starts in a second measures its latency more than its throughput.',
     '',
   );
   const cost: string[][] = result.variants.map((v) => [
@@ -86,7 +87,9 @@ export function dynamicSection(result: (DynamicResult & { meta?: RunMeta }) | un
     num(maxOf(v.rssMb.loaded) - maxOf(v.rssMb.zero), 1),
     num(v.redisBytes.perSchedule, 0),
     v.pgBytes ? num(v.pgBytes.perSchedule, 0) : '–',
-    v.bootMs.loaded === null ? '–' : `${num(v.bootMs.loaded, 0)} (0 schedules: ${num(maxOf(v.bootMs.zero), 0)})`,
+    v.bootMs.loaded === null
+      ? '–'
+      : `${num(v.bootMs.loaded, 0)} (the first ${v.bootMs.zero.length}, 0 schedules, booting at once: ${num(maxOf(v.bootMs.zero), 0)})`,
   ]);
   out.push(
     ...grid(

@@ -255,8 +255,8 @@ async function dcronVariant(run: DynamicRun, jitter: string | null): Promise<Dyn
     await db.connect();
     const tableBytes = async (): Promise<number> =>
       Number((await db.query<{ n: string }>(`SELECT pg_total_relation_size('distributed_cron_schedules') AS n`)).rows[0]!.n);
-    // The top of the hour comes `lead` s after the start (upserts at a few hundred a second, then margin).
-    const leadS = s.leadSeconds ?? Math.ceil(n / 250) + 40;
+    // The top of the hour comes `lead` s after the start (upserts at 300 a second or more, then margin).
+    const leadS = s.leadSeconds ?? Math.ceil(n / 300) + 60;
     const now = Date.now();
     const topOfHour = Math.ceil((now + leadS * 1000) / 3_600_000) * 3_600_000;
     const offsetMs = topOfHour - (now + leadS * 1000);
