@@ -40,7 +40,10 @@ export async function holderState(
   } catch {
     return { starting: false, why: `the job's lease was held by the run of ${id}` };
   }
-  if (row === undefined) return { starting: true, why: `the previous slot's run (${id}) was still starting` };
+  if (row === undefined) {
+    const which = isPreviousSlot(ctx, id, scheduledAt) ? "the previous slot's run" : "another slot's run of this job";
+    return { starting: true, why: `${which} (${id}) was still starting` };
+  }
   // This slot came late (its claim waited out an outage): a later slot's run, claimed ahead of its
   // own instant, holds the job. Not a previous run, and not necessarily going yet.
   if (row.scheduledAt.getTime() > scheduledAt.getTime()) {
@@ -62,6 +65,16 @@ export async function holderState(
     ending: true,
     why: `the previous run of this job (${id}) had ended (${row.status}) and was letting go of the lease`,
   };
+}
+
+/** Whether `id` is the execution ID of the job's slot before `scheduledAt` (a later slot's run can hold the job too). */
+function isPreviousSlot(ctx: HolderContext, id: string, scheduledAt: Date): boolean {
+  try {
+    const previous = ctx.job.schedule.previous(new Date(scheduledAt.getTime() - 1));
+    return previous !== undefined && ctx.job.executionIdFor(ctx.job.slotInfo(previous)) === id;
+  } catch {
+    return false;
+  }
 }
 
 /** How long a slot may wait for the previous slot's run to start its handler: half its period, at most the run-history deadline. */

@@ -5,7 +5,14 @@ import { holderState } from '../../src/execution/lease.holder.js';
 /** A job every 2 s whose history holds `rows`; only what `holderState` reads. */
 function context(rows: RunRecord[]): Parameters<typeof holderState>[0] {
   return {
-    job: { schedule: { next: (at: Date) => new Date(at.getTime() + 2_000) } },
+    job: {
+      schedule: {
+        next: (at: Date) => new Date(at.getTime() + 2_000),
+        previous: (at: Date) => new Date(Math.floor(at.getTime() / 2_000) * 2_000),
+      },
+      slotInfo: (scheduledAt: Date) => ({ scheduledAt }),
+      executionIdFor: (slot: { scheduledAt: Date }) => `job:${slot.scheduledAt.getUTCSeconds()}`,
+    },
     historyTimeoutMs: 5_000,
     db: (_what: string, call: () => Promise<unknown>) => call(),
     deps: { history: { get: (id: string) => Promise.resolve(rows.find((r) => r.executionId === id)) } },
@@ -32,5 +39,10 @@ describe('what a skipped slot says held its job', () => {
   it('a holder with no row yet: still starting', async () => {
     const state = await holderState(context([]), { executionId: 'job:40', fencingToken: 22 }, new Date('2026-12-02T01:43:42Z'));
     expect(state).toEqual({ starting: true, why: "the previous slot's run (job:40) was still starting" });
+  });
+
+  it('a later slot claimed ahead with no row yet: another slot\'s run was starting, never "the previous slot\'s"', async () => {
+    const state = await holderState(context([]), { executionId: 'job:44', fencingToken: 23 }, new Date('2026-12-02T01:43:42Z'));
+    expect(state).toEqual({ starting: true, why: "another slot's run of this job (job:44) was still starting" });
   });
 });
