@@ -5,6 +5,7 @@ import type { FleetCoordination, Receipt } from '../leasing/fleet.coordination.j
 import type { JobExecutor } from './job.executor.js';
 import type { Admission } from './admission.js';
 import { LeaderMode, type LeaderModeOptions } from './leader.mode.js';
+import { fnv1a, mix } from './hash.js';
 
 /** How long the preferred instance of a slot has to claim it before the others claim it too. */
 export const PREFERRED_HEAD_START_MS = 80;
@@ -343,24 +344,4 @@ export function jobSetGroup(
     .map((job) => `${job.name}\t${job.expression}\t${job.timeZone}\t${job.disabled ? 1 : 0}${job.fires ? 1 : 0}`)
     .sort();
   return fnv1a(lines.join('\n')).toString(36);
-}
-
-function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
-}
-
-/** Murmur3's finaliser: every input bit moves every output bit. */
-function mix(value: number): number {
-  let h = value >>> 0;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
 }

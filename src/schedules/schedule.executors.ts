@@ -4,6 +4,7 @@ import type { CronContext, FireOutcome, RunTrigger, SlotInfo } from '../distribu
 import { describeError } from '../errors/error.redact.js';
 import type { AlertDispatcher } from '../alerting/alert.dispatcher.js';
 import type { AlertEvent } from '../alerting/alert.interfaces.js';
+import { fnv1a, mix } from '../execution/hash.js';
 import { JobExecutor, type ExecutorDeps } from '../execution/job.executor.js';
 import type { RunLedger } from '../history/run-history.js';
 import { businessDate } from '../scheduling/cron.schedule.js';
@@ -24,17 +25,7 @@ const MAX_CACHED = 20_000;
  * instance computes the same, and spread evenly over the schedules of one instant.
  */
 export function jitterOffset(id: string, slotMs: number, jitterMs: number): number {
-  if (jitterMs <= 0) return 0;
-  let hash = 0x811c9dc5;
-  const text = `${id}\n${slotMs}`;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  hash ^= hash >>> 16;
-  hash = Math.imul(hash, 0x85ebca6b);
-  hash ^= hash >>> 13;
-  return (hash >>> 0) % (jitterMs + 1);
+  return jitterMs <= 0 ? 0 : mix(fnv1a(`${id}\n${slotMs}`)) % (jitterMs + 1);
 }
 
 /** Which definition of a schedule: its incarnation (when that was created) and its version in it. */
