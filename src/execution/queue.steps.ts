@@ -19,12 +19,13 @@ type Enqueuer = Pick<ExecutorContext, 'job' | 'historyTimeoutMs'> & { readonly d
 
 async function enqueue(ctx: Enqueuer, step: Omit<QueueStep, 'jobName'>): Promise<boolean> {
   try {
-    if (!ctx.deps.queue) throw new Error('the queue is not connected');
+    const name = ctx.job.queue;
+    if (!ctx.deps.queue || name === undefined) throw new Error('the queue is not connected');
     const { queue } = ctx.deps;
     const ms = ctx.historyTimeoutMs;
     // Past the deadline the step may still be added: adding a step twice is a no-op.
     await withDeadline(
-      () => queue.enqueue({ ...step, jobName: ctx.job.name }),
+      () => queue.enqueue({ ...step, jobName: ctx.job.name }, name),
       ms,
       () => new Error(`Redis did not answer within ${ms} ms`),
     );

@@ -25,6 +25,7 @@ import type { ScheduleStore } from '../schedules/schedule.store.js';
 import { DISTRIBUTED_CRON_HANDLERS, type HandlerRegistry } from '../schedules/schedule.handlers.js';
 import { DistributedCronSchedules } from '../schedules/schedules.api.js';
 import { ScheduleExecutors } from '../schedules/schedule.executors.js';
+import { schedulesQueues } from '../topology/topology.config.js';
 
 /** The checked module options (`ModuleConfig`). */
 export const DISTRIBUTED_CRON_CONFIG = 'nestjs-distributed-cron:config';
@@ -132,15 +133,23 @@ export const SHARED_PART_PROVIDERS: Provider[] = [
       store: ScheduleStore | null,
       handlers: HandlerRegistry,
       executors: ScheduleExecutors,
+      jobs: JobRegistry,
     ): DistributedCronSchedules =>
       new DistributedCronSchedules({
         store,
         handlers: () => [...handlers.keys()],
         module: config.options,
         clock: config.clock,
+        // The queues the app's workers consume for schedules, and those of its queue-mode jobs.
+        queues: () => [
+          ...new Set([
+            ...schedulesQueues(config.options),
+            ...[...jobs.values()].flatMap(({ executor }) => (executor.job.queue === undefined ? [] : [executor.job.queue])),
+          ]),
+        ],
         executorFor: (record) => executors.executorFor(record),
       }),
-    inject: [DISTRIBUTED_CRON_CONFIG, DISTRIBUTED_CRON_SCHEDULE_STORE, DISTRIBUTED_CRON_HANDLERS, ScheduleExecutors],
+    inject: [DISTRIBUTED_CRON_CONFIG, DISTRIBUTED_CRON_SCHEDULE_STORE, DISTRIBUTED_CRON_HANDLERS, ScheduleExecutors, DISTRIBUTED_CRON_JOBS],
   },
   { provide: DISTRIBUTED_CRON_LEADERSHIP, useFactory: (): LeadershipSeat => ({ elector: undefined }) },
   {

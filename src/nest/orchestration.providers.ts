@@ -31,8 +31,8 @@ export const ORCHESTRATION_PROVIDERS: Provider[] = [
       alerts: AlertDispatcher,
       events: RunEventSink,
       pools: ResourcePools,
-    ) =>
-      new ScheduleExecutors({
+    ) => {
+      const executors = new ScheduleExecutors({
         store,
         handlers,
         module: runtime.options,
@@ -52,7 +52,11 @@ export const ORCHESTRATION_PROVIDERS: Provider[] = [
           pools,
           load: runtime.admission,
         },
-      }),
+      });
+      // Queue mode: a worker here runs the steps of schedules' slots, whichever instance queued them.
+      topology.serveSchedules(executors);
+      return executors;
+    },
     inject: [
       DistributedCronRuntime,
       Topology,

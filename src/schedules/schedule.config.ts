@@ -226,13 +226,19 @@ export function nextDue(schedule: ResolvedSchedule, after: Date): Date | null {
   return schedule.endAt && slot.getTime() > schedule.endAt.getTime() ? null : slot;
 }
 
-/** Queue mode's workers find a job among the mounted ones: a schedule's slot cannot be put on a queue yet. */
-export function refuseQueue(schedule: ResolvedSchedule): void {
-  if (schedule.job.queue === undefined) return;
+/**
+ * A schedule in queue mode names a queue the app's workers consume: one the module option
+ * `queues` sets, or a `@DistributedCron` job's. Schedules are data, so a worker cannot learn their
+ * queues at bootstrap; a queue none consumes would leave the slots waiting.
+ */
+export function checkQueue(schedule: ResolvedSchedule, queues: readonly string[]): void {
+  const queue = schedule.job.queue;
+  if (queue === undefined || queues.includes(queue)) return;
+  const known = queues.map((name) => `'${name}'`).join(', ') || 'none';
   throw new DistributedCronScheduleError(
     schedule.job.name,
     'queue',
-    `queue mode does not run schedules yet (a worker finds only @DistributedCron jobs): leave \`queue\` out, and the slot runs where it fires`,
+    `no worker consumes queue '${queue}' for schedules: name it in the module option \`queues\` (known: ${known})`,
   );
 }
 

@@ -7,8 +7,10 @@ import type { AlertEvent } from '../alerting/alert.interfaces.js';
 import { fnv1a, mix } from '../execution/hash.js';
 import { JobExecutor, type ExecutorDeps } from '../execution/job.executor.js';
 import type { RunLedger } from '../history/run-history.js';
+import type { RunRecord } from '../distributed-cron.interfaces.js';
+import type { QueueStep, StepResult } from '../topology/queue.step.js';
 import { businessDate } from '../scheduling/cron.schedule.js';
-import { refuseQueue, resolveSchedule, storedDefinition, type ResolvedSchedule, type ScheduleModuleOptions } from './schedule.config.js';
+import { resolveSchedule, storedDefinition, type ResolvedSchedule, type ScheduleModuleOptions } from './schedule.config.js';
 import type { HandlerRegistry, ScheduleHandler } from './schedule.handlers.js';
 import type { ScheduleRecord, ScheduleStore } from './schedule.store.js';
 
@@ -208,6 +210,18 @@ function groupedAlerts(alerts: AlertDispatcher, handler: string): AlertDispatche
   });
 }
 
+/** Why a `queued` row of the schedule must not start now, or undefined when it may. */
+function notToRun(id: string, record: ScheduleRecord | undefined, row: RunRecord): string | undefined {
+  if (!record) return `not run: schedule '${id}' was removed after this slot was queued`;
+  // A manual run or a backfill runs a paused schedule too, and slots from before it existed.
+  if (row.trigger !== 'schedule' && row.trigger !== 'catch_up') return undefined;
+  if (!record.enabled) return `not run: schedule '${id}' was paused after this slot was queued`;
+  if (record.knownSince.getTime() > row.scheduledAt.getTime()) {
+    return `not run: schedule '${id}' was created again, or its expression or time zone changed, after this slot was queued`;
+  }
+  return undefined;
+}
+
 /** What building a schedule's executor takes: the job's deps, the app's handlers, the store, the module's defaults. */
 export interface ScheduleExecutorsDeps {
   readonly store: ScheduleStore | null;
@@ -255,9 +269,7 @@ export class ScheduleExecutors {
       if (!this.deps.handlers.has(record.handler)) {
         throw new Error(`no @DistributedCronHandler is named '${record.handler}' in this app`);
       }
-      const schedule = resolveSchedule(storedDefinition(record), this.deps.module, undefined);
-      refuseQueue(schedule);
-      return schedule;
+      return resolveSchedule(storedDefinition(record), this.deps.module, undefined);
     } catch (error) {
       if (!this.refused.has(key)) {
         this.refused.add(key);
@@ -312,6 +324,28 @@ export class ScheduleExecutors {
       }
     }
     return found;
+  }
+
+  /**
+   * Queue mode: a worker's step of a schedule's slot, on any instance, run by the schedule's
+   * definition as the table has it now (its version, data and options). A slot its timer or
+   * catch-up queued does not run when the schedule was since removed, paused, or created again
+   * or moved to other slots (its `knownSince` is after the slot): its `queued` row is closed as
+   * `skipped_overlap` saying so, as the in-app check before the claim would have left it
+   * unstarted. Steps of a removed schedule's other runs (retries, recovery) run nothing.
+   * Undefined when this app cannot run the schedule (no such handler here): the step waits.
+   */
+  async runQueued(step: QueueStep): Promise<StepResult | undefined> {
+    const { store, executor: deps } = this.deps;
+    if (!store || this.stopping) return 'later';
+    const [record, row] = await Promise.all([store.get(step.jobName), deps.history.get(step.executionId)]);
+    const why = row?.status === 'queued' ? notToRun(step.jobName, record, row) : undefined;
+    if (why !== undefined) {
+      const closed = await deps.history.settleQueued(step.executionId, 'skipped_overlap', why, new Date(this.deps.clock()));
+      return closed ? 'skipped_overlap' : 'already_done';
+    }
+    if (!record) return 'already_done';
+    return this.executorFor(record)?.runQueued(step);
   }
 
   /** The handler of a schedule this instance runs (its metrics' `job` label), or undefined for another job. */

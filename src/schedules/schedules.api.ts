@@ -7,7 +7,7 @@ import { DistributedCronScheduleError } from '../errors/distributed-cron-schedul
 import { formatInZone } from '../scheduling/cron.schedule.js';
 import {
   nextDue,
-  refuseQueue,
+  checkQueue,
   resolveSchedule,
   scheduleWrite,
   storedDefinition,
@@ -74,6 +74,8 @@ export interface SchedulesDeps {
   readonly module: ScheduleModuleOptions;
   /** The module's clock, epoch milliseconds. */
   readonly clock: () => number;
+  /** The queues a schedule may name (see `checkQueue`). @default none */
+  readonly queues?: () => readonly string[];
   /** The executor of a stored schedule (undefined: this app cannot run it). */
   readonly executorFor?: (record: ScheduleRecord) => JobExecutor | undefined;
 }
@@ -99,7 +101,7 @@ export class DistributedCronSchedules {
    */
   async upsert(definition: ScheduleDefinition): Promise<UpsertOutcome> {
     const schedule = resolveSchedule(definition, this.deps.module, this.deps.handlers());
-    refuseQueue(schedule);
+    checkQueue(schedule, this.deps.queues?.() ?? []);
     const now = this.now();
     return this.store().upsert(scheduleWrite(definition, schedule, now), now);
   }

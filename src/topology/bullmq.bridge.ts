@@ -31,15 +31,19 @@ export class BullMQBridge {
     private readonly logger: LoggerService,
   ) {}
 
-  /** Loads bullmq (an optional peer dependency) and opens the producer connection. */
-  static async open(options: DistributedCronModuleOptions, firstJob: string, logger: LoggerService): Promise<BullMQBridge> {
+  /**
+   * Loads bullmq (an optional peer dependency) and opens the producer connection. Errors name
+   * `firstJob`, or the module option `queues` when only schedules use queues.
+   */
+  static async open(options: DistributedCronModuleOptions, firstJob: string | undefined, logger: LoggerService): Promise<BullMQBridge> {
+    const option = firstJob === undefined ? 'queues' : 'queue';
     let bull: BullMQ;
     try {
       bull = await import('bullmq');
     } catch (error) {
       throw new DistributedCronConfigError(
         firstJob,
-        'queue',
+        option,
         `queue mode needs the optional peer dependency bullmq, which could not be loaded (npm install bullmq@^6.7): ${describeError(error)}`,
       );
     }
@@ -48,7 +52,7 @@ export class BullMQBridge {
     if (!redis?.options || redis.isCluster || typeof redis.duplicate !== 'function') {
       throw new DistributedCronConfigError(
         firstJob,
-        'queue',
+        option,
         "queue mode builds its BullMQ connections from the options of the module's `redis` client, which must be an ioredis `Redis` (not a Cluster)",
       );
     }

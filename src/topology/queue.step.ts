@@ -18,9 +18,9 @@ export interface QueueStep {
   ref?: number;
 }
 
-/** Puts a step on a queue; a step already waiting or running there is not added twice. */
+/** Puts a step on the named queue; a step already waiting or running there is not added twice. */
 export interface QueueLink {
-  enqueue(step: QueueStep): Promise<void>;
+  enqueue(step: QueueStep, queue: string): Promise<void>;
 }
 
 /** What a worker's step led to; `later`: put the queue job back for `renewEvery` and look again. */

@@ -50,3 +50,12 @@ export function resolveTopology(options: Pick<DistributedCronModuleOptions, 'rol
     concurrency,
   };
 }
+
+/**
+ * The queues a schedule may name in its `queue` beside those of `@DistributedCron` jobs: those the
+ * module option `queues` sets. An app that declares a handler consumes them all on its workers,
+ * since schedules are data and their queues are not known at bootstrap.
+ */
+export function schedulesQueues(options: Pick<DistributedCronModuleOptions, 'queues'>): string[] {
+  return Object.keys(options.queues ?? {});
+}

@@ -255,10 +255,10 @@ describe('schedules fire fleet-wide', () => {
 });
 
 describe('schedules: trigger and backfill', () => {
-  it('a schedule naming a queue is refused, naming the option; nothing is stored', async () => {
+  it('a schedule naming a queue no worker consumes is refused, naming the option; nothing is stored', async () => {
     const id = uniqueName('queued');
     await expect(fleet[0]!.cron.schedules.upsert(everySecond(id, { queue: 'reports' }))).rejects.toThrow(
-      `schedule '${id}', option \`queue\`: queue mode does not run schedules yet`,
+      `schedule '${id}', option \`queue\`: no worker consumes queue 'reports' for schedules: name it in the module option \`queues\` (known: none)`,
     );
     expect(await fleet[0]!.cron.schedules.get(id)).toBeUndefined();
   });

@@ -1,0 +1,201 @@
+/**
+ * Schedules in queue mode: three Nest app instances on real PostgreSQL (a database of this file's
+ * own) and Redis, one `scheduler` and two `worker`s. A schedule's slot is claimed and queued by
+ * the scheduler and run by a worker that never fired it, by the schedule's definition as the
+ * table has it when the worker takes the step; a slot queued before its schedule was removed or
+ * paused does not run, and its row says why.
+ */
+import { Injectable } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DistributedCronHandler, type DistributedCronRole, type ScheduleDefinition, type ScheduleRunContext } from '../../src/index.js';
+import { startApp, type RunningApp } from '../support/app.js';
+import { integrationSetup } from '../support/integration.setup.js';
+import { uniqueName, waitFor } from '../support/services.js';
+
+const { prisma, apps } = integrationSetup({ closeApps: 'all', ownDatabase: true });
+
+interface Call {
+  instance: string;
+  scheduleId: string;
+  data: unknown;
+  executionId: string;
+  scheduledAt: number;
+  fencingToken: number;
+  trigger: string;
+}
+
+const calls: Call[] = [];
+/** Runs of these schedules work until the test lets them go. */
+const holding = new Map<string, Promise<void>>();
+
+function handlerFor(instance: string) {
+  @Injectable()
+  class QueuedTicks {
+    @DistributedCronHandler('queued-tick')
+    async tick(ctx: ScheduleRunContext): Promise<void> {
+      calls.push({
+        instance,
+        scheduleId: ctx.schedule.id,
+        data: ctx.schedule.data,
+        executionId: ctx.executionId,
+        scheduledAt: ctx.scheduledAt.getTime(),
+        fencingToken: ctx.fencingToken,
+        trigger: ctx.trigger,
+      });
+      await holding.get(ctx.schedule.id);
+    }
+  }
+  return QueuedTicks;
+}
+
+const keyPrefix = uniqueName('schedq');
+let scheduler: RunningApp;
+let workers: RunningApp[] = [];
+
+async function start(role: DistributedCronRole, i: number): Promise<RunningApp> {
+  const label = `${keyPrefix}-${role}-${i}`;
+  const app = await startApp({
+    label,
+    providers: [handlerFor(label)],
+    module: {
+      timeZone: 'UTC',
+      sweepEvery: '500ms',
+      keyPrefix,
+      role,
+      // `gate`: one handler at a time per worker, so the test can hold both workers busy.
+      queues: { tenants: { concurrency: 4 }, gate: { concurrency: 1 } },
+    },
+  });
+  apps.push(app);
+  return app;
+}
+
+beforeAll(async () => {
+  [scheduler, ...workers] = await Promise.all([start('scheduler', 0), start('worker', 1), start('worker', 2)]);
+});
+
+afterAll(async () => {
+  for (const app of apps.splice(0)) await app.close();
+});
+
+const everySecond = (id: string, extra: Partial<ScheduleDefinition> = {}): ScheduleDefinition => ({
+  id,
+  handler: 'queued-tick',
+  cron: '* * * * * *',
+  data: { tenant: id },
+  queue: 'tenants',
+  ...extra,
+});
+
+const iso = (ms: number): string => new Date(ms).toISOString().slice(0, -5) + 'Z';
+const runsOf = (id: string) => prisma.distributedCronRun.findMany({ where: { jobName: id }, orderBy: { scheduledAt: 'asc' } });
+const callsOf = (id: string, from = 0): Call[] => calls.filter((c) => c.scheduleId === id && c.scheduledAt >= from);
+
+describe('schedules in queue mode', () => {
+  it('6 schedules of every second: each slot of a window runs once, on a worker, its row names the schedule', async () => {
+    const ids = Array.from({ length: 6 }, () => uniqueName('qtick'));
+    const created = Date.now();
+    await Promise.all(ids.map((id) => scheduler.cron.schedules.upsert(everySecond(id))));
+    const from = Math.ceil((Date.now() + 1_000) / 1_000) * 1_000;
+    const to = from + 4_000;
+    await sleep(to - Date.now() + 500);
+    await Promise.all(ids.map((id) => workers[0]!.cron.schedules.remove(id)));
+    await sleep(1_500);
+
+    const slots = Array.from({ length: (to - from) / 1_000 }, (_, i) => from + i * 1_000);
+    const ran = calls.filter((c) => ids.includes(c.scheduleId));
+    expect(new Set(ran.map((c) => c.executionId)).size).toBe(ran.length);
+    // Only workers ran handlers: the scheduler fired and queued every slot.
+    expect(ran.every((c) => c.instance !== scheduler.label)).toBe(true);
+    expect(new Set(ran.map((c) => c.instance)).size).toBe(2);
+    for (const id of ids) {
+      const mine = callsOf(id);
+      for (const slot of slots)
+        expect(
+          mine.filter((c) => c.scheduledAt === slot),
+          `${id} at ${iso(slot)}`,
+        ).toHaveLength(1);
+      expect(mine.every((c) => c.scheduledAt >= created - 1_000)).toBe(true);
+      expect(mine.every((c) => c.executionId === `${id}:${iso(c.scheduledAt)}` && c.trigger === 'schedule')).toBe(true);
+      expect(mine.every((c) => (c.data as { tenant: string }).tenant === id)).toBe(true);
+      const rows = await runsOf(id);
+      const inWindow = rows.filter((r) => r.scheduledAt.getTime() >= from && r.scheduledAt.getTime() < to);
+      expect(inWindow.map((r) => r.executionId)).toEqual(slots.map((slot) => `${id}:${iso(slot)}`));
+      expect(inWindow.every((r) => r.status === 'completed' && r.scheduleId === id && r.instanceId !== scheduler.label)).toBe(true);
+      // Fenced: each run's token is the one on its row, and tokens grow slot after slot.
+      for (const row of inWindow) expect(mine.find((c) => c.executionId === row.executionId)!.fencingToken).toBe(Number(row.fencingToken));
+      const tokens = rows.map((r) => Number(r.fencingToken));
+      expect(tokens).toEqual([...tokens].sort((a, b) => a - b));
+      expect(new Set(tokens).size).toBe(tokens.length);
+    }
+  });
+
+  it('slots queued while the workers are busy: a removed or paused schedule’s do not run (the row says why), a changed one’s run with its new data', async () => {
+    // Two blockers hold both workers' `gate` slot (concurrency 1 each) until released.
+    const blockers = [uniqueName('blocker'), uniqueName('blocker')];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    for (const id of blockers) holding.set(id, released);
+    await Promise.all(blockers.map((id) => scheduler.cron.schedules.upsert(everySecond(id, { queue: 'gate' }))));
+    await waitFor(() => new Set(calls.filter((c) => blockers.includes(c.scheduleId)).map((c) => c.instance)).size === 2, {
+      message: 'both workers run a blocker',
+    });
+    await Promise.all(blockers.map((id) => scheduler.cron.schedules.remove(id)));
+
+    const removed = uniqueName('removed');
+    const paused = uniqueName('paused');
+    const changed = uniqueName('changed');
+    await Promise.all(
+      [removed, paused, changed].map((id) => scheduler.cron.schedules.upsert(everySecond(id, { queue: 'gate', data: { v: 1 } }))),
+    );
+    const queuedOf = async (id: string) => (await runsOf(id)).filter((r) => r.status === 'queued');
+    await waitFor(async () => (await Promise.all([removed, paused, changed].map(queuedOf))).every((rows) => rows.length >= 1), {
+      message: 'a queued slot of each',
+    });
+    expect(await workers[1]!.cron.schedules.remove(removed)).toBe(true);
+    await workers[0]!.cron.schedules.pause(paused, 'tenant on holiday');
+    await workers[1]!.cron.schedules.upsert(everySecond(changed, { queue: 'gate', data: { v: 2 } }));
+    const queuedChanged = (await queuedOf(changed)).map((r) => r.executionId);
+    expect(queuedChanged.length).toBeGreaterThan(0);
+    await sleep(1_000);
+    release();
+
+    await waitFor(async () => (await Promise.all([removed, paused].map(queuedOf))).every((rows) => rows.length === 0), {
+      timeoutMs: 15_000,
+      message: 'the queued slots of the removed and the paused schedule settled',
+    });
+    await waitFor(() => queuedChanged.every((executionId) => calls.some((c) => c.executionId === executionId)), {
+      timeoutMs: 15_000,
+      message: 'the changed schedule’s queued slots ran',
+    });
+    await scheduler.cron.schedules.remove(changed);
+    await sleep(1_500);
+
+    expect(callsOf(removed)).toEqual([]);
+    expect(callsOf(paused)).toEqual([]);
+    const removedRows = await runsOf(removed);
+    expect(removedRows.length).toBeGreaterThan(0);
+    for (const row of removedRows) {
+      expect(row).toMatchObject({ status: 'skipped_overlap', scheduleId: removed });
+      expect(row.error).toBe(`not run: schedule '${removed}' was removed after this slot was queued`);
+    }
+    const pausedRows = await runsOf(paused);
+    expect(pausedRows.length).toBeGreaterThan(0);
+    for (const row of pausedRows) {
+      expect(row).toMatchObject({ status: 'skipped_overlap', scheduleId: paused });
+      expect(row.error).toBe(`not run: schedule '${paused}' was paused after this slot was queued`);
+    }
+    // A change of data keeps the due slots: those queued before it run once each, with the data
+    // the table had when a worker took them.
+    const ranChanged = callsOf(changed);
+    expect(new Set(ranChanged.map((c) => c.executionId)).size).toBe(ranChanged.length);
+    for (const executionId of queuedChanged) {
+      expect(ranChanged.find((c) => c.executionId === executionId)).toMatchObject({ data: { v: 2 }, trigger: 'schedule' });
+    }
+    const changedRows = await runsOf(changed);
+    for (const executionId of queuedChanged) {
+      expect(changedRows.find((r) => r.executionId === executionId)).toMatchObject({ status: 'completed', scheduleId: changed });
+    }
+  });
+});
