@@ -212,8 +212,12 @@ export class DistributedCronService implements BeforeApplicationShutdown {
     }
     const row = await this.reads.get(executionId);
     if (!row) throw new Error(`replay(): no execution '${executionId}' in the run history`);
-    const mounted = this.registry.get(row.jobName);
-    if (!mounted) {
+    // A schedule's run is replayed by the schedule's definition as the table has it now.
+    const executor =
+      row.scheduleId !== undefined && !this.registry.has(row.jobName)
+        ? await this.schedules.executorOf(row.scheduleId)
+        : this.registry.get(row.jobName)?.executor;
+    if (!executor) {
       throw new DistributedCronArgumentError(
         'replay',
         row.jobName,
@@ -221,7 +225,6 @@ export class DistributedCronService implements BeforeApplicationShutdown {
         messages.UNMOUNTED_EXECUTION(executionId, [...this.registry.keys()]),
       );
     }
-    const { executor } = mounted;
     if (!['dead', 'failed', 'timed_out', 'lease_lost', 'aborted'].includes(row.status)) return 'not_replayable';
     return executor.retry(row, 'replay');
   }

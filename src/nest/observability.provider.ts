@@ -63,7 +63,8 @@ export class DistributedCronObservability implements OnModuleInit, OnApplication
     const emitter = await this.eventEmitter();
     if (emitter) this.unsubscribe.push(events.subscribe(emitterSubscriber(emitter)));
 
-    const jobOf = (name: string) => jobs.get(name)?.executor.job;
+    // A static job's configuration, or a schedule's (its id is its job name).
+    const jobOf = (name: string) => jobs.get(name)?.executor.job ?? this.schedules?.jobOf(name);
     if (settings.prometheus || settings.openTelemetryMetrics) {
       const metrics = new MetricsSubscriber(
         () =>

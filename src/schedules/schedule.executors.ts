@@ -348,6 +348,11 @@ export class ScheduleExecutors {
     return this.executorFor(record)?.runQueued(step);
   }
 
+  /** The configuration a schedule this instance runs has now (its heartbeat URL), or undefined for another job. */
+  jobOf(jobName: string): JobConfig | undefined {
+    return this.newest.get(jobName)?.job;
+  }
+
   /** The handler of a schedule this instance runs (its metrics' `job` label), or undefined for another job. */
   handlerOf(jobName: string): string | undefined {
     return this.newest.get(jobName)?.handler;

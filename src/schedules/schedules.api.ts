@@ -198,6 +198,14 @@ export class DistributedCronSchedules {
     return this.slotRunner().backfill(executor, from, to, options);
   }
 
+  /**
+   * The executor of a stored schedule, to replay one of its runs (`DistributedCronService.replay`).
+   * Throws naming the schedule when it was removed or this app has not its handler. @internal
+   */
+  executorOf(id: string): Promise<JobExecutor> {
+    return this.executor(id);
+  }
+
   private async executor(id: string): Promise<JobExecutor> {
     const record = await this.existing(id);
     // Checked against this app's rules, as the firing layer does.
