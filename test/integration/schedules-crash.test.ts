@@ -106,4 +106,31 @@ describe('a schedule whose running instance is killed', () => {
       },
     );
   });
+
+  it('is closed lease_lost by a survivor when the schedule does not recover (recover: false): never run again', async () => {
+    const name = uniqueName('crash-norecover');
+    const events: FixtureEvent[] = [];
+    instances = await Promise.all([0, 1].map((i) => spawnWorker(name, i, events)));
+    const writer = await startApp({ label: `${name}-writer`, providers: [Writer], module: { scheduling: false, timeZone: 'UTC' } });
+    apps.push(writer);
+    const id = uniqueName('tenant');
+    const { cron } = oneShot(3_000);
+    await writer.cron.schedules.upsert({ id, handler: 'fixture-schedule', cron, lease: '2s', renewEvery: '500ms', recover: false });
+    const first = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id), {
+      timeoutMs: 10_000,
+      message: 'the run starts',
+    });
+    await instances.find((i) => i.id === first.instanceId)!.kill('SIGKILL');
+    const row = await waitFor(
+      async () => {
+        const found = await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId! } });
+        return found?.status === 'lease_lost' ? found : undefined;
+      },
+      { timeoutMs: 15_000, message: 'a survivor closes the run lease_lost' },
+    );
+    expect(row).toMatchObject({ attempt: 1, scheduleId: id, instanceId: first.instanceId });
+    // A lease and a few sweeps later, still not run again.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(events.filter((e) => e.event === 'start' && e.scheduleId === id)).toHaveLength(1);
+  });
 });
