@@ -1,4 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultExecutionId, type JobConfig } from '../config/job.config.js';
 import type { CronContext, FireOutcome, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
 import { describeError } from '../errors/error.redact.js';
@@ -345,7 +346,15 @@ export class ScheduleExecutors {
       return closed ? 'skipped_overlap' : 'already_done';
     }
     if (!record) return 'already_done';
-    return this.executorFor(record)?.runQueued(step);
+    const executor = this.executorFor(record);
+    if (!executor) return undefined;
+    if (row?.status === 'queued' && row.trigger === 'schedule' && executor.jitterMs > 0) {
+      // Queued up to a claim-ahead before its jittered instant: started at that instant, as in-app.
+      const startMs = row.scheduledAt.getTime() + jitterOffset(record.id, row.scheduledAt.getTime(), executor.jitterMs);
+      const waitMs = startMs - this.deps.clock();
+      if (waitMs > 0) await sleep(waitMs);
+    }
+    return executor.runQueued(step);
   }
 
   /** The configuration a schedule this instance runs has now (its heartbeat URL), or undefined for another job. */

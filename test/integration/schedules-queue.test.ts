@@ -17,6 +17,8 @@ const { prisma, apps } = integrationSetup({ closeApps: 'all', ownDatabase: true 
 
 interface Call {
   instance: string;
+  startedAt: number;
+  attempt: number;
   scheduleId: string;
   data: unknown;
   executionId: string;
@@ -28,6 +30,8 @@ interface Call {
 const calls: Call[] = [];
 /** Runs of these schedules work until the test lets them go. */
 const holding = new Map<string, Promise<void>>();
+/** Runs of these schedules throw. */
+const failing = new Set<string>();
 
 function handlerFor(instance: string) {
   @Injectable()
@@ -36,6 +40,8 @@ function handlerFor(instance: string) {
     async tick(ctx: ScheduleRunContext): Promise<void> {
       calls.push({
         instance,
+        startedAt: Date.now(),
+        attempt: ctx.attempt,
         scheduleId: ctx.schedule.id,
         data: ctx.schedule.data,
         executionId: ctx.executionId,
@@ -44,6 +50,7 @@ function handlerFor(instance: string) {
         trigger: ctx.trigger,
       });
       await holding.get(ctx.schedule.id);
+      if (failing.has(ctx.schedule.id)) throw new Error('tenant API down');
     }
   }
   return QueuedTicks;
@@ -197,5 +204,65 @@ describe('schedules in queue mode', () => {
     for (const executionId of queuedChanged) {
       expect(changedRows.find((r) => r.executionId === executionId)).toMatchObject({ status: 'completed', scheduleId: changed });
     }
+  });
+
+  it('jitter: a worker starts the slot at its jittered instant; the execution ID and the row keep the nominal slot and the offset', async () => {
+    const ids = Array.from({ length: 4 }, () => uniqueName('qjitter'));
+    await Promise.all(ids.map((id) => scheduler.cron.schedules.upsert(everySecond(id, { cron: '*/2 * * * * *', jitter: '1500ms' }))));
+    await waitFor(() => ids.every((id) => callsOf(id).length >= 2), { timeoutMs: 15_000, message: 'the jittered schedules run' });
+    await Promise.all(ids.map((id) => scheduler.cron.schedules.remove(id)));
+    await sleep(2_000);
+    const offsets: number[] = [];
+    for (const id of ids) {
+      const rows = await runsOf(id);
+      for (const call of callsOf(id)) {
+        expect(new Date(call.scheduledAt).getUTCSeconds() % 2).toBe(0);
+        expect(call.executionId).toBe(`${id}:${iso(call.scheduledAt)}`);
+        expect(call.instance).not.toBe(scheduler.label);
+        const row = rows.find((r) => r.executionId === call.executionId)!;
+        expect(row).toMatchObject({ status: 'completed', scheduleId: id });
+        expect(row.scheduledAt.getTime()).toBe(call.scheduledAt);
+        expect(row.jitterMs).not.toBeNull();
+        expect(row.jitterMs!).toBeGreaterThanOrEqual(0);
+        expect(row.jitterMs!).toBeLessThanOrEqual(1_500);
+        expect(call.startedAt).toBeGreaterThanOrEqual(call.scheduledAt + row.jitterMs! - 5);
+        offsets.push(row.jitterMs!);
+      }
+    }
+    expect(new Set(offsets).size).toBeGreaterThan(1);
+  });
+
+  it('retries and replay go through the queue: attempts on workers with growing tokens, dead, then replayed once', async () => {
+    const id = uniqueName('qretry');
+    failing.add(id);
+    await scheduler.cron.schedules.upsert(everySecond(id, { cron: '0 0 1 1 *', retry: { attempts: 3, backoff: '200ms' } }));
+    expect(await workers[0]!.cron.schedules.trigger(id)).toBe('queued');
+    const dead = await waitFor(
+      async () => {
+        const [row] = await runsOf(id);
+        return row?.status === 'dead' ? row : undefined;
+      },
+      { timeoutMs: 20_000, message: 'the run ends dead after 3 attempts' },
+    );
+    expect(dead).toMatchObject({ attempt: 3, scheduleId: id });
+    const attempts = callsOf(id);
+    expect(attempts.map((c) => [c.executionId, c.attempt, c.trigger])).toEqual([
+      [dead.executionId, 1, 'manual'],
+      [dead.executionId, 2, 'retry'],
+      [dead.executionId, 3, 'retry'],
+    ]);
+    expect(attempts.every((c) => c.instance !== scheduler.label)).toBe(true);
+    const tokens = attempts.map((c) => c.fencingToken);
+    expect(tokens).toEqual([...tokens].sort((a, b) => a - b));
+    expect(new Set(tokens).size).toBe(3);
+
+    failing.delete(id);
+    const outcomes = await Promise.all([scheduler, ...workers].map((app) => app.cron.replay(dead.executionId)));
+    expect(outcomes.filter((o) => o === 'ran')).toHaveLength(1);
+    const [replayed] = await runsOf(id);
+    expect(replayed).toMatchObject({ status: 'completed', attempt: 4, trigger: 'replay', scheduleId: id });
+    expect(callsOf(id)).toHaveLength(4);
+    expect(callsOf(id)[3]!.instance).not.toBe(scheduler.label);
+    await scheduler.cron.schedules.remove(id);
   });
 });
