@@ -34,9 +34,22 @@ function oneShot(inMs: number): { cron: string; at: Date } {
  * An instance (a child process) whose `fixture-schedule` handler works 30 s on a first attempt and
  * 200 ms on later ones, sweeping every 300 ms; its own static job never fires.
  */
-function spawnWorker(name: string, i: number, events: FixtureEvent[]): Promise<ChildInstance> {
+function spawnWorker(
+  name: string,
+  i: number,
+  events: FixtureEvent[],
+  queues?: Record<string, { concurrency?: number }>,
+): Promise<ChildInstance> {
   return spawnInstance(
-    { instanceId: `${name}-${i}`, expression: '0 0 1 1 *', job: { name }, workMs: 30_000, laterAttemptsWorkMs: 200, sweepEvery: '300ms' },
+    {
+      instanceId: `${name}-${i}`,
+      expression: '0 0 1 1 *',
+      job: { name },
+      workMs: 30_000,
+      laterAttemptsWorkMs: 200,
+      sweepEvery: '300ms',
+      ...(queues ? { queues, keyPrefix: name } : {}),
+    },
     events,
   );
 }
@@ -132,5 +145,50 @@ describe('a schedule whose running instance is killed', () => {
     // A lease and a few sweeps later, still not run again.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     expect(events.filter((e) => e.event === 'start' && e.scheduleId === id)).toHaveLength(1);
+  });
+
+  it('in queue mode: the run of a killed worker is recovered once by another worker, with a higher fencing token', async () => {
+    const name = uniqueName('crash-queue');
+    const events: FixtureEvent[] = [];
+    instances = await Promise.all([0, 1, 2].map((i) => spawnWorker(name, i, events, { tenants: { concurrency: 2 } })));
+    const writer = await startApp({
+      label: `${name}-writer`,
+      providers: [Writer],
+      module: { scheduling: false, timeZone: 'UTC', keyPrefix: name, queues: { tenants: {} } },
+    });
+    apps.push(writer);
+    const id = uniqueName('tenant');
+    const { cron } = oneShot(3_000);
+    await writer.cron.schedules.upsert({
+      id,
+      handler: 'fixture-schedule',
+      cron,
+      lease: '2s',
+      renewEvery: '500ms',
+      recover: true,
+      queue: 'tenants',
+    });
+    const first = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id), {
+      timeoutMs: 10_000,
+      message: 'a worker starts the run',
+    });
+    expect(first).toMatchObject({ attempt: 1, trigger: 'schedule' });
+    await instances.find((i) => i.id === first.instanceId)!.kill('SIGKILL');
+    const rerun = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id && e.attempt === 2), {
+      timeoutMs: 20_000,
+      message: 'another worker re-runs it',
+    });
+    expect(rerun).toMatchObject({ executionId: first.executionId, trigger: 'recover' });
+    expect(rerun.instanceId).not.toBe(first.instanceId);
+    expect(rerun.fencingToken!).toBeGreaterThan(first.fencingToken!);
+    const row = await waitFor(
+      async () => {
+        const found = await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId! } });
+        return found?.status === 'completed' ? found : undefined;
+      },
+      { message: 'the re-run completes' },
+    );
+    expect(row).toMatchObject({ attempt: 2, trigger: 'recover', instanceId: rerun.instanceId, scheduleId: id });
+    expect(events.filter((e) => e.event === 'start' && e.scheduleId === id)).toHaveLength(2);
   });
 });
