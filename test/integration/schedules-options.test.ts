@@ -9,7 +9,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DistributedCronHandler, type AlertEvent, type ScheduleDefinition, type ScheduleRunContext } from '../../src/index.js';
+import {
+  DistributedCronHandler,
+  NonRetryableError,
+  type AlertEvent,
+  type ScheduleDefinition,
+  type ScheduleRunContext,
+} from '../../src/index.js';
 import { startApp, type RunningApp } from '../support/app.js';
 import { integrationSetup } from '../support/integration.setup.js';
 import { uniqueName, waitFor } from '../support/services.js';
@@ -122,8 +128,12 @@ const hold = (ms: number) => async (): Promise<void> => {
 async function runFor(id: string, ms: number): Promise<void> {
   await sleep(ms);
   await fleet[0]!.cron.schedules.remove(id);
-  await waitFor(() => callsOf(id).every((c) => c.endedAt !== undefined), { timeoutMs: 15_000, message: `the runs of ${id} end` });
-  await sleep(500);
+  await waitFor(
+    async () =>
+      callsOf(id).every((c) => c.endedAt !== undefined) &&
+      (await prisma.distributedCronRun.count({ where: { jobName: id, status: { in: ['running', 'queued'] } } })) === 0,
+    { timeoutMs: 15_000, message: `the runs of ${id} end and their rows say so` },
+  );
 }
 
 /** Whether two of these runs were going at the same moment. */
@@ -277,6 +287,19 @@ describe('timeout, retry, dead letters, replay', () => {
     expect(await fleet[0]!.cron.replay(dead.executionId)).toBe('not_replayable');
   });
 
+  it('a NonRetryableError ends the run dead at once, retries left or not', async () => {
+    const id = uniqueName('nonretry');
+    behaviour.set(id, async () => {
+      throw new NonRetryableError('tenant deleted');
+    });
+    await fleet[0]!.cron.schedules.upsert(manualOnly(id, { retry: { attempts: 3, backoff: '100ms' } }));
+    await fleet[0]!.cron.schedules.trigger(id);
+    await sleep(1_000);
+    const rows = await runsOf(id);
+    expect(rows.map((r) => [r.status, r.attempt, r.scheduleId])).toEqual([['dead', 1, id]]);
+    expect(callsOf(id)).toHaveLength(1);
+  });
+
   it("a removed schedule's run cannot be replayed: the error names the schedule", async () => {
     const id = uniqueName('gone');
     behaviour.set(id, async () => {
@@ -342,5 +365,20 @@ describe('pools, heartbeats, the dead-man’s switch', () => {
     await fleet[0]!.cron.schedules.remove(id);
     expect(alert.jobName).toBe(id);
     expect(alerts.filter((a) => a.kind === 'no_success' && a.jobName === id)).toHaveLength(1);
+  });
+});
+
+describe('the window of a schedule', () => {
+  it('startAt and endAt: no slot before the one nor after the other runs, and nothing is due after the end', async () => {
+    const id = uniqueName('window');
+    const startAt = new Date(Math.ceil((Date.now() + 1_500) / 1_000) * 1_000);
+    const endAt = new Date(startAt.getTime() + 2_000);
+    await fleet[0]!.cron.schedules.upsert(schedule(id, { startAt, endAt }));
+    await sleep(endAt.getTime() - Date.now() + 2_500);
+    const ran = callsOf(id).map((c) => c.scheduledAt);
+    expect(ran).toEqual([startAt.getTime(), startAt.getTime() + 1_000, endAt.getTime()]);
+    expect((await runsOf(id)).map((r) => r.scheduledAt.getTime())).toEqual(ran);
+    expect((await fleet[1]!.cron.schedules.get(id))?.nextDueAt).toBeNull();
+    await fleet[0]!.cron.schedules.remove(id);
   });
 });
