@@ -128,6 +128,8 @@ const hold = (ms: number) => async (): Promise<void> => {
 async function runFor(id: string, ms: number): Promise<void> {
   await sleep(ms);
   await fleet[0]!.cron.schedules.remove(id);
+  // A slot handed on before the removal may still be claimed at the next poll.
+  await sleep(1_000);
   await waitFor(
     async () =>
       callsOf(id).every((c) => c.endedAt !== undefined) &&
@@ -322,6 +324,8 @@ describe('pools, heartbeats, the dead-man’s switch', () => {
     await Promise.all(ids.map((id) => fleet[0]!.cron.schedules.upsert(schedule(id, { pool: 'narrow' }))));
     await sleep(5_000);
     await Promise.all(ids.map((id) => fleet[0]!.cron.schedules.remove(id)));
+    // A slot handed on before the removal may wait up to 2 s for room in the pool before its claim.
+    await sleep(2_500);
     await waitFor(
       async () =>
         (await prisma.distributedCronRun.count({ where: { jobName: { in: ids }, status: { in: ['running', 'queued'] } } })) === 0 &&
