@@ -3,7 +3,14 @@
  * window: the pure part of schedules, without a store.
  */
 import { describe, expect, it } from 'vitest';
-import { nextDue, resolveSchedule, scheduleWrite, storedDefinition, type ScheduleDefinition } from '../../src/schedules/schedule.config.js';
+import {
+  checkQueue,
+  nextDue,
+  resolveSchedule,
+  scheduleWrite,
+  storedDefinition,
+  type ScheduleDefinition,
+} from '../../src/schedules/schedule.config.js';
 
 const HANDLERS = ['tenant-report'];
 const base: ScheduleDefinition = { id: 'tenant-42', handler: 'tenant-report', cron: '0 9 * * *', timeZone: 'UTC' };
@@ -74,5 +81,15 @@ describe('resolveSchedule', () => {
     const again = resolveSchedule(storedDefinition({ ...record, handler: 'gone' }), { timeZone: 'UTC' }, undefined);
     expect(again.job).toMatchObject({ name: 'tenant-42', expression: '0 9 * * *', timeZone: 'Europe/Paris', maxAttempts: 3 });
     expect(again.jitterMs).toBe(30_000);
+  });
+});
+
+describe('checkQueue', () => {
+  it('lets a schedule name a queue the workers consume, refuses another naming the option and the known ones', () => {
+    expect(() => checkQueue(resolveSchedule(base, {}, HANDLERS), [])).not.toThrow();
+    expect(() => checkQueue(resolveSchedule({ ...base, queue: 'tenants' }, {}, HANDLERS), ['tenants', 'reports'])).not.toThrow();
+    expect(() => checkQueue(resolveSchedule({ ...base, queue: 'tenant' }, {}, HANDLERS), ['tenants', 'reports'])).toThrow(
+      "schedule 'tenant-42', option `queue`: no worker consumes queue 'tenant' for schedules: name it in the module option `queues` (known: 'tenants', 'reports')",
+    );
   });
 });
