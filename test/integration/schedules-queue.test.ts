@@ -138,7 +138,7 @@ describe('schedules in queue mode', () => {
     }
   });
 
-  it('slots queued while the workers are busy: a removed or paused schedule’s do not run (the row says why), a changed one’s run with its new data', async () => {
+  it('slots queued while the workers are busy: a removed, paused or re-created schedule’s do not run (the row says why), a changed one’s run with its new data', async () => {
     // Two blockers hold both workers' `gate` slot (concurrency 1 each) until released.
     const blockers = [uniqueName('blocker'), uniqueName('blocker')];
     let release!: () => void;
@@ -153,11 +153,14 @@ describe('schedules in queue mode', () => {
     const removed = uniqueName('removed');
     const paused = uniqueName('paused');
     const changed = uniqueName('changed');
+    const recreated = uniqueName('recreated');
     await Promise.all(
-      [removed, paused, changed].map((id) => scheduler.cron.schedules.upsert(everySecond(id, { queue: 'gate', data: { v: 1 } }))),
+      [removed, paused, changed, recreated].map((id) =>
+        scheduler.cron.schedules.upsert(everySecond(id, { queue: 'gate', data: { v: 1 } })),
+      ),
     );
     const queuedOf = async (id: string) => (await runsOf(id)).filter((r) => r.status === 'queued');
-    await waitFor(async () => (await Promise.all([removed, paused, changed].map(queuedOf))).every((rows) => rows.length >= 1), {
+    await waitFor(async () => (await Promise.all([removed, paused, changed, recreated].map(queuedOf))).every((rows) => rows.length >= 1), {
       message: 'a queued slot of each',
     });
     expect(await workers[1]!.cron.schedules.remove(removed)).toBe(true);
@@ -165,6 +168,19 @@ describe('schedules in queue mode', () => {
     await workers[1]!.cron.schedules.upsert(everySecond(changed, { queue: 'gate', data: { v: 2 } }));
     const queuedChanged = (await queuedOf(changed)).map((r) => r.executionId);
     expect(queuedChanged.length).toBeGreaterThan(0);
+    // Removed and created again: another schedule, which its predecessor's queued slots are not.
+    // Two slots queued: the older one is surely before the schedule created again.
+    const queuedBefore = await waitFor(
+      async () => {
+        const rows = await queuedOf(recreated);
+        return rows.length >= 2 ? rows : undefined;
+      },
+      { message: 'two queued slots' },
+    );
+    await workers[0]!.cron.schedules.remove(recreated);
+    const { record: again } = await workers[0]!.cron.schedules.upsert(everySecond(recreated, { queue: 'gate', data: { v: 3 } }));
+    // A slot queued ahead of its instant may be the new schedule's first slot too: that one is its.
+    const predecessors = queuedBefore.filter((r) => r.scheduledAt.getTime() < again.knownSince.getTime()).map((r) => r.executionId);
     await sleep(1_000);
     release();
 
@@ -176,7 +192,9 @@ describe('schedules in queue mode', () => {
       timeoutMs: 15_000,
       message: 'the changed schedule’s queued slots ran',
     });
+    await waitFor(() => callsOf(recreated).length >= 1, { timeoutMs: 15_000, message: 'the schedule created again runs' });
     await scheduler.cron.schedules.remove(changed);
+    await scheduler.cron.schedules.remove(recreated);
     await sleep(1_500);
 
     expect(callsOf(removed)).toEqual([]);
@@ -204,6 +222,17 @@ describe('schedules in queue mode', () => {
     for (const executionId of queuedChanged) {
       expect(changedRows.find((r) => r.executionId === executionId)).toMatchObject({ status: 'completed', scheduleId: changed });
     }
+    const recreatedRows = await runsOf(recreated);
+    expect(predecessors.length).toBeGreaterThan(0);
+    for (const executionId of predecessors) {
+      const row = recreatedRows.find((r) => r.executionId === executionId)!;
+      expect(row).toMatchObject({ status: 'skipped_overlap', scheduleId: recreated });
+      expect(row.error).toBe(
+        `not run: schedule '${recreated}' was created again, or its expression or time zone changed, after this slot was queued`,
+      );
+      expect(calls.some((c) => c.executionId === executionId)).toBe(false);
+    }
+    expect(callsOf(recreated).every((c) => (c.data as { v: number }).v === 3)).toBe(true);
   });
 
   it('jitter: a worker starts the slot at its jittered instant; the execution ID and the row keep the nominal slot and the offset', async () => {
