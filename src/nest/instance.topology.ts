@@ -78,9 +78,10 @@ export class Topology {
     if (!config.consumes) return;
     const schedules = this.schedules?.inUse ? this.schedules : undefined;
     for (const name of names) {
-      // The longest lease of the queue's jobs (the default lease for schedules), 5 to 30 s: how long a dead worker's queue job stays taken.
+      // The longest lease of the queue's jobs, 5 to 30 s: how long a dead worker's queue job stays
+      // taken. A queue of schedules only: 30 s (their leases are data; a dead run is recovered by the sweep anyway).
       const leases = queued.filter(({ executor }) => executor.job.queue === name).map(({ executor }) => executor.job.leaseMs);
-      if (scheduleQueues.includes(name)) leases.push(MAX_LOCK_MS);
+      if (leases.length === 0) leases.push(MAX_LOCK_MS);
       this.bridge.consume(
         name,
         config.concurrency.get(name) ?? 1,

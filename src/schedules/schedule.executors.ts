@@ -1,14 +1,13 @@
 import type { LoggerService } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultExecutionId, type JobConfig } from '../config/job.config.js';
-import type { CronContext, FireOutcome, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
+import type { CronContext, FireOutcome, RunRecord, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
 import { describeError } from '../errors/error.redact.js';
 import type { AlertDispatcher } from '../alerting/alert.dispatcher.js';
 import type { AlertEvent } from '../alerting/alert.interfaces.js';
 import { fnv1a, mix } from '../execution/hash.js';
 import { JobExecutor, type ExecutorDeps } from '../execution/job.executor.js';
 import type { RunLedger } from '../history/run-history.js';
-import type { RunRecord } from '../distributed-cron.interfaces.js';
 import type { QueueStep, StepResult } from '../topology/queue.step.js';
 import { businessDate } from '../scheduling/cron.schedule.js';
 import { resolveSchedule, storedDefinition, type ResolvedSchedule, type ScheduleModuleOptions } from './schedule.config.js';
