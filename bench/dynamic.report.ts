@@ -1,5 +1,5 @@
 /** The "Run-time schedules" section of BENCHMARKS.md, from bench/results/dynamic.json (bench/dynamic.ts). */
-import type { DynamicResult, DynamicVariant } from './dynamic.js';
+import type { DynamicIdleResult, DynamicResult, DynamicVariant } from './dynamic.js';
 import type { RunMeta } from './report.js';
 
 const num = (v: number | null | undefined, digits = 2): string =>
@@ -20,8 +20,11 @@ const maxOf = (values: number[]): number => Math.max(...values.filter(Number.isF
 const sumOf = (v: DynamicVariant, pick: (b: DynamicVariant['bursts'][number]) => number): number =>
   v.bursts.reduce((a, b) => a + pick(b), 0);
 
-export function dynamicSection(result: (DynamicResult & { meta?: RunMeta }) | undefined): string[] {
-  if (!result) return [];
+export function dynamicSection(
+  result: (DynamicResult & { meta?: RunMeta }) | undefined,
+  idle?: DynamicIdleResult & { meta?: RunMeta },
+): string[] {
+  if (!result) return idleOnlySection(idle);
   const out: string[] = [];
   const when = result.meta
     ? ` (${result.meta.quick ? 'quick run' : 'run'} of ${result.meta.startedAt.slice(0, 16)} UTC, commit ${result.meta.commit})`
@@ -30,8 +33,8 @@ export function dynamicSection(result: (DynamicResult & { meta?: RunMeta }) | un
   out.push(
     `${int(result.schedules)} schedules written at run time on ${result.instances} processes${when}: 10 % \`* * * * *\`, 30 % \`0 * * * *\`, ` +
       '60 % `0 9 * * *`, over 24 zones (one whole-hour offset each, so one zone is at 09:00 at every top of the hour). ' +
-      "The library's processes run on a clock moved by the same offset so that a top of the hour comes after the upserts; " +
-      'BullMQ has no clock to move: its burst is the next real top of a minute (its every-minute schedulers). ' +
+      "The library's processes run on a clock moved by the same offset so that a top of the hour comes after the upserts. " +
+      `${bullmqText(result)} ` +
       `Goodput is held against the static jobs' knee, ${int(result.staticKnee)} slots a second (the overload section). ` +
       'Each system has its own redis-server, the library its own PostgreSQL database. `npm run bench -- --only dynamic` (bench/dynamic.ts).',
     '',
@@ -85,7 +88,7 @@ export function dynamicSection(result: (DynamicResult & { meta?: RunMeta }) | un
     v.runsWithoutRow === null ? '–' : int(v.runsWithoutRow),
     `${num(maxOf(v.rssMb.zero), 0)} / ${num(maxOf(v.rssMb.loaded), 0)} / ${num(maxOf(v.rssMb.max), 0)}`,
     num(maxOf(v.rssMb.loaded) - maxOf(v.rssMb.zero), 1),
-    num(v.redisBytes.perSchedule, 0),
+    perScheduleBytes(v.redisBytes.perSchedule),
     v.pgBytes ? num(v.pgBytes.perSchedule, 0) : '–',
     v.bootMs.loaded === null
       ? '–'
@@ -109,11 +112,13 @@ export function dynamicSection(result: (DynamicResult & { meta?: RunMeta }) | un
   );
   out.push(
     'RSS: the largest process, after its bootstrap (0 schedules), idle after the upserts (N), and the largest sample through the ' +
-      'burst. Redis: `INFO memory` used_memory after the upserts minus before, per schedule. PostgreSQL: `pg_total_relation_size` ' +
+      'burst. Redis: `INFO memory` used_memory after the upserts minus before, per schedule; a magnitude under 1 byte is ' +
+      "the allocator's noise (a few hundred bytes either way in all), shown as < 1. PostgreSQL: `pg_total_relation_size` " +
       'of the schedules table (rows and indexes), per schedule. Bootstrap: a sixth process started with the N schedules in the table, ' +
-      'from its start to its app being ready.',
+      'from its start to its app being ready (then stopped before the burst).',
     '',
   );
+  out.push(...costSection(result));
   const changes = result.variants.filter((v) => v.change);
   if (changes.length > 0) {
     out.push(
@@ -169,7 +174,220 @@ export function dynamicSection(result: (DynamicResult & { meta?: RunMeta }) | un
     ],
   ];
   out.push(...grid(['target (library, N schedules)', 'measured'], targets));
+  out.push(...idleOnlySection(idle, result));
   const logged = lib.flatMap((v) => v.logged.map((l) => `${label(v)}: ${int(l.count)}× ${l.example.replace(/\|/g, '\\|').slice(0, 200)}`));
   if (logged.length > 0) out.push('Logged by the library (warnings and errors, grouped):', '', ...logged.map((l) => `- ${l}`), '');
+  return out;
+}
+
+const mb = (bytes: number): string => `${num(bytes / 2 ** 20, 1)} MB`;
+const shortIndex = (name: string): string => name.replace(/^distributed_cron_schedules_/, '');
+
+/** Bytes per schedule; a magnitude under 1 byte is noise. */
+function perScheduleBytes(v: number): string {
+  return Number.isFinite(v) && Math.abs(v) < 1 ? '< 1' : num(v, 0);
+}
+
+function bullmqText(result: DynamicResult): string {
+  const q = result.variants.find((v) => v.system === 'bullmq');
+  if (!q) return '';
+  if (!q.bullmq)
+    return 'BullMQ has no clock to move: its burst is the next real top of a minute (its every-minute schedulers), not the same burst.';
+  return (
+    `BullMQ has no clock to move, so its patterns are moved instead, to put the same burst on a real whole minute T' soon after ` +
+    `its upserts: \`0 * * * *\` → \`${q.bullmq.hour}\` and \`0 9 * * *\` → \`${q.bullmq.daily}\` in the same zone (T''s minute), ` +
+    "so at T' the schedules due are every every-minute and hourly one and the daily ones of the zone where it is 09:00 at T''s hour: " +
+    "the same share as the library's top of the hour; T' + 1 min has the every-minute ones. " +
+    `Its workers: ${q.instances} processes, concurrency ${q.bullmq.concurrency} each (jobs that only record their start; ` +
+    'more in flight than the burst needs, so the workers are never the limit).'
+  );
+}
+
+function keyKinds(kinds: Record<string, number>): string {
+  return (
+    Object.entries(kinds)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 5)
+      .map(([k, n]) => `${int(n)} \`${k}\``)
+      .join(', ') || 'none'
+  );
+}
+
+/** What N schedules cost: the table and its indexes, Redis after the upserts and after the burst, the due query. */
+function costSection(result: DynamicResult): string[] {
+  const out: string[] = [];
+  const lib = result.variants.filter((v) => v.system === 'dcron' && v.table);
+  const first = lib[0];
+  if (first?.table) {
+    const indexes = Object.keys(first.table.indexBytes);
+    out.push(
+      ...grid(
+        ['', 'rows', 'heap', ...indexes.map((i) => `index ${shortIndex(i)}`), 'total (with TOAST)', 'bytes per schedule'],
+        lib.map((v) => [
+          label(v),
+          int(v.table!.rows),
+          mb(v.table!.heapBytes),
+          ...indexes.map((i) => mb(v.table!.indexBytes[i] ?? Number.NaN)),
+          mb(v.table!.totalBytes),
+          num(v.table!.totalBytes / v.table!.rows, 0),
+        ]),
+      ),
+    );
+    out.push(
+      `The schedules table after the ${int(result.schedules)} upserts: \`pg_relation_size\` of the table and of each index, ` +
+        '`pg_total_relation_size` for everything; per schedule = total / rows.',
+      '',
+    );
+  }
+  const withRedis = result.variants.filter((v) => v.redis);
+  if (withRedis.length > 0) {
+    out.push(
+      ...grid(
+        [
+          '',
+          'Redis after the upserts − before',
+          'keys after the upserts',
+          'after the burst − before',
+          'keys after the burst (largest kinds)',
+        ],
+        withRedis.map((v) => {
+          const r = v.redis!;
+          const ran = v.bursts.reduce((a, b) => a + b.ran, 0);
+          const burst = r.afterBurst.usedMemory - r.before.usedMemory;
+          return [
+            label(v),
+            `${num((r.afterUpserts.usedMemory - r.before.usedMemory) / 2 ** 20, 2)} MB (${perScheduleBytes(v.redisBytes.perSchedule)} B per schedule)`,
+            int(r.afterUpserts.keys),
+            `${num(burst / 2 ** 20, 1)} MB (${num(ran > 0 ? burst / ran : Number.NaN, 0)} B per slot run)`,
+            `${int(r.afterBurst.keys)}: ${keyKinds(r.afterBurst.kinds)}`,
+          ];
+        }),
+      ),
+    );
+    out.push(
+      'Redis `used_memory` and its keys (a SCAN, each key with its ids and instants replaced): the library keeps nothing per idle ' +
+        'schedule (the table is the truth); a schedule that ran keeps its fencing counter (`{id}:fence`, never expires) and, for a while, ' +
+        "its slot's key. BullMQ keeps each scheduler and its next delayed job in Redis. After the burst: the processes stopped, " +
+        'per slot run in the two measured minutes and the ones before.',
+      '',
+    );
+  }
+  const withDue = result.variants.filter((v) => v.dueQuery && v.dueQuery.length > 0);
+  if (withDue.length > 0) out.push(...dueSection(withDue[0]!.dueQuery!, result.schedules));
+  return out;
+}
+
+function dueSection(due: NonNullable<DynamicVariant['dueQuery']>, schedules: number): string[] {
+  return [
+    ...grid(
+      ['due query at ' + int(schedules), 'rows', 'execution, ms', 'planning, ms', 'buffers hit / read', 'plan'],
+      due.map((d) => [
+        d.label,
+        int(d.rows),
+        num(d.executionMs, 2),
+        num(d.planningMs, 2),
+        `${int(d.sharedHit)} / ${int(d.sharedRead)}`,
+        d.plan,
+      ]),
+    ),
+    "The firer's due query (its store's own statement and parameters, 2,000 rows a page, up to 10 pages a poll, every 250 ms on " +
+      'every process), run under `EXPLAIN (ANALYZE, BUFFERS)` after an `ANALYZE` of the table, the second of two runs: idle (nothing ' +
+      'due), and at the top of the hour (the first page, and the last page a poll reads, after a cursor).',
+    '',
+  ];
+}
+
+/** The idle variant at larger sizes (dynamic-idle.json) and what 1,000,000 schedules would cost, from the largest measured. */
+function idleOnlySection(idle: (DynamicIdleResult & { meta?: RunMeta }) | undefined, result?: DynamicResult): string[] {
+  if (!idle || idle.runs.length === 0) return [];
+  const out: string[] = ['### Larger sizes, without the burst', ''];
+  const runs = idle.runs;
+  out.push(
+    'The same mix upserted from every process at once (each a share of the ids) on a fleet whose clock stands at five past a top of ' +
+      'the hour, the every-minute share with a `startAt` two hours ahead, so nothing fires while it is measured: the upserts, ' +
+      'the table, the due query, Redis, RSS, and a sixth process bootstrapping with every schedule in the table. ' +
+      '`npm run bench -- --only dynamic --dynamic-idle-only --dynamic-schedules N` (bench/results/dynamic-idle.json).',
+    '',
+  );
+  const indexes = Object.keys(runs[0]!.table.indexBytes);
+  const dueMs = (r: (typeof runs)[number], label: string): string => num(r.dueQuery.find((d) => d.label.startsWith(label))?.executionMs, 2);
+  out.push(
+    ...grid(
+      [
+        'schedules',
+        'measured',
+        'upserts/s (all processes; per process)',
+        'heap',
+        ...indexes.map((i) => `index ${shortIndex(i)}`),
+        'total',
+        'bytes per schedule',
+        'due query idle / burst page 1 / page 10, ms',
+        'bootstrap with N, ms',
+        'RSS per process 0 / N, MB (sixth)',
+        'Redis after − before',
+      ],
+      runs.map((r) => [
+        int(r.schedules),
+        `${r.measuredAt.slice(0, 16)}${r.commit ? ` (${r.commit})` : ''}, ${int(r.instances)} processes, ${int(r.wallSeconds)} s`,
+        `${num(r.upserts.perS, 0)}${r.upserts.failed ? ` (${int(r.upserts.failed)} failed)` : ''}; ${r.upserts.perProcessPerS.map((v) => num(v, 0)).join(', ')}`,
+        mb(r.table.heapBytes),
+        ...indexes.map((i) => mb(r.table.indexBytes[i] ?? Number.NaN)),
+        mb(r.table.totalBytes),
+        num(r.table.totalBytes / r.table.rows, 0),
+        `${dueMs(r, 'idle')} / ${dueMs(r, 'burst: first')} / ${dueMs(r, 'burst: page after')}`,
+        num(r.bootMs, 0),
+        `${num(maxOf(r.rssMb.zero), 0)} / ${num(maxOf(r.rssMb.loaded), 0)} (${num(r.bootRssMb ?? Number.NaN, 0)})`,
+        `${num((r.redis.after.usedMemory - r.redis.before.usedMemory) / 2 ** 10, 0)} KB, ${int(r.redis.after.keys - r.redis.before.keys)} keys`,
+      ]),
+    ),
+  );
+  const largest = runs[runs.length - 1]!;
+  out.push(...dueSection(largest.dueQuery, largest.schedules));
+  // 1,000,000 on paper, from the largest size measured.
+  const target = 1_000_000;
+  const k = target / largest.schedules;
+  const libVariants = result?.variants.filter((v) => v.system === 'dcron' && v.redis) ?? [];
+  const perRun = libVariants
+    .map((v) => {
+      const ran = v.bursts.reduce((a, b) => a + b.ran, 0);
+      return ran > 0 ? (v.redis!.afterBurst.usedMemory - v.redis!.before.usedMemory) / ran : Number.NaN;
+    })
+    .find(Number.isFinite);
+  const q = result?.variants.find((v) => v.system === 'bullmq');
+  out.push('### 1,000,000 schedules on a Redis Cluster', '');
+  out.push(
+    largest.schedules >= target
+      ? `Measured above at ${int(largest.schedules)}.`
+      : `From the largest size measured here (${int(largest.schedules)}), scaled ×${num(k, 1)} where a figure grows with the schedules:`,
+    '',
+    `- PostgreSQL: ${mb(largest.table.totalBytes * k)} for the table and its indexes (${num(largest.table.totalBytes / largest.table.rows, 0)} B a ` +
+      `schedule), of which the due index ${mb((largest.table.indexBytes['distributed_cron_schedules_next_due_at_idx'] ?? Number.NaN) * k)}. ` +
+      "A poll reads a bounded page of that index in due order, so its cost follows what is due, not the table's size " +
+      `(${dueMs(largest, 'idle')} ms idle and ${dueMs(largest, 'burst: first')} ms for a burst page at ${int(largest.schedules)}` +
+      (runs.length > 1 ? `; ${dueMs(runs[0]!, 'idle')} / ${dueMs(runs[0]!, 'burst: first')} ms at ${int(runs[0]!.schedules)}` : '') +
+      ').',
+    `- Bootstrap: ${num(largest.bootMs, 0)} ms with ${int(largest.schedules)} schedules in the table` +
+      (runs.length > 1 ? ` (${num(runs[0]!.bootMs, 0)} ms with ${int(runs[0]!.schedules)})` : '') +
+      ': an instance reads no schedule at start, only what is due when it polls. RSS per process does not grow with the ' +
+      `schedules (${num(maxOf(largest.rssMb.zero), 0)} MB with 0, ${num(maxOf(largest.rssMb.loaded), 0)} MB with ${int(largest.schedules)}).`,
+    `- Upserts: ${num(largest.upserts.perS, 0)} a second from ${largest.instances} processes at once at this size; ` +
+      `${int(target)} take about ${num(target / largest.upserts.perS / 60, 0)} minutes of writes, bounded by PostgreSQL (one row and ` +
+      'three index entries each), not by Redis.',
+    '- Redis: nothing per idle schedule, on one node or a Cluster. Each schedule that has run keeps one key, its fencing counter ' +
+      '`<prefix>:{<schedule id>}:fence` (it never expires: the fence must only grow), and its slot key `{<schedule id>}:slot:<execution id>` ' +
+      "for the lease's life; its lease, abort, alert-streak and retry keys exist only while used. Every key of a schedule carries the " +
+      'hash tag `{<schedule id>}`, so each schedule lives on one Cluster slot and its multi-key scripts stay on one node, while the ' +
+      `schedules spread over the 16,384 slots by their ids (no hot node, nothing to shard by hand). ` +
+      (Number.isFinite(perRun)
+        ? `Measured at ${int(result!.schedules)}: ${num(perRun!, 0)} B of used_memory per slot run after a burst, so a fleet where all ` +
+          `${int(target)} have run holds about ${mb(perRun! * target)} across the Cluster (the fences, plus the slot keys of the last minutes). `
+        : '') +
+      (q ? `BullMQ at ${int(q.schedules)}: ${perScheduleBytes(q.redisBytes.perSchedule)} B per scheduler before any ran. ` : '') +
+      'What changes on a Cluster: the lease scripts are no longer batched (an instance sends one script call per claim, release and ' +
+      "renewal, each to its slot's node, where one node takes a batch of up to 1,000), so a burst costs one round trip per slot " +
+      'spread over the nodes (an EVALSHA each, an EVAL where a node lacks the script); changes reach the instances through the table ' +
+      '(each polls it every 250 ms), not through Redis, so they do not depend on the Cluster at all.',
+    '',
+  );
   return out;
 }

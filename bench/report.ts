@@ -11,7 +11,7 @@ import type { ScaleResult } from './scale.js';
 import { scaleSection } from './scale.report.js';
 import type { OverloadResult } from './overload.js';
 import { overloadSection } from './overload.report.js';
-import type { DynamicResult } from './dynamic.js';
+import type { DynamicIdleResult, DynamicResult } from './dynamic.js';
 import { dynamicSection } from './dynamic.report.js';
 
 export interface RunMeta {
@@ -48,6 +48,7 @@ export interface BenchResults {
   scale?: ScaleResult;
   overload?: OverloadResult & { meta?: RunMeta };
   dynamic?: DynamicResult & { meta?: RunMeta };
+  dynamicIdle?: DynamicIdleResult & { meta?: RunMeta };
 }
 
 const fmt = (v: number | null | undefined, digits = 2): string =>
@@ -116,7 +117,7 @@ export function renderMarkdown(results: BenchResults, svgPath: string): string {
   out.push(...queueLatencySection(results.queue));
   out.push(...scaleSection(results.scale, results.bullmq?.steps, meta.cores));
   out.push(...overloadSection(results.overload));
-  out.push(...dynamicSection(results.dynamic));
+  out.push(...dynamicSection(results.dynamic, results.dynamicIdle));
   out.push(...chaosSection('bench/results'));
   out.push(...targetsSection(results));
   out.push(...findingsSection(results));

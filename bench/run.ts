@@ -18,6 +18,9 @@
  *                                      one step, the library only (with --profile: a CPU profile of its first process)
  *   npm run bench -- --only dynamic [--dynamic-schedules 5000] [--dynamic-no-bullmq]
  *                                      run-time schedules (default 100,000, quick 5,000) with and without jitter, and BullMQ
+ *   npm run bench -- --only dynamic --dynamic-idle-only --dynamic-schedules 1000000
+ *                                      the same without the burst at a larger size: upserts, table and index sizes,
+ *                                      the due query, bootstrap, RSS (bench/results/dynamic-idle.json, one entry per size)
  *   npm run bench -- --report-only     re-render BENCHMARKS.md and the chart from bench/results/*.json
  *   npm run bench -- --profile         V8 CPU profile of one fleet instance per size (scale probe: of every
  *                                      instance), into .tmp/bench-profiles/ (summarised by bench/profile-summary.ts)
@@ -41,7 +44,7 @@ import { runFootprint } from './footprint.js';
 import { runObservability } from './observability.js';
 import type { QueueLatencyResult } from './queue-latency.report.js';
 import { clockDrift, loadAverage, log, round2 } from './lib/util.js';
-import { DYNAMIC_FULL, DYNAMIC_QUICK, runDynamic, type DynamicSettings } from './dynamic.js';
+import { DYNAMIC_FULL, DYNAMIC_QUICK, runDynamic, runDynamicIdle, type DynamicIdleResult, type DynamicSettings } from './dynamic.js';
 import { OVERLOAD_FULL, OVERLOAD_QUICK, runOverload, type OverloadSettings } from './overload.js';
 import { runScale, SCALE_FULL, SCALE_PARTS, SCALE_QUICK, type ScalePart, type ScaleResult, type ScaleSettings } from './scale.js';
 
@@ -136,6 +139,7 @@ function parseArgs(argv: string[]): Settings {
       ...(quick ? DYNAMIC_QUICK : DYNAMIC_FULL),
       ...(dynamicSchedules === undefined ? {} : { schedules: dynamicSchedules }),
       ...(argv.includes('--dynamic-no-bullmq') ? { bullmq: false } : {}),
+      idleOnly: argv.includes('--dynamic-idle-only'),
     },
     transportRounds: value('--transport-rounds') === undefined ? (quick ? 10 : 50) : Number(value('--transport-rounds')),
     footprint: {
@@ -344,7 +348,15 @@ async function main(): Promise<void> {
       });
       save('overload', results.overload);
     }
-    if (settings.only.has('dynamic')) {
+    if (settings.only.has('dynamic') && settings.dynamic.idleOnly) {
+      // One entry per schedule count: a run at another size keeps the others.
+      const idle = await runDynamicIdle({ runId, buildDir, settings: settings.dynamic, commit: meta.commit });
+      const kept = readJson<DynamicIdleResult>(`${resultsDir}/${prefix}dynamic-idle.json`)?.runs ?? [];
+      results.dynamicIdle = {
+        runs: [...kept.filter((r) => r.schedules !== idle.schedules), idle].sort((a, b) => a.schedules - b.schedules),
+      };
+      save('dynamic-idle', results.dynamicIdle);
+    } else if (settings.only.has('dynamic')) {
       results.dynamic = await runDynamic({ runId, buildDir, settings: settings.dynamic });
       save('dynamic', results.dynamic);
     }
@@ -386,6 +398,7 @@ async function main(): Promise<void> {
     ['observability', 'observability'],
     ['overload', 'overload'],
     ['dynamic', 'dynamic'],
+    ['dynamic-idle', 'dynamicIdle'],
   ] as const) {
     if (results[key]) save(name, results[key]);
   }
@@ -438,6 +451,7 @@ function writeReport(results: BenchResults, settings: Settings, prefix: string):
   load('scale', 'scale', (f) => f as unknown as BenchResults['scale']);
   load('overload', 'overload', (f) => f as unknown as BenchResults['overload']);
   load('dynamic', 'dynamic', (f) => f as unknown as BenchResults['dynamic']);
+  load('dynamic-idle', 'dynamicIdle', (f) => f as unknown as BenchResults['dynamicIdle']);
 
   const svgName = `${prefix}overhead.svg`;
   if (results.overhead) writeFileSync(`${resultsDir}/${svgName}`, renderOverheadSvg(results.overhead));
