@@ -180,6 +180,14 @@ export function dynamicSection(
   return out;
 }
 
+/** Library: the schedules that ran (one fence key each); BullMQ: its schedulers. */
+function schedulesThatRan(v: DynamicVariant): number {
+  if (v.system === 'bullmq') return v.schedules;
+  return Object.entries(v.redis?.afterBurst.kinds ?? {})
+    .filter(([kind]) => kind.endsWith(':fence'))
+    .reduce((a, [, n]) => a + n, 0);
+}
+
 const mb = (bytes: number): string => `${num(bytes / 2 ** 20, 1)} MB`;
 const shortIndex = (name: string): string => name.replace(/^distributed_cron_schedules_/, '');
 
@@ -252,13 +260,13 @@ function costSection(result: DynamicResult): string[] {
         ],
         withRedis.map((v) => {
           const r = v.redis!;
-          const ran = v.bursts.reduce((a, b) => a + b.ran, 0);
+          const ran = schedulesThatRan(v);
           const burst = r.afterBurst.usedMemory - r.before.usedMemory;
           return [
             label(v),
             `${num((r.afterUpserts.usedMemory - r.before.usedMemory) / 2 ** 20, 2)} MB (${perScheduleBytes(v.redisBytes.perSchedule)} B per schedule)`,
             int(r.afterUpserts.keys),
-            `${num(burst / 2 ** 20, 1)} MB (${num(ran > 0 ? burst / ran : Number.NaN, 0)} B per slot run)`,
+            `${num(burst / 2 ** 20, 1)} MB (${num(ran > 0 ? burst / ran : Number.NaN, 0)} B per ${v.system === 'bullmq' ? 'scheduler' : 'schedule that ran'})`,
             `${int(r.afterBurst.keys)}: ${keyKinds(r.afterBurst.kinds)}`,
           ];
         }),
@@ -267,8 +275,8 @@ function costSection(result: DynamicResult): string[] {
     out.push(
       'Redis `used_memory` and its keys (a SCAN, each key with its ids and instants replaced): the library keeps nothing per idle ' +
         'schedule (the table is the truth); a schedule that ran keeps its fencing counter (`{id}:fence`, never expires) and, for a while, ' +
-        "its slot's key. BullMQ keeps each scheduler and its next delayed job in Redis. After the burst: the processes stopped, " +
-        'per slot run in the two measured minutes and the ones before.',
+        "its slot's key. BullMQ keeps each scheduler and its next delayed job in Redis. After the burst: the processes stopped; " +
+        'the library per schedule that ran (its fence keys: the burst, the every-minute ones and the change test), BullMQ per scheduler.',
       '',
     );
   }
@@ -349,7 +357,7 @@ function idleOnlySection(idle: (DynamicIdleResult & { meta?: RunMeta }) | undefi
   const libVariants = result?.variants.filter((v) => v.system === 'dcron' && v.redis) ?? [];
   const perRun = libVariants
     .map((v) => {
-      const ran = v.bursts.reduce((a, b) => a + b.ran, 0);
+      const ran = schedulesThatRan(v);
       return ran > 0 ? (v.redis!.afterBurst.usedMemory - v.redis!.before.usedMemory) / ran : Number.NaN;
     })
     .find(Number.isFinite);
@@ -379,7 +387,7 @@ function idleOnlySection(idle: (DynamicIdleResult & { meta?: RunMeta }) | undefi
       'hash tag `{<schedule id>}`, so each schedule lives on one Cluster slot and its multi-key scripts stay on one node, while the ' +
       `schedules spread over the 16,384 slots by their ids (no hot node, nothing to shard by hand). ` +
       (Number.isFinite(perRun)
-        ? `Measured at ${int(result!.schedules)}: ${num(perRun!, 0)} B of used_memory per slot run after a burst, so a fleet where all ` +
+        ? `Measured at ${int(result!.schedules)}: ${num(perRun!, 0)} B of used_memory per schedule that ran, after a burst, so a fleet where all ` +
           `${int(target)} have run holds about ${mb(perRun! * target)} across the Cluster (the fences, plus the slot keys of the last minutes). `
         : '') +
       (q ? `BullMQ at ${int(q.schedules)}: ${perScheduleBytes(q.redisBytes.perSchedule)} B per scheduler before any ran. ` : '') +
