@@ -111,7 +111,8 @@ export function dynamicSection(
     ),
   );
   out.push(
-    'RSS: the largest process, after its bootstrap (0 schedules), idle after the upserts (N), and the largest sample through the ' +
+    'RSS: the largest process, after its bootstrap (0 schedules), after the upserts (N; the every-minute tenth keeps firing, ' +
+      `${int(result.schedules / 10)} slots a minute: the idle variant below has nothing firing), and the largest sample through the ` +
       'burst. Redis: `INFO memory` used_memory after the upserts minus before, per schedule; a magnitude under 1 byte is ' +
       "the allocator's noise (a few hundred bytes either way in all), shown as < 1. PostgreSQL: `pg_total_relation_size` " +
       'of the schedules table (rows and indexes), per schedule. Bootstrap: a sixth process started with the N schedules in the table, ' +
@@ -300,7 +301,15 @@ function dueSection(due: NonNullable<DynamicVariant['dueQuery']>, schedules: num
     ),
     "The firer's due query (its store's own statement and parameters, 2,000 rows a page, up to 10 pages a poll, every 250 ms on " +
       'every process), run under `EXPLAIN (ANALYZE, BUFFERS)` after an `ANALYZE` of the table, the second of two runs: idle (nothing ' +
-      'due), and at the top of the hour (the first page, and the last page a poll reads, after a cursor).',
+      'due), and at the top of the hour (the first page, and the last page a poll reads, after a cursor).' +
+      (due.some((d) => d.label.startsWith('burst') && d.plan.includes('Sort'))
+        ? ' Where a burst page shows a Sort, PostgreSQL reads every due row and sorts them for each page of 2,000: the index is on ' +
+          '`next_due_at` alone, so it does not give the `(next_due_at, id)` order the query pages by, and a page costs what the ' +
+          'whole burst costs' +
+          (due.some((d) => d.label.includes('with an index'))
+            ? '; the rows "with an index on (next_due_at, id)" add one, in the bench\'s own database, to show the difference.'
+            : '.')
+        : ''),
     '',
   ];
 }
@@ -314,6 +323,9 @@ function idleOnlySection(idle: (DynamicIdleResult & { meta?: RunMeta }) | undefi
     'The same mix upserted from every process at once (each a share of the ids) on a fleet whose clock stands at five past a top of ' +
       'the hour, the every-minute share with a `startAt` two hours ahead, so nothing fires while it is measured: the upserts, ' +
       'the table, the due query, Redis, RSS, and a sixth process bootstrapping with every schedule in the table. ' +
+      'Where the upserts would take too long for a run (about 850 a second here), the first ones go through `schedules.upsert` ' +
+      'and the rest are copies of those rows in SQL with new ids (the same definitions, as the API writes them for those ids), ' +
+      'then the table is vacuumed and analyzed. ' +
       '`npm run bench -- --only dynamic --dynamic-idle-only --dynamic-schedules N` (bench/results/dynamic-idle.json).',
     '',
   );
@@ -337,7 +349,8 @@ function idleOnlySection(idle: (DynamicIdleResult & { meta?: RunMeta }) | undefi
       runs.map((r) => [
         int(r.schedules),
         `${r.measuredAt.slice(0, 16)}${r.commit ? ` (${r.commit})` : ''}, ${int(r.instances)} processes, ${int(r.wallSeconds)} s`,
-        `${num(r.upserts.perS, 0)}${r.upserts.failed ? ` (${int(r.upserts.failed)} failed)` : ''}; ${r.upserts.perProcessPerS.map((v) => num(v, 0)).join(', ')}`,
+        `${num(r.upserts.perS, 0)}${r.upserts.failed ? ` (${int(r.upserts.failed)} failed)` : ''}; ${r.upserts.perProcessPerS.map((v) => num(v, 0)).join(', ')}` +
+          (r.copied?.rows ? ` (${int(r.upserts.count)} upserted, ${int(r.copied.rows)} copied in SQL)` : ''),
         mb(r.table.heapBytes),
         ...indexes.map((i) => mb(r.table.indexBytes[i] ?? Number.NaN)),
         mb(r.table.totalBytes),
@@ -378,7 +391,7 @@ function idleOnlySection(idle: (DynamicIdleResult & { meta?: RunMeta }) | undefi
       (runs.length > 1 ? ` (${num(runs[0]!.bootMs, 0)} ms with ${int(runs[0]!.schedules)})` : '') +
       ': an instance reads no schedule at start, only what is due when it polls. RSS per process does not grow with the ' +
       `schedules (${num(maxOf(largest.rssMb.zero), 0)} MB with 0, ${num(maxOf(largest.rssMb.loaded), 0)} MB with ${int(largest.schedules)}).`,
-    `- Upserts: ${num(largest.upserts.perS, 0)} a second from ${largest.instances} processes at once at this size; ` +
+    `- Upserts: ${num(largest.upserts.perS, 0)} a second from ${largest.instances} processes at once (${int(largest.upserts.count)} upserts); ` +
       `${int(target)} take about ${num(target / largest.upserts.perS / 60, 0)} minutes of writes, bounded by PostgreSQL (one row and ` +
       'three index entries each), not by Redis.',
     '- Redis: nothing per idle schedule, on one node or a Cluster. Each schedule that has run keeps one key, its fencing counter ' +

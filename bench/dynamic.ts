@@ -61,19 +61,26 @@ export interface DynamicSettings {
   bullmq: boolean;
   /** The idle variant only (upserts, idle fleet, bootstrap; no burst, no BullMQ). */
   idleOnly: boolean;
+  /**
+   * Idle variant: schedules written through `schedules.upsert`; the rest up to N are copies of
+   * those rows in SQL with ids shifted by this count (a multiple of 240, the mix's period: the
+   * same expression and zone as the API writes for that id).
+   */
+  idleApiUpserts: number;
 }
 
 export const DYNAMIC_FULL: DynamicSettings = {
   schedules: 100_000,
   instances: 5,
   upsertConcurrency: 20,
-  upsertRate: 900,
-  bullmqUpsertRate: 1_500,
+  upsertRate: 1_000,
+  bullmqUpsertRate: 2_500,
   bullmqConcurrency: 200,
   changeSchedules: 200,
   staticKnee: 2_000,
   bullmq: true,
   idleOnly: false,
+  idleApiUpserts: 120_000,
 };
 export const DYNAMIC_QUICK: DynamicSettings = { ...DYNAMIC_FULL, schedules: 5_000, changeSchedules: 100 };
 
@@ -175,6 +182,8 @@ export interface DynamicIdleRun {
   schedules: number;
   instances: number;
   upserts: { count: number; failed: number; firstError: string; seconds: number; perS: number; perProcessPerS: number[] };
+  /** Rows beyond the upserts, copied in SQL from those (0: every row through the API). */
+  copied?: { rows: number; seconds: number };
   rssMb: { zero: number[]; loaded: number[] };
   redis: { before: RedisSnapshot; after: RedisSnapshot };
   table: TableSizes;
@@ -301,7 +310,7 @@ function describePlan(node: PlanNode): string {
  * through a client that explains it instead (so the text and parameters are exactly the firer's).
  * Statistics are refreshed first (ANALYZE), as autovacuum would after the upserts.
  */
-async function explainDue(db: pg.Client, now: number, burstSlot: number): Promise<DueQueryFigures[]> {
+async function explainDue(db: pg.Client, now: number, burstSlot: number, withCompositeIndex = false): Promise<DueQueryFigures[]> {
   await db.query(`ANALYZE ${TABLE}`);
   let plan: { Plan: PlanNode; 'Planning Time': number; 'Execution Time': number } | undefined;
   const explaining = {
@@ -331,26 +340,38 @@ async function explainDue(db: pg.Client, now: number, burstSlot: number): Promis
       sharedRead: p.Plan['Shared Read Blocks'] ?? 0,
     });
   };
-  // The firer reads up to now and 250 ms ahead.
-  await measure('idle: nothing due', now + 250);
-  await measure('burst: first page', burstSlot + 250);
   const due = Number(
     (await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${TABLE} WHERE next_due_at <= $1 AND enabled`, [new Date(burstSlot + 250)]))
       .rows[0]!.n,
   );
   // The last page a poll reads (page 10 of 2,000), or the burst's last if it is smaller.
   const skip = Math.min((DUE_PAGES - 1) * DUE_BATCH, due - 1);
-  if (skip > 0) {
-    const { rows } = await db.query<{ next_due_at: Date; id: string }>(
-      `SELECT next_due_at, id FROM ${TABLE} WHERE next_due_at <= $1 AND enabled ORDER BY next_due_at, id OFFSET $2 LIMIT 1`,
-      [new Date(burstSlot + 250), skip - 1],
-    );
-    const cursor = rows[0];
+  const cursor =
+    skip > 0
+      ? (
+          await db.query<{ next_due_at: Date; id: string }>(
+            `SELECT next_due_at, id FROM ${TABLE} WHERE next_due_at <= $1 AND enabled ORDER BY next_due_at, id OFFSET $2 LIMIT 1`,
+            [new Date(burstSlot + 250), skip - 1],
+          )
+        ).rows[0]
+      : undefined;
+  // The firer reads up to now and 250 ms ahead.
+  const all = async (suffix: string): Promise<void> => {
+    if (!suffix) await measure('idle: nothing due', now + 250);
+    await measure(`burst: first page${suffix}`, burstSlot + 250);
     if (cursor)
-      await measure(`burst: page after ${skip.toLocaleString('en-US')} rows`, burstSlot + 250, {
+      await measure(`burst: page after ${skip.toLocaleString('en-US')} rows${suffix}`, burstSlot + 250, {
         nextDueAt: cursor.next_due_at,
         id: cursor.id,
       });
+  };
+  await all('');
+  if (withCompositeIndex) {
+    // What if: the same pages with an index in the query's order (in the bench's own database, dropped after).
+    await db.query(`CREATE INDEX bench_due_order_idx ON ${TABLE} (next_due_at, id)`);
+    await db.query(`ANALYZE ${TABLE}`);
+    await all(', with an index on (next_due_at, id)');
+    await db.query('DROP INDEX bench_due_order_idx');
   }
   return figures;
 }
@@ -829,6 +850,29 @@ async function bullmqVariant(run: DynamicRun): Promise<DynamicVariant> {
 }
 
 /**
+ * Rows `t<api>` … `t<n − 1>` as copies of the rows the upserts wrote, id i from id i mod `api`
+ * (`api` a multiple of the mix's period, so the same definition and next due time), then VACUUM
+ * ANALYZE as autovacuum would after a load: the table as it stands once the writes are done.
+ */
+async function copyRows(db: pg.Client, api: number, n: number): Promise<{ rows: number; seconds: number }> {
+  if (n <= api) return { rows: 0, seconds: 0 };
+  const started = Date.now();
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT column_name AS name FROM information_schema.columns WHERE table_name = '${TABLE}' AND column_name <> 'id' ORDER BY ordinal_position`,
+  );
+  const columns = rows.map((r) => `"${r.name}"`).join(', ');
+  const result = await db.query(
+    `INSERT INTO ${TABLE} (id, ${columns})
+       SELECT 't' || (substr(s.id, 2)::bigint + $1::bigint * k), ${rows.map((r) => `s."${r.name}"`).join(', ')}
+         FROM ${TABLE} s, generate_series(1, $2::int) AS k
+        WHERE s.id LIKE 't%' AND substr(s.id, 2)::bigint + $1::bigint * k < $3::bigint`,
+    [api, Math.ceil(n / api) - 1, n],
+  );
+  await db.query(`VACUUM (ANALYZE) ${TABLE}`);
+  return { rows: result.rowCount ?? 0, seconds: round2((Date.now() - started) / 1000) };
+}
+
+/**
  * The idle variant at N (`--dynamic-idle-only`): the upserts from every process at once (each a
  * share of the ids), nothing due while it measures (the clock at five past a top of the hour, the
  * every-minute share starting two hours ahead), then the idle figures and a sixth process's bootstrap.
@@ -856,18 +900,19 @@ export async function runDynamicIdle(run: DynamicRun & { commit?: string }): Pro
         events[k]!.push(e),
       );
     };
-    log(`dynamic idle: ${n} schedules upserted from ${s.instances} processes at once`);
+    const api = Math.min(n, Math.max(240, Math.floor(s.idleApiUpserts / 240) * 240));
+    log(`dynamic idle: ${n} schedules, ${api} upserted from ${s.instances} processes at once, the rest copied in SQL`);
     for (let i = 0; i < s.instances; i++) children.push(spawn(`dyni-w${i}`));
     await Promise.all(children.map((c) => c.ready));
     await sleep(1_000);
     const rssZero = children.map((c) => rssMb(c.pid));
     const redisBefore = await redisSnapshot(redis);
-    const share = Math.ceil(n / s.instances);
+    const share = Math.ceil(api / s.instances);
     children.forEach((c, k) => {
       const command: UpsertCommand = {
         prefix: 't',
         from: k * share,
-        to: Math.min(n, (k + 1) * share),
+        to: Math.min(api, (k + 1) * share),
         concurrency: s.upsertConcurrency,
         minuteStartAt: movedNow + 2 * 3_600_000,
       };
@@ -877,19 +922,21 @@ export async function runDynamicIdle(run: DynamicRun & { commit?: string }): Pro
     const ms = Math.max(...done.map((e) => Number(e.ms)));
     const failed = done.reduce((a, e) => a + Number(e.failed), 0);
     const upserts = {
-      count: n,
+      count: api,
       failed,
       firstError: done.map((e) => String(e.firstError ?? '')).find(Boolean) ?? '',
       seconds: round2(ms / 1000),
-      perS: round2(n / (ms / 1000)),
+      perS: round2(api / (ms / 1000)),
       perProcessPerS: done.map((e) => round2(Number(e.count) / (Number(e.ms) / 1000))),
     };
-    log(`dynamic idle: ${n} upserts in ${upserts.seconds} s (${upserts.perS}/s), failed ${failed}`);
+    log(`dynamic idle: ${api} upserts in ${upserts.seconds} s (${upserts.perS}/s), failed ${failed}`);
+    const copied = await copyRows(db, api, n);
+    if (copied.rows > 0) log(`dynamic idle: ${copied.rows} rows copied in ${copied.seconds} s`);
     await sleep(2_000);
     const rssLoaded = children.map((c) => rssMb(c.pid));
     const redisAfter = await redisSnapshot(redis);
     const table = await tableSizes(db);
-    const dueQuery = await explainDue(db, Date.now() + offsetMs, topOfHour);
+    const dueQuery = await explainDue(db, Date.now() + offsetMs, topOfHour, true);
     const extra = spawn('dyni-boot');
     children.push(extra);
     await extra.ready;
@@ -904,6 +951,7 @@ export async function runDynamicIdle(run: DynamicRun & { commit?: string }): Pro
       schedules: n,
       instances: s.instances,
       upserts,
+      copied,
       rssMb: { zero: rssZero, loaded: rssLoaded },
       redis: { before: redisBefore, after: redisAfter },
       table,
