@@ -189,6 +189,7 @@ function schedulesThatRan(v: DynamicVariant): number {
     .reduce((a, [, n]) => a + n, 0);
 }
 
+const DUE_PAGES_TEXT = 'ten';
 const mb = (bytes: number): string => `${num(bytes / 2 ** 20, 1)} MB`;
 const shortIndex = (name: string): string => name.replace(/^distributed_cron_schedules_/, '');
 
@@ -276,7 +277,8 @@ function costSection(result: DynamicResult): string[] {
     out.push(
       'Redis `used_memory` and its keys (a SCAN, each key with its ids and instants replaced): the library keeps nothing per idle ' +
         'schedule (the table is the truth); a schedule that ran keeps its fencing counter (`{id}:fence`, never expires) and, for a while, ' +
-        "its slot's key. BullMQ keeps each scheduler and its next delayed job in Redis. After the burst: the processes stopped; " +
+        "its slot's key. After the upserts, that is the every-minute schedules that ran while they were written (the idle variant " +
+        'below, where nothing fires, shows the schedules alone). BullMQ keeps each scheduler and its next delayed job in Redis. After the burst: the processes stopped; ' +
         'the library per schedule that ran (its fence keys: the burst, the every-minute ones and the change test), BullMQ per scheduler.',
       '',
     );
@@ -330,7 +332,10 @@ function idleOnlySection(idle: (DynamicIdleResult & { meta?: RunMeta }) | undefi
     '',
   );
   const indexes = Object.keys(runs[0]!.table.indexBytes);
-  const dueMs = (r: (typeof runs)[number], label: string): string => num(r.dueQuery.find((d) => d.label.startsWith(label))?.executionMs, 2);
+  const dueValue = (r: (typeof runs)[number], label: string, and = ''): number =>
+    r.dueQuery.find((d) => d.label.startsWith(label) && d.label.includes(and) && (and !== '' || !d.label.includes('with an index')))
+      ?.executionMs ?? Number.NaN;
+  const dueMs = (r: (typeof runs)[number], label: string, and = ''): string => num(dueValue(r, label, and), 2);
   out.push(
     ...grid(
       [
@@ -375,6 +380,8 @@ function idleOnlySection(idle: (DynamicIdleResult & { meta?: RunMeta }) | undefi
     })
     .find(Number.isFinite);
   const q = result?.variants.find((v) => v.system === 'bullmq');
+  const burstSorts = largest.dueQuery.some((d) => d.label === 'burst: first page' && d.plan.includes('Sort'));
+  const withIndex = largest.dueQuery.some((d) => d.label.includes('with an index'));
   out.push('### 1,000,000 schedules on a Redis Cluster', '');
   out.push(
     largest.schedules >= target
@@ -383,27 +390,39 @@ function idleOnlySection(idle: (DynamicIdleResult & { meta?: RunMeta }) | undefi
     '',
     `- PostgreSQL: ${mb(largest.table.totalBytes * k)} for the table and its indexes (${num(largest.table.totalBytes / largest.table.rows, 0)} B a ` +
       `schedule), of which the due index ${mb((largest.table.indexBytes['distributed_cron_schedules_next_due_at_idx'] ?? Number.NaN) * k)}. ` +
-      "A poll reads a bounded page of that index in due order, so its cost follows what is due, not the table's size " +
-      `(${dueMs(largest, 'idle')} ms idle and ${dueMs(largest, 'burst: first')} ms for a burst page at ${int(largest.schedules)}` +
-      (runs.length > 1 ? `; ${dueMs(runs[0]!, 'idle')} / ${dueMs(runs[0]!, 'burst: first')} ms at ${int(runs[0]!.schedules)}` : '') +
-      ').',
+      `An idle poll reads that index and stops (${dueMs(largest, 'idle')} ms at ${int(largest.schedules)}). ` +
+      (burstSorts
+        ? `A burst page does not: it reads and sorts every due row (${dueMs(largest, 'burst: first page')} ms at ${int(largest.schedules)}` +
+          (k > 1 ? `, about ${num(dueValue(largest, 'burst: first page') * k, 0)} ms at ${int(target)}` : '') +
+          `, and a poll reads up to ${DUE_PAGES_TEXT} pages on every process)` +
+          (withIndex
+            ? `; with an index on \`(next_due_at, id)\` the same page takes ${dueMs(largest, 'burst: first page', ', with')} ms ` +
+              `(page 10: ${dueMs(largest, 'burst: page after', ', with')} ms), whatever the table's size.`
+            : '.')
+        : `A burst page reads 2,000 rows of the index in order (${dueMs(largest, 'burst: first page')} ms at ${int(largest.schedules)}).`),
     `- Bootstrap: ${num(largest.bootMs, 0)} ms with ${int(largest.schedules)} schedules in the table` +
       (runs.length > 1 ? ` (${num(runs[0]!.bootMs, 0)} ms with ${int(runs[0]!.schedules)})` : '') +
-      ': an instance reads no schedule at start, only what is due when it polls. RSS per process does not grow with the ' +
-      `schedules (${num(maxOf(largest.rssMb.zero), 0)} MB with 0, ${num(maxOf(largest.rssMb.loaded), 0)} MB with ${int(largest.schedules)}).`,
-    `- Upserts: ${num(largest.upserts.perS, 0)} a second from ${largest.instances} processes at once (${int(largest.upserts.count)} upserts); ` +
-      `${int(target)} take about ${num(target / largest.upserts.perS / 60, 0)} minutes of writes, bounded by PostgreSQL (one row and ` +
-      'three index entries each), not by Redis.',
+      `. RSS per process: ${num(maxOf(largest.rssMb.zero), 0)} MB with 0, ${num(maxOf(largest.rssMb.loaded), 0)} MB with ` +
+      `${int(largest.schedules)} (nothing firing; the sixth process after its bootstrap: ${num(largest.bootRssMb ?? Number.NaN, 0)} MB).`,
+    `- Upserts: ${num(largest.upserts.perS, 0)} a second from ${largest.instances} processes at once (${int(largest.upserts.count)} upserts)` +
+      (result
+        ? `, against ${num(result.variants.find((v) => v.system === 'dcron')?.upserts.perS, 0)} from one process at ${int(result.schedules)}`
+        : '') +
+      `: the bound is shared (PostgreSQL on this machine: a row and four index entries each), not the calling process; ${int(target)} ` +
+      `take about ${num(target / largest.upserts.perS / 60, 0)} minutes of writes here.`,
     '- Redis: nothing per idle schedule, on one node or a Cluster. Each schedule that has run keeps one key, its fencing counter ' +
       '`<prefix>:{<schedule id>}:fence` (it never expires: the fence must only grow), and its slot key `{<schedule id>}:slot:<execution id>` ' +
-      "for the lease's life; its lease, abort, alert-streak and retry keys exist only while used. Every key of a schedule carries the " +
+      'for a while after each run (it expires); its lease, abort, alert-streak, retry and hand-over keys are deleted or expire. Every key of a schedule carries the ' +
       'hash tag `{<schedule id>}`, so each schedule lives on one Cluster slot and its multi-key scripts stay on one node, while the ' +
       `schedules spread over the 16,384 slots by their ids (no hot node, nothing to shard by hand). ` +
       (Number.isFinite(perRun)
         ? `Measured at ${int(result!.schedules)}: ${num(perRun!, 0)} B of used_memory per schedule that ran, after a burst, so a fleet where all ` +
           `${int(target)} have run holds about ${mb(perRun! * target)} across the Cluster (the fences, plus the slot keys of the last minutes). `
         : '') +
-      (q ? `BullMQ at ${int(q.schedules)}: ${perScheduleBytes(q.redisBytes.perSchedule)} B per scheduler before any ran. ` : '') +
+      (q
+        ? `BullMQ at ${int(q.schedules)}: ${perScheduleBytes(q.redisBytes.perSchedule)} B per scheduler (two keys each), so about ` +
+          `${mb(q.redisBytes.perSchedule * target)} at ${int(target)}, all of it in Redis. `
+        : '') +
       'What changes on a Cluster: the lease scripts are no longer batched (an instance sends one script call per claim, release and ' +
       "renewal, each to its slot's node, where one node takes a batch of up to 1,000), so a burst costs one round trip per slot " +
       'spread over the nodes (an EVALSHA each, an EVAL where a node lacks the script); changes reach the instances through the table ' +
