@@ -206,10 +206,10 @@ function bullmqText(result: DynamicResult): string {
   return (
     `BullMQ has no clock to move, so its patterns are moved instead, to put the same burst on a real whole minute T' soon after ` +
     `its upserts: \`0 * * * *\` → \`${q.bullmq.hour}\` and \`0 9 * * *\` → \`${q.bullmq.daily}\` in the same zone (T''s minute), ` +
-    "so at T' the schedules due are every every-minute and hourly one and the daily ones of the zone where it is 09:00 at T''s hour: " +
+    "so at T' every every-minute and every hourly schedule is due, with the daily ones of the zone where it is 09:00 at T''s hour: " +
     "the same share as the library's top of the hour; T' + 1 min has the every-minute ones. " +
-    `Its workers: ${q.instances} processes, concurrency ${q.bullmq.concurrency} each (jobs that only record their start; ` +
-    'more in flight than the burst needs, so the workers are never the limit).'
+    `Its workers: ${q.instances} processes, concurrency ${q.bullmq.concurrency} each (${int(q.instances * q.bullmq.concurrency)} jobs ` +
+    'in flight; a job only records its start, so its place frees at once).'
   );
 }
 
