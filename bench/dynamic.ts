@@ -293,6 +293,7 @@ async function tableSizes(db: pg.Client): Promise<TableSizes> {
 interface PlanNode {
   'Node Type': string;
   'Index Name'?: string;
+  'Sort Key'?: string[];
   'Actual Rows'?: number;
   'Shared Hit Blocks'?: number;
   'Shared Read Blocks'?: number;
@@ -300,7 +301,9 @@ interface PlanNode {
 }
 
 function describePlan(node: PlanNode): string {
-  const here = `${node['Node Type']}${node['Index Name'] ? ` on ${node['Index Name']}` : ''}`;
+  const here =
+    `${node['Node Type']}${node['Index Name'] ? ` on ${node['Index Name']}` : ''}` +
+    (node['Sort Key'] ? ` by ${node['Sort Key'].join(', ').replace(/\s+/g, ' ')}` : '');
   const inner = (node.Plans ?? []).map(describePlan);
   return inner.length > 0 ? `${here} ← ${inner.join(', ')}` : here;
 }
