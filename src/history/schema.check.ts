@@ -27,6 +27,8 @@ const SCHEDULES = 'distributed_cron_schedules';
 
 /** The migration step that adds what schedules need (the table, `distributed_cron_runs.schedule_id`). */
 export const SCHEDULES_STEP = '20261203000000_schedules';
+/** The step that gives the schedules' table its due-order index. */
+const SCHEDULES_DUE_ORDER_STEP = '20261204000000_schedules_due_order';
 
 // Records keyed by the union types: a status or trigger added to the types fails to compile here.
 const STATUSES = Object.keys({
@@ -119,7 +121,7 @@ const SCHEDULES_TABLE: ExpectedTable = {
   ],
   indexes: [
     { columns: ['id'], unique: true, name: `${SCHEDULES}_pkey` },
-    index(SCHEDULES, ['next_due_at']),
+    index(SCHEDULES, ['next_due_at', 'id']),
     index(SCHEDULES, ['handler', 'id']),
     index(SCHEDULES, ['updated_at', 'id']),
   ],
@@ -182,7 +184,8 @@ interface CatalogRow {
 export function missingFromCatalog(rows: readonly CatalogRow[], tables: CheckedTables): string[] {
   const missing: string[] = [];
   // What only schedules need is named with the migration step that adds it.
-  const forSchedules = (line: string): string => `${line} (for schedules: the migration step ${SCHEDULES_STEP})`;
+  const forSchedules = (line: string): string =>
+    `${line} (for schedules: the migration step ${line.startsWith(`index on ${SCHEDULES} (next_due_at, id)`) ? SCHEDULES_DUE_ORDER_STEP : SCHEDULES_STEP})`;
   if (tables.runs) {
     const always = missingFromTable(rows, RUNS_TABLE);
     missing.push(...always);

@@ -140,6 +140,15 @@ SELECT ${columns('w')}, w.created::boolean AS created,
        ${SCHEDULE_FIELDS.map((f) => `(p.${COLUMN_OF[f]} IS DISTINCT FROM w.${COLUMN_OF[f]})::boolean AS changed_${COLUMN_OF[f]}`).join(',\n       ')}
   FROM written w LEFT JOIN prior p ON true`;
 
+/**
+ * The due order, on the table's columns: the SELECT's output names are the instants as text (epoch
+ * ms), and an ORDER BY on those would sort every due row instead of reading the (next_due_at, id)
+ * index in order.
+ */
+const DUE_ORDER = [`${TABLE}.next_due_at`, `${TABLE}.id`] as const;
+/** The order of changes, on the table's columns as well (the (updated_at, id) index). */
+const CHANGE_ORDER = `${TABLE}.updated_at, ${TABLE}.id`;
+
 /** The schedules in the app's database through its PrismaClient (prisma/migrations: `distributed_cron_schedules`). */
 export class PrismaScheduleStore implements ScheduleStore {
   constructor(private readonly prisma: PrismaClientLike) {}
@@ -239,8 +248,8 @@ export class PrismaScheduleStore implements ScheduleStore {
       ? await queryRows(
           this.prisma,
           `SELECT ${columns(TABLE)} FROM ${TABLE}
-            WHERE next_due_at <= $1::timestamptz AND enabled AND (next_due_at, id) > ($3::timestamptz, $4::text)
-            ORDER BY next_due_at, id LIMIT $2::integer`,
+            WHERE ${DUE_ORDER[0]} <= $1::timestamptz AND ${TABLE}.enabled AND (${DUE_ORDER.join(', ')}) > ($3::timestamptz, $4::text)
+            ORDER BY ${DUE_ORDER.join(', ')} LIMIT $2::integer`,
           upTo,
           limit,
           after.nextDueAt,
@@ -248,8 +257,8 @@ export class PrismaScheduleStore implements ScheduleStore {
         )
       : await queryRows(
           this.prisma,
-          `SELECT ${columns(TABLE)} FROM ${TABLE} WHERE next_due_at <= $1::timestamptz AND enabled
-            ORDER BY next_due_at, id LIMIT $2::integer`,
+          `SELECT ${columns(TABLE)} FROM ${TABLE} WHERE ${DUE_ORDER[0]} <= $1::timestamptz AND ${TABLE}.enabled
+            ORDER BY ${DUE_ORDER.join(', ')} LIMIT $2::integer`,
           upTo,
           limit,
         );
@@ -274,12 +283,12 @@ export class PrismaScheduleStore implements ScheduleStore {
       ? await queryRows(
           this.prisma,
           `SELECT ${columns(TABLE)} FROM ${TABLE} WHERE (updated_at, id) > ($1::timestamptz, $2::text)
-            ORDER BY updated_at, id LIMIT $3::integer`,
+            ORDER BY ${CHANGE_ORDER} LIMIT $3::integer`,
           cursor.updatedAt,
           cursor.id,
           limit,
         )
-      : await queryRows(this.prisma, `SELECT ${columns(TABLE)} FROM ${TABLE} ORDER BY updated_at, id LIMIT $1::integer`, limit);
+      : await queryRows(this.prisma, `SELECT ${columns(TABLE)} FROM ${TABLE} ORDER BY ${CHANGE_ORDER} LIMIT $1::integer`, limit);
     const schedules = rows.map(toRecord);
     const last = schedules.at(-1);
     return { schedules, cursor: last ? { updatedAt: last.updatedAt, id: last.id } : cursor };

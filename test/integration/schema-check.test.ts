@@ -149,9 +149,9 @@ describe('the bootstrap schema check', () => {
 
   it("the schedules' table without its due index: named", async () => {
     const db = await database(true);
-    await db.query('DROP INDEX distributed_cron_schedules_next_due_at_idx');
+    await db.query('DROP INDEX distributed_cron_schedules_next_due_at_id_idx');
     expect((await bootFailure(db.url, [TenantReports])).message.split('\n').filter((line) => line.startsWith('  - '))).toEqual([
-      '  - index on distributed_cron_schedules (next_due_at), e.g. distributed_cron_schedules_next_due_at_idx (for schedules: the migration step 20261203000000_schedules)',
+      '  - index on distributed_cron_schedules (next_due_at, id), e.g. distributed_cron_schedules_next_due_at_id_idx (for schedules: the migration step 20261204000000_schedules_due_order)',
     ]);
   });
 

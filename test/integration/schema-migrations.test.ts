@@ -85,7 +85,7 @@ describe('the migration steps', () => {
     expect(JSON.stringify(catalog)).toContain('CREATE UNIQUE INDEX distributed_cron_runs_execution_id_key');
     expect(JSON.stringify(catalog)).toContain('distributed_cron_runs_job_name_status_scheduled_at_id_idx');
     expect(JSON.stringify(catalog)).toContain('"column_name":"first_seen_at"');
-    expect(JSON.stringify(catalog)).toContain('distributed_cron_schedules_next_due_at_idx');
+    expect(JSON.stringify(catalog)).toContain('distributed_cron_schedules_next_due_at_id_idx');
     expect(JSON.stringify(catalog)).toContain('distributed_cron_runs_schedule_id_scheduled_at_id_idx');
     expect((await libraryChecks(fromSteps)).map((c) => c.conname)).toEqual([
       'distributed_cron_runs_status_check',
