@@ -1,4 +1,5 @@
 import type { PrismaClientLike } from '../distributed-cron.interfaces.js';
+import { MicroBatcher } from '../history/micro.batcher.js';
 import { SCHEMA_FIX } from '../history/schema.check.js';
 import {
   executeStatement as execute,
@@ -149,8 +150,43 @@ const DUE_ORDER = [`${TABLE}.next_due_at`, `${TABLE}.id`] as const;
 /** The order of changes, on the table's columns as well (the (updated_at, id) index). */
 const CHANGE_ORDER = `${TABLE}.updated_at, ${TABLE}.id`;
 
+/** One row's advance (see `ScheduleStore.advance`). */
+interface Advance {
+  readonly id: string;
+  readonly version: number;
+  readonly fromDueAt: Date;
+  readonly nextDueAt: Date | null;
+}
+
+/** Advances per statement at most. */
+const ADVANCE_BATCH = 500;
+
+/**
+ * The advances of many rows in one statement (the rows of a burst settle in the same turns): each
+ * moves only if its row is still at its version and due at its slot. Which moved comes back; an
+ * advance asked twice in one batch moves the row once, and only the first is told it did.
+ */
+async function advanceMany(prisma: PrismaClientLike, advances: Advance[]): Promise<boolean[]> {
+  const rows = await queryRows(
+    prisma,
+    `UPDATE ${TABLE} AS s SET next_due_at = v.next_due_at
+       FROM unnest($1::text[], $2::integer[], $3::timestamptz[], $4::timestamptz[]) AS v(id, version, from_due_at, next_due_at)
+      WHERE s.id = v.id AND s.version = v.version AND s.next_due_at = v.from_due_at
+      RETURNING s.id::text AS id, ${instantOut('v.from_due_at')} AS from_due_at`,
+    advances.map((a) => a.id),
+    advances.map((a) => a.version),
+    advances.map((a) => a.fromDueAt),
+    advances.map((a) => a.nextDueAt),
+  );
+  const moved = new Set(rows.map((row) => `${toText(row.id, 'id')}\n${toDate(row.from_due_at, 'from_due_at').getTime()}`));
+  return advances.map((a) => moved.delete(`${a.id}\n${a.fromDueAt.getTime()}`));
+}
+
 /** The schedules in the app's database through its PrismaClient (prisma/migrations: `distributed_cron_schedules`). */
 export class PrismaScheduleStore implements ScheduleStore {
+  /** The advances of one turn, one statement (a burst settles thousands of rows a second). */
+  private readonly advances = new MicroBatcher((batch: Advance[]) => advanceMany(this.prisma, batch), ADVANCE_BATCH);
+
   constructor(private readonly prisma: PrismaClientLike) {}
 
   async upsert(write: ScheduleWrite, now: Date): Promise<UpsertOutcome> {
@@ -265,17 +301,8 @@ export class PrismaScheduleStore implements ScheduleStore {
     return rows.map(toRecord);
   }
 
-  async advance(id: string, version: number, fromDueAt: Date, nextDueAt: Date | null): Promise<boolean> {
-    const moved = await executeStatement(
-      this.prisma,
-      `UPDATE ${TABLE} SET next_due_at = $4::timestamptz
-        WHERE id = $1::text AND version = $2::integer AND next_due_at = $3::timestamptz`,
-      id,
-      version,
-      fromDueAt,
-      nextDueAt,
-    );
-    return moved > 0;
+  advance(id: string, version: number, fromDueAt: Date, nextDueAt: Date | null): Promise<boolean> {
+    return this.advances.add({ id, version, fromDueAt, nextDueAt });
   }
 
   async changedSince(cursor: ScheduleChangeCursor | undefined, limit: number): Promise<ScheduleChanges> {

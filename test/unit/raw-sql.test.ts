@@ -478,7 +478,12 @@ const SCHEDULES: readonly Case[] = [
       ...(await new PrismaScheduleStore(p).due(at(60_000), 500, { nextDueAt: at(0), id: 'tenant-1' })),
     ],
   ],
-  ['advance', [], (p) => new PrismaScheduleStore(p).advance('tenant-42', 3, at(60_000), at(120_000))],
+  // The advances of a turn go as one statement; the row it moved comes back (id and the slot it left).
+  [
+    'advance',
+    [{ id: 'tenant-42', from_due_at: String(at(60_000).getTime()) }],
+    (p) => new PrismaScheduleStore(p).advance('tenant-42', 3, at(60_000), at(120_000)),
+  ],
   ['changedSince', [SCHEDULE_ROW], (p) => new PrismaScheduleStore(p).changedSince({ updatedAt: at(0), id: 'tenant-1' }, 100)],
 ];
 
