@@ -160,6 +160,17 @@ export class SlotDispatcher {
   }
 
   /**
+   * Whether `dispatch` would claim this slot here at once: no fleet to share it with, or this
+   * instance is ranked first for it (leader mode: the leader fires every slot). A caller that
+   * reads its slots from a shared table (the schedules' firer) hands on only these, and the others
+   * only once they are overdue, instead of every instance handing on every slot to defer it.
+   */
+  claimsFirst(jobName: string, slot: Date): boolean {
+    if (this.leader || !this.fleet || this.members.length < 2 || this.myIndex < 0) return true;
+    return this.rank(jobName, slot.getTime())[0] === this.myIndex;
+  }
+
+  /**
    * Slots a stalled event loop let pass before the job's timer could run (job.timer.ts): too late
    * to start, so each gets a `skipped_overload` row saying why. Written (insert-if-absent, batched)
    * by the instance ranked first for the slot, as its claim would have been, so a fleet stalled

@@ -132,7 +132,10 @@ export class DistributedCronOrchestrator {
     }
     this.dispatcher.timersStarted();
     void births.then((born) => this.catchUp(born, timersAt));
-    schedules?.firer.start((executor, slot) => this.dispatch(executor, slot));
+    schedules?.firer.start(
+      (executor, slot) => this.dispatch(executor, slot),
+      (jobName, slot) => this.dispatcher?.claimsFirst(jobName, slot) ?? true,
+    );
     this.sweeper = this.runSweeper;
     this.sweeper.start();
     if (runtime.retention && runtime.options.prisma) {

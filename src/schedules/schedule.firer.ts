@@ -22,6 +22,12 @@ const READ_AHEAD_MS = 250;
  * the way: a leadership lost, a dispatcher stopping) may be handed on again; its claim decides.
  */
 const HANDED_ON_FOR_MS = 60_000;
+/**
+ * A slot another instance is ranked first for is handed on here too once it is still due this
+ * long after its instant (that instance is gone, stuck, or far behind): the dispatcher then claims
+ * it if the first left no receipt, or watches that it gets its row.
+ */
+const OVERDUE_MS = 5_000;
 /** Tries of an advance whose row another write changed meanwhile. */
 const ADVANCE_TRIES = 5;
 /** Catch-up outcomes after which the next missed slot is tried. */
@@ -56,18 +62,31 @@ export class ScheduleFirer {
   private readonly handedOn = new Map<string, number>();
   /** Slots read whose jittered instant is still ahead, by key: handed on by the poll that reaches it. */
   private readonly waiting = new Map<string, { record: ScheduleRecord; schedule: ResolvedSchedule; handOnAt: number }>();
+  /**
+   * Slots read here that another instance is ranked first for, by key: their start instant. Not
+   * handed on (nor their schedule resolved) while that instance has them, unless they are overdue.
+   */
+  private readonly leftToFirst = new Map<string, number>();
   private startedAt = 0;
   private stopped = true;
   private dispatch: ((executor: JobExecutor, slot: Date) => void) | undefined;
+  private claimsFirst: (jobName: string, slot: Date) => boolean = () => true;
   private failing = false;
 
   constructor(private readonly deps: ScheduleFirerDeps) {}
 
-  /** Starts polling (once the dispatcher runs); slots due before now are caught up per their policy. */
-  start(dispatch: (executor: JobExecutor, slot: Date) => void): void {
+  /**
+   * Starts polling (once the dispatcher runs); slots due before now are caught up per their policy.
+   * `claimsFirst`: whether the dispatcher claims a slot here at once (this instance is ranked first
+   * for it, or has no fleet to share it with). Each due slot is handed on by that instance alone,
+   * so a burst costs the fleet one executor and one claim per slot, not one per instance; the
+   * others hand it on only once it is overdue (`OVERDUE_MS` after its instant and still due).
+   */
+  start(dispatch: (executor: JobExecutor, slot: Date) => void, claimsFirst?: (jobName: string, slot: Date) => boolean): void {
     if (!this.deps.store || !this.stopped) return;
     this.stopped = false;
     this.dispatch = dispatch;
+    if (claimsFirst) this.claimsFirst = claimsFirst;
     this.startedAt = this.deps.clock();
     const next = (): void => {
       if (this.stopped) return;
@@ -83,6 +102,7 @@ export class ScheduleFirer {
   async stop(): Promise<void> {
     this.stopped = true;
     this.waiting.clear();
+    this.leftToFirst.clear();
     clearTimeout(this.timer);
     await this.polling;
   }
@@ -95,11 +115,14 @@ export class ScheduleFirer {
   async poll(): Promise<void> {
     if (this.stopped || !this.deps.leading()) {
       this.waiting.clear();
+      this.leftToFirst.clear();
       return;
     }
     const now = this.deps.clock();
     const mono = performance.now();
     for (const [key, until] of this.handedOn) if (until <= mono) this.handedOn.delete(key);
+    // Past overdue and not read again since: advanced by the instance that claimed it.
+    for (const [key, startMs] of this.leftToFirst) if (now - startMs > 2 * OVERDUE_MS) this.leftToFirst.delete(key);
     for (const [key, { record, schedule, handOnAt }] of this.waiting) {
       if (handOnAt > now) continue;
       this.waiting.delete(key);
@@ -144,6 +167,15 @@ export class ScheduleFirer {
     const slotMs = record.nextDueAt.getTime();
     const key = `${record.id}\n${slotMs}`;
     if (this.handedOn.has(key) || this.waiting.has(key)) return false;
+    // Left to the instance ranked first for it: looked at again (cheaply: no definition resolved)
+    // until it is overdue, or the fleet changed and this instance is first now.
+    const leftAt = this.leftToFirst.get(key);
+    if (leftAt !== undefined && !this.handsOn(record.id, leftAt, now)) return false;
+    // Without jitter the slot starts at its instant: ranked before its definition is resolved.
+    if (leftAt === undefined && record.options.jitter === undefined && !this.handsOn(record.id, slotMs, now)) {
+      this.leftToFirst.set(key, slotMs);
+      return false;
+    }
     const schedule = this.deps.executors.resolve(record);
     if (!schedule) return false;
     const handOnAt = slotMs + jitterOffset(record.id, slotMs, schedule.jitterMs) - claimAheadMs(schedule.job.overlap);
@@ -155,15 +187,26 @@ export class ScheduleFirer {
     return this.handOn(record, schedule, key, now, mono);
   }
 
+  /** Whether this instance hands on a slot starting at `startMs`: it is ranked first for it, or the slot is overdue. */
+  private handsOn(id: string, startMs: number, now: number): boolean {
+    return now - startMs >= OVERDUE_MS || this.claimsFirst(id, new Date(startMs));
+  }
+
   private handOn(record: ScheduleRecord, schedule: ResolvedSchedule, key: string, now: number, mono: number): boolean {
     const slotMs = record.nextDueAt!.getTime();
     const startMs = slotMs + jitterOffset(record.id, slotMs, schedule.jitterMs);
+    // Due before this instance started polling, and too late for a start-up slot: missed while
+    // no instance fired it (else it would have been advanced), so its catch-up policy decides.
+    const missed = startMs < this.startedAt && now - startMs > schedule.job.startGraceMs;
+    if (!missed && !this.handsOn(record.id, startMs, now)) {
+      this.leftToFirst.set(key, startMs);
+      return false;
+    }
+    this.leftToFirst.delete(key);
     const executor = this.deps.executors.executorFor(record, schedule);
     if (!executor) return false;
     this.handedOn.set(key, mono + executor.startBudgetMs + 2 * schedule.job.leaseMs + HANDED_ON_FOR_MS);
-    // Due before this instance started polling, and too late for a start-up slot: missed while
-    // no instance fired it (else it would have been advanced), so its catch-up policy decides.
-    if (startMs < this.startedAt && now - startMs > schedule.job.startGraceMs) {
+    if (missed) {
       void this.catchUp(executor, record, schedule, key, now);
       return true;
     }
