@@ -171,6 +171,16 @@ export class SlotDispatcher {
   }
 
   /**
+   * Claims a slot here now, whoever is ranked first for it (through admission control): for a slot
+   * still unclaimed long after its instant, which its first instance may never have seen. The claim
+   * decides, as always; a claim that finds it taken watches that it gets its row.
+   */
+  claim(executor: JobExecutor, slot: Date): void {
+    if (!executor.job.fires || this.stopped) return;
+    this.fire(executor, slot);
+  }
+
+  /**
    * Slots a stalled event loop let pass before the job's timer could run (job.timer.ts): too late
    * to start, so each gets a `skipped_overload` row saying why. Written (insert-if-absent, batched)
    * by the instance ranked first for the slot, as its claim would have been, so a fleet stalled

@@ -132,10 +132,11 @@ export class DistributedCronOrchestrator {
     }
     this.dispatcher.timersStarted();
     void births.then((born) => this.catchUp(born, timersAt));
-    schedules?.firer.start(
-      (executor, slot) => this.dispatch(executor, slot),
-      (jobName, slot) => this.dispatcher?.claimsFirst(jobName, slot) ?? true,
-    );
+    schedules?.firer.start({
+      dispatch: (executor, slot) => this.dispatch(executor, slot),
+      claimsFirst: (jobName, slot) => this.dispatcher?.claimsFirst(jobName, slot) ?? true,
+      claim: (executor, slot) => (this.dispatcher ? this.dispatcher.claim(executor, slot) : void executor.fire(slot)),
+    });
     this.sweeper = this.runSweeper;
     this.sweeper.start();
     if (runtime.retention && runtime.options.prisma) {

@@ -23,15 +23,25 @@ const READ_AHEAD_MS = 250;
  */
 const HANDED_ON_FOR_MS = 60_000;
 /**
- * A slot another instance is ranked first for is handed on here too once it is still due this
- * long after its instant (that instance is gone, stuck, or far behind): the dispatcher then claims
- * it if the first left no receipt, or watches that it gets its row.
+ * A slot another instance is ranked first for is claimed here too once it is still due this long
+ * after its instant: that instance is gone, stuck or far behind, or never saw it as its own (the
+ * fleet's member list changed between the reads of the instances). The claim decides.
  */
 const OVERDUE_MS = 5_000;
 /** Tries of an advance whose row another write changed meanwhile. */
 const ADVANCE_TRIES = 5;
 /** Catch-up outcomes after which the next missed slot is tried. */
 const CONTINUE: ReadonlySet<FireOutcome> = new Set<FireOutcome>(['ran', 'already_done']);
+
+/** Where the firer hands its slots: the instance's slot dispatcher. */
+export interface SlotRoute {
+  /** Claims the slot here now, or after the head start of the instance ranked first for it. */
+  dispatch(executor: JobExecutor, slot: Date): void;
+  /** Whether `dispatch` claims the slot here at once (this instance is ranked first for it, or has no fleet to share it with). */
+  claimsFirst(jobName: string, slot: Date): boolean;
+  /** Claims the slot here now, whoever is ranked first (through admission control). */
+  claim(executor: JobExecutor, slot: Date): void;
+}
 
 /** What the firer needs: the table, the executors, the module clock, and whether this instance fires now. */
 export interface ScheduleFirerDeps {
@@ -69,24 +79,21 @@ export class ScheduleFirer {
   private readonly leftToFirst = new Map<string, number>();
   private startedAt = 0;
   private stopped = true;
-  private dispatch: ((executor: JobExecutor, slot: Date) => void) | undefined;
-  private claimsFirst: (jobName: string, slot: Date) => boolean = () => true;
+  private route: SlotRoute | undefined;
   private failing = false;
 
   constructor(private readonly deps: ScheduleFirerDeps) {}
 
   /**
    * Starts polling (once the dispatcher runs); slots due before now are caught up per their policy.
-   * `claimsFirst`: whether the dispatcher claims a slot here at once (this instance is ranked first
-   * for it, or has no fleet to share it with). Each due slot is handed on by that instance alone,
-   * so a burst costs the fleet one executor and one claim per slot, not one per instance; the
-   * others hand it on only once it is overdue (`OVERDUE_MS` after its instant and still due).
+   * Each due slot is handed on by the instance that `route` claims it on at once (ranked first for
+   * it), so a burst costs the fleet one executor and one claim per slot, not one per instance; the
+   * others claim it only once it is overdue (`OVERDUE_MS` after its instant and still due).
    */
-  start(dispatch: (executor: JobExecutor, slot: Date) => void, claimsFirst?: (jobName: string, slot: Date) => boolean): void {
+  start(route: SlotRoute): void {
     if (!this.deps.store || !this.stopped) return;
     this.stopped = false;
-    this.dispatch = dispatch;
-    if (claimsFirst) this.claimsFirst = claimsFirst;
+    this.route = route;
     this.startedAt = this.deps.clock();
     const next = (): void => {
       if (this.stopped) return;
@@ -189,7 +196,7 @@ export class ScheduleFirer {
 
   /** Whether this instance hands on a slot starting at `startMs`: it is ranked first for it, or the slot is overdue. */
   private handsOn(id: string, startMs: number, now: number): boolean {
-    return now - startMs >= OVERDUE_MS || this.claimsFirst(id, new Date(startMs));
+    return now - startMs >= OVERDUE_MS || this.route!.claimsFirst(id, new Date(startMs));
   }
 
   private handOn(record: ScheduleRecord, schedule: ResolvedSchedule, key: string, now: number, mono: number): boolean {
@@ -211,7 +218,9 @@ export class ScheduleFirer {
       return true;
     }
     executor.expect(startMs, () => void this.advance(record, schedule, key, (s) => nextDue(s, new Date(slotMs))));
-    this.dispatch!(executor, new Date(startMs));
+    const slot = new Date(startMs);
+    if (this.route!.claimsFirst(record.id, slot)) this.route!.dispatch(executor, slot);
+    else this.route!.claim(executor, slot);
     return true;
   }
 

@@ -3,12 +3,14 @@
  * database of this file's own, and a private redis-server): every slot runs once fleet-wide, with
  * its `completed` row, none recorded `lease_lost` by an instance that watched it, and every row of
  * the table moves on to its next slot. Outcome, not speed (speed is measured in bench/dynamic.ts).
+ * And a slot whose first-ranked instance never hands it on (it lacks the handler, as in a rolling
+ * deploy) is still claimed and run by another.
  */
 import { Injectable } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DistributedCronHandler, type ScheduleRunContext } from '../../src/index.js';
+import { DistributedCron, DistributedCronHandler, type ScheduleRunContext } from '../../src/index.js';
 import { startApp, type RunningApp } from '../support/app.js';
 import { integrationSetup } from '../support/integration.setup.js';
 import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
@@ -107,4 +109,53 @@ describe('a burst of schedules due on the same second', () => {
     expect(after.every((s) => s !== undefined && s.nextDueAt !== null && s.nextDueAt.getTime() > slots[1]!)).toBe(true);
     await Promise.all(ids.map((id) => fleet[0]!.cron.schedules.remove(id)));
   }, 60_000);
+});
+
+describe('a slot its first-ranked instance never hands on', () => {
+  it('an instance without the handler (a rolling deploy) ranked first: another claims the slot, once, with its completed row', async () => {
+    // The burst's fleet stops: it would fire the schedule by itself.
+    for (const app of fleet) {
+      apps.splice(apps.indexOf(app), 1);
+      await app.close();
+    }
+    const name = uniqueName('deploy');
+    // The same static job on both (so they rank each other, and each sends its receipts every second).
+    const tick = (): new () => object => {
+      @Injectable()
+      class Ticks {
+        @DistributedCron('* * * * * *', { name: `${name}-static` })
+        tick(): void {}
+      }
+      return Ticks;
+    };
+    const redis = (): Redis => new Redis(server.url, { maxRetriesPerRequest: 1 }).on('error', () => undefined);
+    const withHandler = await startApp({
+      label: `${name}-new`,
+      providers: [handlerFor(`${name}-new`), tick()],
+      redis: redis(),
+      module: { timeZone: 'UTC', sweepEvery: '300ms' },
+    });
+    const without = await startApp({
+      label: `${name}-old`,
+      providers: [tick()],
+      redis: redis(),
+      module: { timeZone: 'UTC', sweepEvery: '300ms' },
+    });
+    apps.push(withHandler, without);
+    const id = uniqueName('tenant');
+    await withHandler.cron.schedules.upsert({ id, handler: 'tenant-burst', cron: '* * * * * *', timeZone: 'UTC', lease: '2s' });
+    const from = Math.ceil((Date.now() + 1_500) / 1_000) * 1_000;
+    const slots = Array.from({ length: 8 }, (_, i) => from + i * 1_000);
+    // A slot left to the instance without the handler is claimed once overdue (5 s after its instant).
+    await sleep(slots.at(-1)! - Date.now() + 7_000);
+    await withHandler.cron.schedules.remove(id);
+    const ran = starts.filter((s) => s.scheduleId === id && slots.includes(s.scheduledAt));
+    expect(ran.map((s) => s.scheduledAt).sort()).toEqual(slots);
+    // Watchers have looked by now (a lease after each claim): every slot completed, none lease_lost.
+    await sleep(3_000);
+    const rows = await prisma.distributedCronRun.findMany({
+      where: { jobName: id, scheduledAt: { in: slots.map((slot) => new Date(slot)) } },
+    });
+    expect(rows.map((r) => r.status)).toEqual(slots.map(() => 'completed'));
+  }, 40_000);
 });
