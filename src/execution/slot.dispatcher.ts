@@ -29,6 +29,8 @@ const RECEIPT_TTL_MS = 30_000;
  * up) is late with its claims, and every instance claiming every slot then would load it more.
  */
 const SECOND_LOOK_MS = 250;
+/** Job names whose hash is kept for the ranking (the static jobs, and schedules up to the bound). */
+const MAX_JOB_HASHES = 10_000;
 /** A slot left to its preferred instance, looked at again once the head start has passed. */
 interface Deferred {
   executor: JobExecutor;
@@ -167,7 +169,7 @@ export class SlotDispatcher {
    */
   claimsFirst(jobName: string, slot: Date): boolean {
     if (this.leader || !this.fleet || this.members.length < 2 || this.myIndex < 0) return true;
-    return this.rank(jobName, slot.getTime())[0] === this.myIndex;
+    return this.rank(jobName, slot.getTime(), false)[0] === this.myIndex;
   }
 
   /**
@@ -320,13 +322,15 @@ export class SlotDispatcher {
 
   /**
    * Indices of the first three members for this slot (fewer members: -1), in `ranked` (reused:
-   * this runs for every job at every slot, so it allocates nothing).
+   * this runs for every job at every slot, so it allocates nothing). `remember`: keep the job's
+   * hash (the jobs of the timers; not a schedule's due slot ranked before it is handed on).
    */
-  private rank(jobName: string, slotMs: number): Int32Array {
+  private rank(jobName: string, slotMs: number, remember = true): Int32Array {
     let jobHash = this.jobHashes.get(jobName);
     if (jobHash === undefined) {
       jobHash = fnv1a(jobName);
-      this.jobHashes.set(jobName, jobHash);
+      // Bounded: schedules created at run time are jobs too, as many as there are schedules.
+      if (remember && this.jobHashes.size < MAX_JOB_HASHES) this.jobHashes.set(jobName, jobHash);
     }
     const item = mix(mix(jobHash ^ (slotMs % 0x1_0000_0000)) ^ Math.floor(slotMs / 0x1_0000_0000));
     const ranked = this.ranked;
