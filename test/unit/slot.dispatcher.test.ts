@@ -135,6 +135,40 @@ class JoiningFleet extends MemoryFleet {
   }
 }
 
+describe("fleet mode: claimsFirst and claim (the schedules' firer)", () => {
+  it('claimsFirst is true on exactly the instance whose dispatch claims the slot at once', async () => {
+    const fleet = new MemoryFleet({ a: ['a', 'b', 'c'], b: ['a', 'b', 'c'], c: ['a', 'b', 'c'] });
+    const ds = [await started(fleet, 'a'), await started(fleet, 'b'), await started(fleet, 'c')];
+    const on = ds.map(() => jobs(300));
+    const first = ds.map(() => new Set<string>());
+    ds.forEach((d, k) => {
+      for (const executor of on[k]!.executors) {
+        if (d.claimsFirst(executor.job.name, SLOT)) first[k]!.add(executor.job.name);
+        d.dispatch(executor, SLOT);
+      }
+    });
+    await sleep(50);
+    // Before the head start has passed, only the first instance of each slot has claimed it.
+    expect(first.reduce((n, set) => n + set.size, 0)).toBe(300);
+    ds.forEach((_, k) => expect(on[k]!.fired).toEqual(first[k]));
+    expect(first.every((set) => set.size > 50)).toBe(true);
+  });
+
+  it('without a fleet, or before this instance is in the list, every slot is its own; claim fires whoever is first', async () => {
+    const alone = new SlotDispatcher(undefined, 'x', GROUP, new Logger('test'));
+    dispatchers.push(alone);
+    await alone.start();
+    expect(alone.claimsFirst('job-0', SLOT)).toBe(true);
+    const fleet = new MemoryFleet({ a: ['a', 'b'], b: ['a', 'b'] });
+    const [a, b] = [await started(fleet, 'a'), await started(fleet, 'b')];
+    const { executors, fired } = jobs(20);
+    const notMine = executors.filter((e) => !a.claimsFirst(e.job.name, SLOT));
+    expect(notMine.length).toBeGreaterThan(0);
+    expect(notMine.every((e) => b.claimsFirst(e.job.name, SLOT))).toBe(true);
+    for (const executor of notMine) a.claim(executor, SLOT);
+    expect([...fired].sort()).toEqual(notMine.map((e) => e.job.name).sort());
+  });
+});
 describe('fleet mode: a fleet that starts together', () => {
   it('an instance that was up alone ranks its next slots over an instance that joined since (a start-up beat)', async () => {
     const fleet = new JoiningFleet();
