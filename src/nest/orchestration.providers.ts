@@ -76,6 +76,7 @@ export const ORCHESTRATION_PROVIDERS: Provider[] = [
         clock: runtime.clock,
         logger: runtime.logger,
         leading: () => runtime.elector?.isLeader ?? true,
+        busy: () => runtime.admission.overloaded(),
       }),
     inject: [DistributedCronRuntime, DISTRIBUTED_CRON_SCHEDULE_STORE, ScheduleExecutors],
   },

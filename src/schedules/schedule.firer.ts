@@ -28,6 +28,12 @@ const HANDED_ON_FOR_MS = 60_000;
  * fleet's member list changed between the reads of the instances). The claim decides.
  */
 const OVERDUE_MS = 5_000;
+/**
+ * While this instance is overloaded (its own slots wait), another's slot is claimed only this long
+ * after its instant: a fleet behind on a burst works off its own shares instead of each instance
+ * claiming every other's backlog too (an instance that died leaves the member list sooner).
+ */
+const OVERDUE_WHILE_BUSY_MS = 60_000;
 /** Tries of an advance whose row another write changed meanwhile. */
 const ADVANCE_TRIES = 5;
 /** Catch-up outcomes after which the next missed slot is tried. */
@@ -53,6 +59,8 @@ export interface ScheduleFirerDeps {
   readonly leading: () => boolean;
   /** How often the table is read. @default 250 */
   readonly pollMs?: number;
+  /** Whether this instance is overloaded now (its admission control); another's overdue slot then waits longer. */
+  readonly busy?: () => boolean;
 }
 
 /**
@@ -129,7 +137,7 @@ export class ScheduleFirer {
     const mono = performance.now();
     for (const [key, until] of this.handedOn) if (until <= mono) this.handedOn.delete(key);
     // Past overdue and not read again since: advanced by the instance that claimed it.
-    for (const [key, startMs] of this.leftToFirst) if (now - startMs > 2 * OVERDUE_MS) this.leftToFirst.delete(key);
+    for (const [key, startMs] of this.leftToFirst) if (now - startMs > OVERDUE_WHILE_BUSY_MS + OVERDUE_MS) this.leftToFirst.delete(key);
     for (const [key, { record, schedule, handOnAt }] of this.waiting) {
       if (handOnAt > now) continue;
       this.waiting.delete(key);
@@ -196,7 +204,9 @@ export class ScheduleFirer {
 
   /** Whether this instance hands on a slot starting at `startMs`: it is ranked first for it, or the slot is overdue. */
   private handsOn(id: string, startMs: number, now: number): boolean {
-    return now - startMs >= OVERDUE_MS || this.route!.claimsFirst(id, new Date(startMs));
+    const late = now - startMs;
+    if (late >= OVERDUE_WHILE_BUSY_MS || (late >= OVERDUE_MS && !this.deps.busy?.())) return true;
+    return this.route!.claimsFirst(id, new Date(startMs));
   }
 
   private handOn(record: ScheduleRecord, schedule: ResolvedSchedule, key: string, now: number, mono: number): boolean {
