@@ -203,7 +203,7 @@ export const SHARED_PART_PROVIDERS: Provider[] = [
                 },
                 active: () => schedules.active(),
                 adopt: (id) => schedules.byId(id),
-                adoptMany: (ids) => schedules.byIds(ids),
+                adoptMany: (ids) => schedules.adoptOpen(ids),
               }
             : undefined,
         },

@@ -246,6 +246,8 @@ export class ScheduleExecutors {
   private readonly gates: Map<string, Array<{ revision: Revision; slotMs: number; resolve: (due: boolean) => void }>> = new Map();
   private gateScheduled = false;
   private stopping = false;
+  /** Schedules with open rows not held here, as the sweep's last look found them (see `adoptOpen`). */
+  private openBefore = new Set<string>();
 
   constructor(private readonly deps: ScheduleExecutorsDeps) {}
 
@@ -359,6 +361,18 @@ export class ScheduleExecutors {
   /** The configuration a schedule this instance runs has now (its heartbeat URL), or undefined for another job. */
   jobOf(jobName: string): JobConfig | undefined {
     return this.newest.get(jobName)?.job;
+  }
+
+  /**
+   * The executors of schedules whose rows the sweep is to look after here (running, queued, a due
+   * retry) though this instance does not hold them: only those that were open at the sweep's
+   * previous look too. The rows of a burst are open for a moment on the instances that claimed
+   * them; adopting each at first sight would build every schedule's executor on every instance.
+   */
+  async adoptOpen(ids: readonly string[]): Promise<ScheduleExecutor[]> {
+    const before = this.openBefore;
+    this.openBefore = new Set(ids);
+    return this.byIds(ids.filter((id) => before.has(id)));
   }
 
   /** The handler of a schedule this instance runs (its metrics' `job` label), or undefined for another job. */
