@@ -66,8 +66,9 @@ export interface ScheduleFirerDeps {
 /**
  * Fires the schedules' slots. The table is the durable "not yet handled" marker: every
  * `pollMs` the firer reads what is due (`next_due_at` up to now and the claim-ahead time, in due
- * order, a bounded batch), and hands each (schedule, slot) to the slot dispatcher as a static
- * job's timer does, at its jittered instant. Once the slot's fate is settled here (claimed and
+ * order, a bounded batch), and hands each (schedule, slot) it is ranked first for to the slot
+ * dispatcher as a static job's timer does, at its jittered instant (another instance's slot, once
+ * overdue, is claimed here directly). Once the slot's fate is settled here (claimed and
  * recorded, shed with its row, or left to the instance that claimed it), the row is advanced to
  * the next slot with a compare-and-set; if every instance dies in between, the row is still due
  * and its slot is caught up on restart per the schedule's `catchUp`. No timer, promise or object
