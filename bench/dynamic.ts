@@ -37,7 +37,7 @@ import type { BullmqWorkerConfig } from './fixtures/bullmq-worker.js';
 import type { CountCommand, DynamicInstanceConfig, UpsertCommand } from './fixtures/dynamic-instance.js';
 import { EXPRESSION, kindOf, zoneOf } from './lib/schedule-mix.js';
 import { PrismaScheduleStore } from '../src/schedules/prisma-schedule.store.js';
-import { jitterOffset } from '../src/schedules/schedule.executors.js';
+import { jitterOffset } from '../src/schedules/schedule.executor.js';
 import { killAllChildren, spawnChild, type Child, type ChildEvent } from './lib/children.js';
 import { adminDb, startBenchRedis, type BenchRedis } from './lib/services.js';
 import { log, percentiles, round2, sleep, sleepUntil, type Percentiles } from './lib/util.js';

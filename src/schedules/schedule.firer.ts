@@ -4,7 +4,8 @@ import { describeError } from '../errors/error.redact.js';
 import type { JobExecutor } from '../execution/job.executor.js';
 import { claimAheadMs } from '../scheduling/job.timer.js';
 import { nextDue, type ResolvedSchedule } from './schedule.config.js';
-import { jitterOffset, type ScheduleExecutor, type ScheduleExecutors } from './schedule.executors.js';
+import { jitterOffset, type ScheduleExecutor } from './schedule.executor.js';
+import type { ScheduleExecutors } from './schedule.executors.js';
 import type { ScheduleDueCursor, ScheduleRecord, ScheduleStore } from './schedule.store.js';
 
 /** How often the table is read for what is due. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jitterOffset } from '../../src/schedules/schedule.executors.js';
+import { jitterOffset } from '../../src/schedules/schedule.executor.js';
 
 describe('a schedule slot’s jitter offset', () => {
   const slot = Date.UTC(2026, 11, 7, 9);

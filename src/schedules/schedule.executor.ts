@@ -1,0 +1,199 @@
+import { defaultExecutionId, type JobConfig } from '../config/job.config.js';
+import type { CronContext, FireOutcome, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
+import type { AlertDispatcher } from '../alerting/alert.dispatcher.js';
+import type { AlertEvent } from '../alerting/alert.interfaces.js';
+import { fnv1a, mix } from '../execution/hash.js';
+import { JobExecutor, type ExecutorDeps } from '../execution/job.executor.js';
+import type { RunLedger } from '../history/run-history.js';
+import { businessDate } from '../scheduling/cron.schedule.js';
+import type { ResolvedSchedule } from './schedule.config.js';
+import type { ScheduleHandler } from './schedule.handlers.js';
+import type { ScheduleRecord } from './schedule.store.js';
+
+/**
+ * The offset of a slot's start within `[0, jitterMs]`: fixed per (schedule, slot), so every
+ * instance computes the same, and spread evenly over the schedules of one instant.
+ */
+export function jitterOffset(id: string, slotMs: number, jitterMs: number): number {
+  return jitterMs <= 0 ? 0 : mix(fnv1a(`${id}\n${slotMs}`)) % (jitterMs + 1);
+}
+
+/** Which definition of a schedule: its incarnation (when that was created) and its version in it. */
+export interface Revision {
+  readonly born: number;
+  readonly version: number;
+}
+
+function revisionOf(record: ScheduleRecord): Revision {
+  return { born: record.createdAt.getTime(), version: record.version };
+}
+
+export function revisionKey(record: ScheduleRecord): string {
+  return `${record.id}@${record.createdAt.getTime()}.${record.version}`;
+}
+
+export function newer(a: Revision, b: Revision): boolean {
+  return a.born !== b.born ? a.born > b.born : a.version > b.version;
+}
+
+/** What the firing layer learns of a slot it handed to the dispatcher: its fate is settled on this instance. */
+type Settled = () => void;
+
+/** What a schedule's executor needs beyond a job's: whether a dispatched slot may still start. */
+interface ScheduleExecutorHooks {
+  /** Whether the schedule still exists (this incarnation of it), enabled, with this slot to run (checked just before the claim). */
+  readonly stillDue: (id: string, revision: Revision, slotMs: number) => Promise<boolean>;
+}
+
+/**
+ * A schedule's slots through the pipeline of a static job's: the job's name is the schedule's id,
+ * the execution ID the nominal slot. A slot with `jitter` is handed on at its jittered instant
+ * (so claim-ahead, admission and the start all count from it) and recorded under its nominal
+ * slot with `jitter_ms`. The firing layer hears when each slot it handed on is settled here.
+ */
+export class ScheduleExecutor extends JobExecutor {
+  readonly scheduleId: string;
+  /** The definition it runs: a schedule removed and created again starts over at version 1, with a new `createdAt`. */
+  readonly revision: Revision;
+  readonly handler: string;
+  readonly jitterMs: number;
+  lastUsed = 0;
+  private readonly awaiting = new Map<number, Settled>();
+
+  constructor(
+    record: ScheduleRecord,
+    schedule: ResolvedSchedule,
+    handler: ScheduleHandler,
+    deps: ExecutorDeps,
+    private readonly hooks: ScheduleExecutorHooks,
+  ) {
+    const { job, jitterMs } = schedule;
+    const nominal = (at: Date): Date => (jitterMs > 0 ? (job.schedule.previous(at) ?? at) : at);
+    const config: JobConfig = Object.freeze({
+      ...job,
+      executionIdFor: (slot: SlotInfo) => defaultExecutionId({ ...slot, scheduledAt: nominal(slot.scheduledAt) }),
+    });
+    const context = { id: record.id, data: record.data };
+    const invoke = (ctx: CronContext): unknown => {
+      const at = ctx.trigger === 'schedule' ? nominal(ctx.scheduledAt) : ctx.scheduledAt;
+      return handler.run(Object.freeze({ ...ctx, scheduledAt: at, businessDate: businessDate(at, job.timeZone), schedule: context }));
+    };
+    super(config, invoke, {
+      ...deps,
+      history: scheduleLedger(deps.history, record.id, jitterMs, nominal, job.timeZone),
+      alerts: groupedAlerts(deps.alerts, record.handler),
+    });
+    this.scheduleId = record.id;
+    this.revision = revisionOf(record);
+    this.handler = record.handler;
+    this.jitterMs = jitterMs;
+  }
+
+  /** The next `fire`, `shed` or `watch` of `slotMs` (scheduled) calls `settled` once its fate is known here. */
+  expect(slotMs: number, settled: Settled): void {
+    this.awaiting.set(slotMs, settled);
+  }
+
+  override fire(scheduledAt: Date, trigger: RunTrigger = 'schedule', started?: (answered: boolean) => void): Promise<FireOutcome> {
+    if (trigger !== 'schedule') return super.fire(scheduledAt, trigger, started);
+    const settle = this.take(scheduledAt);
+    // The schedule may have been paused, removed or changed since the poll that handed the slot on.
+    const outcome = this.hooks.stillDue(this.scheduleId, this.revision, scheduledAt.getTime()).then(
+      (due) => {
+        if (!due) {
+          started?.(true);
+          return 'paused' as const;
+        }
+        return super.fire(scheduledAt, trigger, (answered) => {
+          started?.(answered);
+          settle();
+        });
+      },
+      () => super.fire(scheduledAt, trigger, started),
+    );
+    void outcome.finally(settle);
+    return outcome;
+  }
+
+  override shed(scheduledAt: Date, why: string): Promise<FireOutcome> {
+    const settle = this.take(scheduledAt);
+    const outcome = super.shed(scheduledAt, why);
+    void outcome.finally(settle);
+    return outcome;
+  }
+
+  /**
+   * A slot left to the instance ranked first for it: not settled here. Its row is advanced by an
+   * instance that claims it; the instance ranked first may not have read the row yet (polls are
+   * not in step, and its receipt for the instant may come from other slots), so advancing it here
+   * could leave the slot to nobody. The firer hands it on again if it is still due later.
+   */
+  override watch(scheduledAt: Date, watcher: boolean): void {
+    super.watch(scheduledAt, watcher);
+    this.awaiting.delete(scheduledAt.getTime());
+  }
+
+  override watchShed(scheduledAt: Date, why: string): void {
+    super.watchShed(scheduledAt, why);
+    this.awaiting.delete(scheduledAt.getTime());
+  }
+
+  /** The slot's settle callback, called at most once. */
+  private take(scheduledAt: Date): Settled {
+    const slotMs = scheduledAt.getTime();
+    const settled = this.awaiting.get(slotMs);
+    if (!settled) return () => undefined;
+    this.awaiting.delete(slotMs);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      settled();
+    };
+  }
+
+  /** Nothing awaited, nothing going. */
+  get idle(): boolean {
+    return this.awaiting.size === 0 && !this.busy;
+  }
+}
+
+/**
+ * The run history as a schedule's executor writes it: each row names the schedule, and a
+ * jittered slot is recorded under its nominal instant with its offset.
+ */
+function scheduleLedger(base: RunLedger, scheduleId: string, jitterMs: number, nominal: (at: Date) => Date, timeZone: string): RunLedger {
+  const slotOf = <R extends { scheduledAt: Date; businessDate: string; trigger: RunTrigger }>(request: R): R => {
+    if (jitterMs === 0) return { ...request, scheduleId };
+    if (request.trigger !== 'schedule') return { ...request, scheduleId };
+    const at = nominal(request.scheduledAt);
+    return {
+      ...request,
+      scheduleId,
+      scheduledAt: at,
+      businessDate: businessDate(at, timeZone),
+      jitterMs: request.scheduledAt.getTime() - at.getTime(),
+    };
+  };
+  return Object.assign(Object.create(base) as RunLedger, {
+    begin: (request: Parameters<RunLedger['begin']>[0]) => base.begin(slotOf(request)),
+    recordNotStarted: (request: Parameters<RunLedger['recordNotStarted']>[0]) => base.recordNotStarted(slotOf(request)),
+  });
+}
+
+/**
+ * The alerts of a schedule's runs, grouped by handler: one failure streak and deduplication window
+ * for all the schedules of the handler (a handler name has no white space, a job name neither, so
+ * the group's key is no job's).
+ */
+function groupedAlerts(alerts: AlertDispatcher, handler: string): AlertDispatcher {
+  const group = `handler ${handler}`;
+  return Object.assign(Object.create(alerts) as AlertDispatcher, {
+    failure: (event: AlertEvent) =>
+      alerts.failure({
+        ...event,
+        group,
+        detail: event.detail ?? `grouped with the other schedules of handler '${handler}': their failures count as one streak`,
+      }),
+  });
+}
