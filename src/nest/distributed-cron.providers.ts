@@ -148,6 +148,7 @@ export const SHARED_PART_PROVIDERS: Provider[] = [
           ]),
         ],
         executorFor: (record) => executors.executorFor(record),
+        logger: new Logger(LOGGER_CONTEXT),
       }),
     inject: [DISTRIBUTED_CRON_CONFIG, DISTRIBUTED_CRON_SCHEDULE_STORE, DISTRIBUTED_CRON_HANDLERS, ScheduleExecutors, DISTRIBUTED_CRON_JOBS],
   },

@@ -1,4 +1,6 @@
+import type { LoggerService } from '@nestjs/common';
 import type { FireOutcome } from '../distributed-cron.interfaces.js';
+import { recordedExecutionId } from '../config/job.config.js';
 import { shown } from '../distributed-cron.messages.js';
 import type { JobExecutor } from '../execution/job.executor.js';
 import { DistributedCronArgumentError } from '../errors/distributed-cron-argument.error.js';
@@ -15,7 +17,8 @@ import {
   type ScheduleDefinition,
   type ScheduleModuleOptions,
 } from './schedule.config.js';
-import type { SchedulePage, ScheduleRecord, ScheduleStore, UpsertOutcome } from './schedule.store.js';
+import { jitterOffset } from './schedule.executors.js';
+import type { ScheduleField, SchedulePage, ScheduleRecord, ScheduleStore, UpsertOutcome } from './schedule.store.js';
 
 /** `list()` pages: this many schedules unless `limit` says otherwise, never more than the maximum. */
 const DEFAULT_PAGE = 100;
@@ -24,6 +27,10 @@ const MAX_PAGE = 1_000;
 const MAX_NEXT_RUNS = 1_000;
 /** pause()/resume() read the row again when another write moved its version meanwhile. */
 const MAX_ATTEMPTS = 5;
+/** The fields whose change moves the due slot (the rest keep it). */
+const TIMING: ReadonlySet<ScheduleField> = new Set<ScheduleField>(['expression', 'timeZone', 'enabled', 'startAt', 'endAt']);
+/** Late slots a change leaves due, at most (the newest). */
+const MAX_LATE_SLOTS = 100;
 
 /** Which schedules `list()` returns, one page at a time. */
 export interface ScheduleListOptions {
@@ -78,6 +85,8 @@ export interface SchedulesDeps {
   readonly queues?: () => readonly string[];
   /** The executor of a stored schedule (undefined: this app cannot run it). */
   readonly executorFor?: (record: ScheduleRecord) => JobExecutor | undefined;
+  /** Where a slot a change left due and this app cannot run is reported. */
+  readonly logger?: LoggerService;
 }
 
 /**
@@ -103,12 +112,19 @@ export class DistributedCronSchedules {
     const schedule = resolveSchedule(definition, this.deps.module, this.deps.handlers());
     checkQueue(schedule, this.deps.queues?.() ?? []);
     const now = this.now();
-    return this.store().upsert(scheduleWrite(definition, schedule, now), now);
+    const before = await this.store().get(schedule.job.name);
+    const outcome = await this.store().upsert(scheduleWrite(definition, schedule, now), now);
+    if (before && outcome.changed.some((field) => TIMING.has(field))) this.runLeftDue(before, now);
+    return outcome;
   }
 
-  /** Deletes the schedule; whether it existed. */
+  /** Deletes the schedule; whether it existed. Its slots already due and not yet started still run. */
   async remove(id: string): Promise<boolean> {
-    return this.store().remove(checkedId('remove', id));
+    const now = this.now();
+    const before = await this.store().get(checkedId('remove', id));
+    const removed = await this.store().remove(id);
+    if (removed && before) this.runLeftDue(before, now);
+    return removed;
   }
 
   /** The schedule as stored, or undefined. */
@@ -230,6 +246,7 @@ export class DistributedCronSchedules {
       const now = this.now();
       const nextDueAt = enabled ? nextDue({ ...this.resolved(record), enabled: true }, now) : null;
       const written = await this.store().setEnabled({ id, enabled, note, nextDueAt, version: record.version }, now);
+      if (written && !enabled) this.runLeftDue(record, now);
       if (written) return written;
       // Changed or removed meanwhile: look again.
     }
@@ -238,6 +255,36 @@ export class DistributedCronSchedules {
       undefined,
       `changed by others ${MAX_ATTEMPTS} times while it was being ${enabled ? 'resumed' : 'paused'}; try again`,
     );
+  }
+
+  /**
+   * A pause, a remove or a change of timing made at `now` moves the row's due slot past now: the
+   * slots of the definition it replaced that were due by then and not yet handled (a fleet behind,
+   * Redis unreachable for a moment, a burst draining) would be left to nobody. They run here, as
+   * catch-up runs, through the claim (once fleet-wide: an instance that has one in hand gets it
+   * first or this claim finds it taken); what no run could start gets its row or its log there.
+   */
+  private runLeftDue(record: ScheduleRecord, now: Date): void {
+    if (!record.enabled || record.nextDueAt === null || record.nextDueAt.getTime() > now.getTime()) return;
+    let schedule: ResolvedSchedule;
+    try {
+      schedule = this.resolved(record);
+    } catch {
+      return;
+    }
+    const executor = this.deps.executorFor?.(record);
+    const lateMs = (executor?.startBudgetMs ?? schedule.job.startGraceMs) + 2 * schedule.job.leaseMs;
+    const slots = slotsLeftDue(record, schedule, now.getTime(), lateMs);
+    if (slots.length === 0) return;
+    if (!executor) {
+      const ids = slots.map((slot) => recordedExecutionId(schedule.job, slot));
+      this.deps.logger?.error(
+        `schedule '${record.id}': ${ids.join(', ')} due before the change and not started, not run: this app cannot run handler '${record.handler}' (not declared here, or shutting down)`,
+      );
+      return;
+    }
+    // Oldest first, each once its run has ended, as a catch-up does (fire never rejects).
+    void slots.reduce<Promise<unknown>>((previous, slot) => previous.then(() => executor.fire(slot, 'catch_up')), Promise.resolve());
   }
 
   private resolved(record: ScheduleRecord): ResolvedSchedule {
@@ -262,6 +309,32 @@ export class DistributedCronSchedules {
   private now(): Date {
     return new Date(this.deps.clock());
   }
+}
+
+/**
+ * The slots of a row's definition due at or before `now` (their jitter added) from its `nextDueAt`,
+ * the first slot not yet handled, inside its window. Those of the last `lateMs` were still on their
+ * way through the fleet: all of them. Older ones were missed while no instance fired (the fleet
+ * down): the schedule's `catchUp` policy decides, as when the fleet comes back.
+ */
+function slotsLeftDue(record: ScheduleRecord, schedule: ResolvedSchedule, now: number, lateMs: number): Date[] {
+  if (record.nextDueAt === null || record.nextDueAt.getTime() > now) return [];
+  const { job, jitterMs, startAt, endAt } = schedule;
+  const due = record.nextDueAt.getTime();
+  const lateFrom = Math.max(due - 1, now - lateMs);
+  const late = job.schedule.slotsBetween(new Date(lateFrom), new Date(now), MAX_LATE_SLOTS);
+  const { policy, windowMs, max } = job.catchUp;
+  const missedFrom = Math.max(due - 1, record.knownSince.getTime() - 1, now - windowMs);
+  const missed =
+    policy === 'none' || missedFrom >= lateFrom
+      ? []
+      : job.schedule.slotsBetween(new Date(missedFrom), new Date(lateFrom), policy === 'latest' ? 1 : max);
+  return [...missed, ...late].filter(
+    (slot) =>
+      slot.getTime() + jitterOffset(record.id, slot.getTime(), jitterMs) <= now &&
+      (!startAt || slot >= startAt) &&
+      (!endAt || slot <= endAt),
+  );
 }
 
 /** The id argument of a method: a wrong one is an argument error naming the method. */
