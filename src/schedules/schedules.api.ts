@@ -17,7 +17,7 @@ import {
   type ScheduleDefinition,
   type ScheduleModuleOptions,
 } from './schedule.config.js';
-import { jitterOffset } from './schedule.executors.js';
+import { jitterOffset } from './schedule.executor.js';
 import type { ScheduleField, SchedulePage, ScheduleRecord, ScheduleStore, UpsertOutcome } from './schedule.store.js';
 
 /** `list()` pages: this many schedules unless `limit` says otherwise, never more than the maximum. */
