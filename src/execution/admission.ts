@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { OverloadEpisode, seconds } from './overload.episode.js';
 import { adaptedLimit } from './admission.estimates.js';
+import { FleetRoster } from './fleet.roster.js';
 
 export { EPISODE_QUIET_MS } from './overload.episode.js';
 export { BUDGET_SHARE_OF_PERIOD, MIN_BUDGET_MS, startBudgetMs } from './admission.estimates.js';
@@ -59,6 +60,8 @@ export interface LoadSignal {
    * false for the others (counted in the episode's last line, not logged one by one).
    */
   noteUnrecorded(): boolean;
+  /** Who is up in the fleet and who claims a slot first: a watcher judges a claim by its claimant's state. */
+  readonly roster?: FleetRoster;
 }
 
 export interface AdmissionOptions {
@@ -129,6 +132,8 @@ export class Admission implements LoadSignal {
   private expectedTick = 0;
   /** The overload episodes (their log lines). */
   private readonly episode: OverloadEpisode;
+  /** The fleet as this instance last read it (the dispatcher keeps it current). */
+  readonly roster = new FleetRoster();
 
   constructor(
     private readonly options: AdmissionOptions,

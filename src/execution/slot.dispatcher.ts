@@ -131,6 +131,7 @@ export class SlotDispatcher {
     clearTimeout(this.heartbeat);
     this.heartbeat = undefined;
     this.members = [];
+    this.admission?.roster.forget();
     if (this.leader) await this.leader.stop();
     else await this.fleet?.leave(this.member()).catch(() => undefined);
   }
@@ -306,14 +307,25 @@ export class SlotDispatcher {
       this.seeds = ids.map((id) => fnv1a(id));
       this.myIndex = ids.indexOf(this.instanceId);
       this.view = fnv1a(ids.join('\n')).toString(36);
+      this.admission?.roster.update(
+        entries.map((entry) => entry.slice(entry.indexOf('|') + 1)),
+        (job, slotMs) => this.firstFor(job, slotMs),
+      );
       if (this.outage) this.logger.log('the fleet member list is back: each slot is claimed by one instance first again');
       this.outage = false;
     } catch (error) {
       // Without the list every instance claims every slot at once, as without coordination.
       this.members = [];
+      this.admission?.roster.forget();
       if (!this.outage) this.logger.warn(`could not renew this instance in the fleet member list: ${describeError(error)}`);
       this.outage = true;
     }
+  }
+
+  /** The instance ranked first for a slot (it claims it first), when this instance ranks. */
+  private firstFor(jobName: string, slotMs: number): string | undefined {
+    if (this.members.length < 2 || this.myIndex < 0) return undefined;
+    return this.members[this.rank(jobName, slotMs)[0]!];
   }
 
   private member(): string {

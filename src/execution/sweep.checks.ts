@@ -17,8 +17,12 @@ export interface LostClaim {
   checkAfter: number;
   /** performance.now() when it was first watched. */
   since: number;
-  /** The check found no row while this instance was overloaded, and waited longer. */
+  /** The check found no row while its claimant was still up or this instance overloaded, and waited longer. */
   overloaded?: boolean;
+  /** The instance that claimed the slot first (another one), when the fleet's member list was known. */
+  claimant?: string;
+  /** The claimant was still in the member list when the check waited longer. */
+  claimantUp?: boolean;
 }
 
 export const VANISHED_CLAIM =
@@ -26,8 +30,10 @@ export const VANISHED_CLAIM =
 
 /**
  * Under overload a claimant writes its row late (its writes wait behind the shed slots' rows): a
- * missing row is looked at again, a lease later each time, for at most this many leases, before it
- * is recorded, so a slow claimant's own row (with its own, true reason) comes first.
+ * missing row of a claimant still in the fleet's member list (or, when the list is not known, of
+ * any claimant while this instance is overloaded) is looked at again, a lease later each time, for
+ * at most this many leases, before it is recorded, so a slow claimant's own row (with its own,
+ * true reason) comes first.
  */
 const OVERLOAD_WAIT_LEASES = 10;
 
@@ -211,15 +217,24 @@ export class SweepChecks {
    * run by the sweep.
    */
   async recordVanishedClaim(claim: LostClaim, now: number = performance.now()): Promise<void> {
-    if (this.ctx.deps.load?.overloaded() && now - claim.since < OVERLOAD_WAIT_LEASES * this.ctx.job.leaseMs) {
-      this.returnLostClaim({ ...claim, overloaded: true, checkAfter: now + this.ctx.job.leaseMs });
-      return;
+    if (now - claim.since < OVERLOAD_WAIT_LEASES * this.ctx.job.leaseMs) {
+      // Judged by the claimant's state when the member list says it: a claimant still up records
+      // the slot itself (late, when it is overloaded, whatever this instance's own load); one that
+      // left the list may have vanished with it. Not known: this instance's own load decides.
+      const up = claim.claimant === undefined ? undefined : this.ctx.deps.load?.roster?.alive(claim.claimant);
+      if (up ?? this.ctx.deps.load?.overloaded()) {
+        this.returnLostClaim({ ...claim, overloaded: true, claimantUp: up, checkAfter: now + this.ctx.job.leaseMs });
+        return;
+      }
     }
     const { status } = claim.why;
+    const later = Math.round((now - claim.since) / 1000);
     const error =
-      claim.overloaded && claim.why.error === VANISHED_CLAIM
-        ? `claimed by an instance that had recorded no row for it ${Math.round((now - claim.since) / 1000)} s later, while this fleet was overloaded (its claimant was too slow to record it, or stopped)`
-        : claim.why.error;
+      !claim.overloaded || claim.why.error !== VANISHED_CLAIM
+        ? claim.why.error
+        : claim.claimantUp
+          ? `claimed by instance ${claim.claimant}, which was still up but had recorded no row for it ${later} s later (too slow to record it under load)`
+          : `claimed by an instance that had recorded no row for it ${later} s later, while this fleet was overloaded (its claimant was too slow to record it, or stopped)`;
     const recover = status === 'lease_lost' && this.ctx.job.recover && this.ctx.withinRecoveryWindow(claim.slot.scheduledAt);
     const inserted = await this.ctx.notStarted(
       claim.slot,
@@ -258,7 +273,13 @@ export class SweepChecks {
     // The claimant writes its row within one history deadline of its claim, or gives up.
     const since = performance.now();
     const checkAfter = since + this.ctx.job.leaseMs + this.ctx.job.skewToleranceMs + 1_000;
-    this.lostClaims.set(executionId, { slot, executionId, trigger, why, checkAfter, since });
+    const claim: LostClaim = { slot, executionId, trigger, why, checkAfter, since };
+    if (why.status === 'lease_lost') {
+      // Another instance's claim: the one ranked first for the slot claims it (unless it declined or was late).
+      const claimant = this.ctx.deps.load?.roster?.claimantOf(this.ctx.job.name, slot.scheduledAt.getTime());
+      if (claimant !== undefined && claimant !== this.ctx.deps.instanceId) claim.claimant = claimant;
+    }
+    this.lostClaims.set(executionId, claim);
     // Bounded: a fleet that loses this many claims within one lease is checked by the others too.
     if (this.lostClaims.size > 10_000) this.lostClaims.delete(this.lostClaims.keys().next().value!);
   }

@@ -12,6 +12,7 @@ import type { CronContext, DistributedCronOptions, FireOutcome } from '../../src
 import { JobExecutor } from '../../src/execution/job.executor.js';
 import { VANISHED_CLAIM } from '../../src/execution/sweep.checks.js';
 import type { LoadSignal } from '../../src/execution/admission.js';
+import { FleetRoster } from '../../src/execution/fleet.roster.js';
 import type { BeginRequest } from '../../src/history/run-history.js';
 import type { ClaimRequest, ClaimResult } from '../../src/leasing/lease.store.js';
 import { InMemoryLeaseStore } from '../../src/testing/in-memory-lease.store.js';
@@ -116,8 +117,9 @@ function lateReplies(clock: { now: number }, lateBy: () => number = () => 31 * 6
 }
 
 /** An admission signal that says the instance is overloaded while `overloaded()`; shed slots' reasons go to `shed`. */
-function loadSignal(overloaded: () => boolean, shed: string[] = []): LoadSignal {
+function loadSignal(overloaded: () => boolean, shed: string[] = [], roster?: FleetRoster): LoadSignal {
   return {
+    roster,
     overloaded,
     claimDeadlineMs: () => undefined,
     describe: () => 'event loop 900 ms behind',
@@ -440,6 +442,64 @@ describe('a slot another instance claimed, with no row when its watcher looks', 
     overloaded = false;
     await check(r, t0 + 7 * LEASE_MS);
     expect((await r.history.get(executionId))?.error).toMatch(/while this fleet was overloaded/);
+  });
+});
+
+describe("a watched slot without a row is judged by its claimant's state, not the watcher's", () => {
+  /** This instance (not overloaded unless said) watches SLOT, which instance-b is ranked first for. */
+  function watching(overloaded = false): { r: Rig; t0: number; roster: FleetRoster } {
+    const roster = new FleetRoster();
+    roster.update(['instance-a', 'instance-b', 'instance-c'], () => 'instance-b');
+    const r = rig(
+      {},
+      () => undefined,
+      undefined,
+      loadSignal(() => overloaded, [], roster),
+    );
+    const t0 = performance.now();
+    r.executor.watch(SLOT, true);
+    return { r, t0, roster };
+  }
+
+  async function check(r: Rig, now: number): Promise<void> {
+    for (const claim of r.executor.checks.takeDueLostClaims(now)) await r.executor.checks.recordVanishedClaim(claim, now);
+  }
+
+  it('a claimant still in the member list is not recorded as vanished: its own late row stands', async () => {
+    const { r, t0 } = watching();
+    await check(r, t0 + 5 * LEASE_MS);
+    expect(await r.history.get(executionId)).toBeUndefined();
+    await shedBy(r, 'instance-b', executionId, SLOT);
+    await check(r, t0 + 7 * LEASE_MS);
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'skipped_overload', instanceId: 'instance-b' });
+    expect(r.warnings.filter((line) => line.includes('lease_lost'))).toEqual([]);
+  });
+
+  it('a claimant that left the member list is recorded lease_lost at once, even while this instance is overloaded', async () => {
+    const { r, t0, roster } = watching(true);
+    roster.update(['instance-a', 'instance-c'], () => 'instance-c');
+    await check(r, t0 + 5 * LEASE_MS);
+    const row = await r.history.get(executionId);
+    expect(row).toMatchObject({ status: 'lease_lost', attempt: 0 });
+    expect(row?.error).toBe(VANISHED_CLAIM);
+  });
+
+  it('a claimant still up ten leases on without a row: recorded, naming it, without saying it stopped', async () => {
+    const { r, t0 } = watching();
+    await check(r, t0 + 5 * LEASE_MS);
+    await check(r, t0 + 9 * LEASE_MS);
+    expect(await r.history.get(executionId)).toBeUndefined();
+    await check(r, t0 + 12 * LEASE_MS);
+    const row = await r.history.get(executionId);
+    expect(row).toMatchObject({ status: 'lease_lost', attempt: 0 });
+    expect(row?.error).toMatch(/^claimed by instance instance-b, which was still up but had recorded no row for it \d+ s later/);
+  });
+
+  it('with the member list not known, the watcher falls back on its own load', async () => {
+    const { r, t0, roster } = watching();
+    roster.forget();
+    await check(r, t0 + 5 * LEASE_MS);
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'lease_lost', error: VANISHED_CLAIM });
   });
 });
 

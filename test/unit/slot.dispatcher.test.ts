@@ -7,6 +7,7 @@
 import { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { Admission } from '../../src/execution/admission.js';
 import type { JobExecutor } from '../../src/execution/job.executor.js';
 import { SlotDispatcher } from '../../src/execution/slot.dispatcher.js';
 import type { FleetCoordination, Receipt } from '../../src/leasing/fleet.coordination.js';
@@ -169,6 +170,28 @@ describe("fleet mode: claimsFirst and claim (the schedules' firer)", () => {
     expect([...fired].sort()).toEqual(notMine.map((e) => e.job.name).sort());
   });
 });
+
+describe('fleet mode: the roster a watcher judges a claimant by', () => {
+  it('names, for each slot, the instance that fires it, and says who is up', async () => {
+    const fleet = new MemoryFleet({ a: ['a', 'b'], b: ['a', 'b'] });
+    const admissionA = new Admission({ clock: () => Date.now(), logger: new Logger('test') });
+    const a = new SlotDispatcher(fleet, 'a', GROUP, new Logger('test'), undefined, admissionA);
+    dispatchers.push(a);
+    await a.start();
+    const b = await started(fleet, 'b');
+    const [onA, onB] = [jobs(100), jobs(100)];
+    for (const executor of onA.executors) a.dispatch(executor, SLOT);
+    for (const executor of onB.executors) b.dispatch(executor, SLOT);
+    await sleep(500);
+    const claimants = onA.executors.map((e) => admissionA.roster.claimantOf(e.job.name, SLOT.getTime()));
+    expect(claimants.filter((id, i) => (id === 'a') !== onA.fired.has(`job-${i}`))).toEqual([]);
+    expect(claimants.filter((id, i) => (id === 'b') !== onB.fired.has(`job-${i}`))).toEqual([]);
+    expect([admissionA.roster.alive('b'), admissionA.roster.alive('c')]).toEqual([true, false]);
+    await a.stop();
+    expect(admissionA.roster.alive('b')).toBeUndefined();
+  });
+});
+
 describe('fleet mode: a fleet that starts together', () => {
   it('an instance that was up alone ranks its next slots over an instance that joined since (a start-up beat)', async () => {
     const fleet = new JoiningFleet();
