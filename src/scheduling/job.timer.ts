@@ -26,12 +26,70 @@ export function claimAheadMs(overlap: string): number {
 }
 
 /**
+ * One timer per instant for every job timer on the same clock that waits for it (thousands of
+ * jobs on the same second arm one timer, not one each): keyed by the clock reading each waits
+ * for. A timer that fires early for one of them (a clock that jumped) is re-armed by its tick.
+ */
+class InstantTimers {
+  private readonly instants = new Map<number, { timer: NodeJS.Timeout; waiting: Set<JobTimer> }>();
+
+  constructor(private readonly clock: () => number) {}
+
+  /** Runs `timer.tick()` once the clock reads `at` (at most `MAX_WAIT_MS` from now). */
+  add(at: number, timer: JobTimer): void {
+    let instant = this.instants.get(at);
+    if (!instant) {
+      const wait = Math.min(Math.max(at - this.clock(), 0), MAX_WAIT_MS);
+      const waiting = new Set<JobTimer>();
+      instant = { timer: setTimeout(() => this.fire(at, waiting), wait), waiting };
+      this.instants.set(at, instant);
+    }
+    instant.waiting.add(timer);
+  }
+
+  remove(at: number, timer: JobTimer): void {
+    const instant = this.instants.get(at);
+    if (!instant?.waiting.delete(timer) || instant.waiting.size > 0) return;
+    clearTimeout(instant.timer);
+    this.instants.delete(at);
+  }
+
+  private fire(at: number, waiting: Set<JobTimer>): void {
+    this.instants.delete(at);
+    let failure: { error: unknown } | undefined;
+    for (const timer of waiting) {
+      try {
+        timer.tick();
+      } catch (error) {
+        // The others still fire; the error goes where a timer's own would have gone.
+        failure ??= { error };
+      }
+    }
+    if (failure) throw failure.error;
+  }
+}
+
+/** The instant timers of each clock (a module has one clock; tests have many). */
+const instantTimers = new WeakMap<() => number, InstantTimers>();
+
+function instantTimersOf(clock: () => number): InstantTimers {
+  let timers = instantTimers.get(clock);
+  if (!timers) {
+    timers = new InstantTimers(clock);
+    instantTimers.set(clock, timers);
+  }
+  return timers;
+}
+
+/**
  * Fires a job's slots, `aheadMs` before each one. The slot handed to `onSlot` comes from the
  * schedule, not from the clock reading when the timer ran, so instances with slightly different
  * clocks agree on it.
  */
 export class JobTimer {
-  private timer: NodeJS.Timeout | undefined;
+  /** The clock reading the timer waits for, while it is armed. */
+  private timer: number | undefined;
+  private readonly instants: InstantTimers;
   /** When (performance.now) the armed timer should run. */
   private armedFor = 0;
   private nextSlot: Date | undefined;
@@ -49,7 +107,9 @@ export class JobTimer {
     /** A slot this recent is still fired on start (the fleet may have started just after it). */
     private readonly graceMs = 0,
     private readonly aheadMs = 0,
-  ) {}
+  ) {
+    this.instants = instantTimersOf(clock);
+  }
 
   get active(): boolean {
     return this.timer !== undefined;
@@ -66,7 +126,7 @@ export class JobTimer {
   }
 
   start(): void {
-    if (this.timer) return;
+    if (this.timer !== undefined) return;
     const now = new Date(this.clock());
     // Restarted after stop(): continue from now. First start: a slot that passed within the
     // grace is still due (catch-up leaves those to the timer); the claim keeps it once.
@@ -78,17 +138,23 @@ export class JobTimer {
   }
 
   stop(): void {
-    clearTimeout(this.timer);
+    if (this.timer !== undefined) this.instants.remove(this.timer, this);
     this.timer = undefined;
   }
 
   private arm(): void {
-    const wait = Math.min(Math.max(this.nextSlot!.getTime() - this.aheadMs - this.clock(), 0), MAX_WAIT_MS);
+    const now = this.clock();
+    const wait = Math.min(Math.max(this.nextSlot!.getTime() - this.aheadMs - now, 0), MAX_WAIT_MS);
     this.armedFor = performance.now() + wait;
-    this.timer = setTimeout(() => this.tick(), wait);
+    // Waits of the longest length are re-checked, not grouped: they end on no slot.
+    this.timer = wait === MAX_WAIT_MS ? now + wait : this.nextSlot!.getTime() - this.aheadMs;
+    this.instants.add(this.timer, this);
   }
 
-  private tick(): void {
+  /** Called by the instant's timer. */
+  tick(): void {
+    if (this.timer === undefined) return;
+    this.timer = undefined;
     const clockNow = this.clock();
     const now = clockNow + this.aheadMs;
     if (now < this.nextSlot!.getTime()) {

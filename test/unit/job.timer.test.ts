@@ -131,3 +131,43 @@ describe('JobTimer after a stalled event loop', () => {
     expect(overdue[0]!.lateMs).toBe(9_400);
   });
 });
+
+describe('JobTimer: one timer per instant', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('a thousand jobs due on the same second arm one timer between them, and each fires each slot once', () => {
+    const everySecond = job('* * * * * *');
+    vi.setSystemTime(SLOT + 100);
+    const clock = (): number => Date.now();
+    const fired = new Map<number, string[]>();
+    const timers = Array.from({ length: 1_000 }, (_, i) => {
+      fired.set(i, []);
+      return new JobTimer(
+        everySecond.schedule,
+        clock,
+        (slot) => fired.get(i)!.push(slot.toISOString()),
+        () => undefined,
+        0,
+        250,
+      );
+    });
+    for (const timer of timers) timer.start();
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(3_000);
+    expect(vi.getTimerCount()).toBe(1);
+    const second = (n: number) => new Date(SLOT + n * 1000).toISOString();
+    expect(new Set([...fired.values()].map((slots) => slots.join()))).toEqual(new Set([[1, 2, 3].map(second).join()]));
+    // Stopped ones leave the instant; the last one stopped clears its timer.
+    for (const timer of timers.slice(1)) timer.stop();
+    vi.advanceTimersByTime(1_000);
+    expect(fired.get(0)).toHaveLength(4);
+    expect(fired.get(1)).toHaveLength(3);
+    timers[0]!.stop();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
