@@ -67,6 +67,8 @@ export class SlotDispatcher {
   private readonly ranked = new Int32Array(3);
   private heartbeat: NodeJS.Timeout | undefined;
   private outage = false;
+  /** performance.now() of the last read of the member list. */
+  private listReadAt = 0;
   /** Receipts to send after this turn's claims: slot instant → jobs declined. */
   private receiptsDue: Map<number, { view: string; declined: string[] }> | undefined;
   private deferred: Deferred[] = [];
@@ -245,20 +247,28 @@ export class SlotDispatcher {
     const items = this[list];
     this[list] = [];
     // One receipt per (preferred instance, slot instant), read in one call.
-    const keys = items.map((item) => `${item.preferred}\n${item.slot.getTime()}`);
-    const pairs = new Map<string, readonly [string, number]>();
-    items.forEach((item, i) => pairs.set(keys[i]!, [item.preferred, item.slot.getTime()]));
-    let receipts: Map<string, Receipt | null>;
+    const requests: Array<readonly [string, number]> = [];
+    const requestOf = new Int32Array(items.length);
+    const byInstance = new Map<string, Map<number, number>>();
+    for (let i = 0; i < items.length; i++) {
+      const { preferred, slot } = items[i]!;
+      const slotMs = slot.getTime();
+      let bySlot = byInstance.get(preferred);
+      if (!bySlot) byInstance.set(preferred, (bySlot = new Map<number, number>()));
+      let at = bySlot.get(slotMs);
+      if (at === undefined) bySlot.set(slotMs, (at = requests.push([preferred, slotMs]) - 1));
+      requestOf[i] = at;
+    }
+    let found: Array<Receipt | null> | undefined;
     try {
-      const found = await this.fleet!.receipts([...pairs.values()]);
-      const pairKeys = [...pairs.keys()];
-      receipts = new Map(pairKeys.map((key, i) => [key, found[i]!]));
+      found = await this.fleet!.receipts(requests);
     } catch (error) {
       if (!this.outage) this.logger.warn(`could not read the fleet's claim receipts, claiming every slot: ${describeError(error)}`);
-      receipts = new Map();
     }
-    for (const [i, item] of items.entries()) {
-      const receipt = receipts.get(keys[i]!);
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i]!;
+      // Undefined when the receipts could not be read: claim.
+      const receipt = found?.[requestOf[i]!];
       if (receipt === null && !item.again && !this.stopped) {
         item.again = true;
         this.secondLook.push(item);
@@ -300,6 +310,7 @@ export class SlotDispatcher {
     try {
       const entries = await this.fleet!.heartbeat(this.member(), MEMBER_TTL_MS);
       if (this.stopped) return;
+      this.listReadAt = performance.now();
       const prefix = `${this.group}|`;
       const ids = entries.filter((entry) => entry.startsWith(prefix)).map((entry) => entry.slice(prefix.length));
       ids.sort();
@@ -314,6 +325,10 @@ export class SlotDispatcher {
       if (this.outage) this.logger.log('the fleet member list is back: each slot is claimed by one instance first again');
       this.outage = false;
     } catch (error) {
+      // One late or failed renewal (an overloaded Redis or event loop) keeps the list read last
+      // while its entries could still be in Redis: every instance claiming every slot at once
+      // would multiply the load that made the renewal late.
+      if (performance.now() - this.listReadAt < MEMBER_TTL_MS - MEMBER_EVERY_MS && !this.stopped) return;
       // Without the list every instance claims every slot at once, as without coordination.
       this.members = [];
       this.admission?.roster.forget();
