@@ -19,7 +19,7 @@ export interface LostClaim {
   since: number;
   /** The check found no row while its claimant was still up or this instance overloaded, and waited longer. */
   overloaded?: boolean;
-  /** The instance that claimed the slot first (another one), when the fleet's member list was known. */
+  /** The instance that claimed the slot (another one): the one ranked first, whose receipt said it claimed it. */
   claimant?: string;
   /** The claimant was still in the member list when the check waited longer. */
   claimantUp?: boolean;
@@ -264,21 +264,24 @@ export class SweepChecks {
     } catch {
       return; // its claimant records the failure
     }
-    this.watchForRow(slot, executionId, 'schedule', { status: 'lease_lost', error: VANISHED_CLAIM });
+    // Its receipt said the instance ranked first sent the slot's claim: that instance is the claimant
+    // (were another one, the first one's own claim was taken and it watches the slot itself). A
+    // claim found taken elsewhere names no claimant: any instance may have won it.
+    const claimant = this.ctx.deps.load?.roster?.claimantOf(this.ctx.job.name, scheduledAt.getTime());
+    this.watchForRow(slot, executionId, 'schedule', { status: 'lease_lost', error: VANISHED_CLAIM }, claimant);
   }
 
-  /** Looks, a lease from now, whether the slot has a row; records `why` if it has none. */
-  watchForRow(slot: SlotInfo, executionId: string, trigger: RunTrigger, why: LostClaim['why']): void {
+  /**
+   * Looks, a lease from now, whether the slot has a row; records `why` if it has none. `claimant`:
+   * the instance known to have claimed it (see `LostClaim.claimant`).
+   */
+  watchForRow(slot: SlotInfo, executionId: string, trigger: RunTrigger, why: LostClaim['why'], claimant?: string): void {
     if (this.lostClaims.has(executionId)) return;
     // The claimant writes its row within one history deadline of its claim, or gives up.
     const since = performance.now();
     const checkAfter = since + this.ctx.job.leaseMs + this.ctx.job.skewToleranceMs + 1_000;
     const claim: LostClaim = { slot, executionId, trigger, why, checkAfter, since };
-    if (why.status === 'lease_lost') {
-      // Another instance's claim: the one ranked first for the slot claims it (unless it declined or was late).
-      const claimant = this.ctx.deps.load?.roster?.claimantOf(this.ctx.job.name, slot.scheduledAt.getTime());
-      if (claimant !== undefined && claimant !== this.ctx.deps.instanceId) claim.claimant = claimant;
-    }
+    if (claimant !== undefined && claimant !== this.ctx.deps.instanceId) claim.claimant = claimant;
     this.lostClaims.set(executionId, claim);
     // Bounded: a fleet that loses this many claims within one lease is checked by the others too.
     if (this.lostClaims.size > 10_000) this.lostClaims.delete(this.lostClaims.keys().next().value!);
