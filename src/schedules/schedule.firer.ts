@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import type { FireOutcome } from '../distributed-cron.interfaces.js';
+import { parseDuration } from '../config/duration.parse.js';
 import { describeError } from '../errors/error.redact.js';
 import type { JobExecutor } from '../execution/job.executor.js';
 import { claimAheadMs } from '../scheduling/job.timer.js';
@@ -35,6 +36,13 @@ const OVERDUE_MS = 5_000;
  * claiming every other's backlog too (an instance that died leaves the member list sooner).
  */
 const OVERDUE_WHILE_BUSY_MS = 60_000;
+/**
+ * A slot handed on by an instance that is up is settled within its schedule read and its claim
+ * (2 s each at the default deadlines), or fails closed: an instance that has just started leaves a
+ * row due since before its start to the fleet for the slot's start budget, `OVERDUE_MS` and this
+ * long before it takes the slot for one missed while no instance fired.
+ */
+const IN_HAND_MS = 4_000;
 /** Tries of an advance whose row another write changed meanwhile. */
 const ADVANCE_TRIES = 5;
 /** Catch-up outcomes after which the next missed slot is tried. */
@@ -48,6 +56,17 @@ export interface SlotRoute {
   claimsFirst(jobName: string, slot: Date): boolean;
   /** Claims the slot here now, whoever is ranked first (through admission control). */
   claim(executor: JobExecutor, slot: Date): void;
+}
+
+/** A row's `jitter` in ms, read from the row alone (checked when it was written; 0 where unreadable: the definition decides then). */
+function jitterOf(record: ScheduleRecord): number {
+  const jitter = record.options.jitter;
+  if (typeof jitter !== 'string' && typeof jitter !== 'number') return 0;
+  try {
+    return parseDuration(jitter, 'jitter');
+  } catch {
+    return 0;
+  }
 }
 
 /** What the firer needs: the table, the executors, the module clock, and whether this instance fires now. */
@@ -188,10 +207,14 @@ export class ScheduleFirer {
     // until it is overdue, or the fleet changed and this instance is first now.
     const leftAt = this.leftToFirst.get(key);
     if (leftAt !== undefined && !this.handsOn(record.id, leftAt, now)) return false;
-    // Without jitter the slot starts at its instant: ranked before its definition is resolved.
-    if (leftAt === undefined && record.options.jitter === undefined && !this.handsOn(record.id, slotMs, now)) {
-      this.leftToFirst.set(key, slotMs);
-      return false;
+    // Ranked at its (jittered) start before its definition is resolved: in a burst, each instance
+    // resolves and holds only the slots it hands on.
+    if (leftAt === undefined) {
+      const startMs = slotMs + jitterOffset(record.id, slotMs, jitterOf(record));
+      if (!this.handsOn(record.id, startMs, now)) {
+        this.leftToFirst.set(key, startMs);
+        return false;
+      }
     }
     const schedule = this.deps.executors.resolve(record);
     if (!schedule) return false;
@@ -217,6 +240,16 @@ export class ScheduleFirer {
     // Due before this instance started polling, and too late for a start-up slot: missed while
     // no instance fired it (else it would have been advanced), so its catch-up policy decides.
     const missed = startMs < this.startedAt && now - startMs > schedule.job.startGraceMs;
+    if (missed) {
+      // Perhaps in the hands of an instance that was up (its schedule read or its claim waiting,
+      // or its claimant gone and the slot about to be claimed as overdue): left to the fleet,
+      // held here meanwhile; still due after that, it was missed and its catch-up policy decides.
+      const inHandUntil = startMs + (this.deps.executors.executorFor(record, schedule)?.startBudgetMs ?? 0) + OVERDUE_MS + IN_HAND_MS;
+      if (now < inHandUntil) {
+        this.handedOn.set(key, mono + inHandUntil - now);
+        return true;
+      }
+    }
     if (!missed && !this.handsOn(record.id, startMs, now)) {
       this.leftToFirst.set(key, startMs);
       return false;
