@@ -1,20 +1,9 @@
 /** Seeded randomness for the chaos suite: the same seed gives the same faults and handler behaviour. */
+import { fnv1a, mix } from '../../src/execution/hash.js';
 
-/** 32-bit FNV-1a hash of the parts (joined with '\u0000'), for deriving sub-seeds. */
+/** 32-bit hash of the parts (joined with '\u0000'): FNV-1a, then murmur3's finaliser so that close inputs give unrelated seeds. */
 export function hash32(...parts: Array<string | number>): number {
-  let h = 0x811c9dc5;
-  const text = parts.map(String).join('\u0000');
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  // Final avalanche (murmur3 fmix32) so that close inputs give unrelated seeds.
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return mix(fnv1a(parts.map(String).join('\u0000')));
 }
 
 /** mulberry32: small, fast, good enough for picking faults and durations. */

@@ -1,6 +1,7 @@
 /*
  * The 32-bit hashes every instance computes alike: the fleet's rendezvous ranking
- * (slot.dispatcher.ts) and a schedule slot's jitter (schedules/schedule.executors.ts).
+ * (slot.dispatcher.ts), a schedule slot's jitter (schedules/schedule.executor.ts) and the chaos
+ * suite's seeds.
  */
 
 /** FNV-1a of the text's UTF-16 code units. */
