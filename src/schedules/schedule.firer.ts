@@ -237,14 +237,22 @@ export class ScheduleFirer {
   private handOn(record: ScheduleRecord, schedule: ResolvedSchedule, key: string, now: number, mono: number): boolean {
     const slotMs = record.nextDueAt!.getTime();
     const startMs = slotMs + jitterOffset(record.id, slotMs, schedule.jitterMs);
+    const budgetMs = this.deps.executors.executorFor(record, schedule)?.startBudgetMs ?? 0;
     // Due before this instance started polling, and too late for a start-up slot: missed while
     // no instance fired it (else it would have been advanced), so its catch-up policy decides.
-    const missed = startMs < this.startedAt && now - startMs > schedule.job.startGraceMs;
+    // Unless this instance is ranked first for it and it is still within its start budget: the
+    // others leave it to this instance until it is overdue, so it is handed on as a scheduled slot
+    // now (a slot due while this instance warmed up, or by a clock ahead of the others'); the
+    // claim decides if an instance that was up took it meanwhile.
+    const missed =
+      startMs < this.startedAt &&
+      now - startMs > schedule.job.startGraceMs &&
+      !(now - startMs <= budgetMs && this.route!.claimsFirst(record.id, new Date(startMs)));
     if (missed) {
       // Perhaps in the hands of an instance that was up (its schedule read or its claim waiting,
       // or its claimant gone and the slot about to be claimed as overdue): left to the fleet,
       // held here meanwhile; still due after that, it was missed and its catch-up policy decides.
-      const inHandUntil = startMs + (this.deps.executors.executorFor(record, schedule)?.startBudgetMs ?? 0) + OVERDUE_MS + IN_HAND_MS;
+      const inHandUntil = startMs + budgetMs + OVERDUE_MS + IN_HAND_MS;
       if (now < inHandUntil) {
         this.handedOn.set(key, mono + inHandUntil - now);
         return true;
