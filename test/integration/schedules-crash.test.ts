@@ -54,6 +54,37 @@ function spawnWorker(
   );
 }
 
+/**
+ * Waits for the schedule's first run, SIGKILLs the instance running it, and waits for another
+ * instance to re-run it (attempt 2, trigger `recover`, a higher fencing token) to a `completed`
+ * row, which it returns; the handler started twice in all.
+ */
+async function killAndAwaitRecovery(events: FixtureEvent[], id: string, rerunTimeoutMs: number) {
+  const first = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id), {
+    timeoutMs: 10_000,
+    message: 'the run starts',
+  });
+  expect(first).toMatchObject({ attempt: 1, trigger: 'schedule' });
+  await instances.find((i) => i.id === first.instanceId)!.kill('SIGKILL');
+  const rerun = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id && e.attempt === 2), {
+    timeoutMs: rerunTimeoutMs,
+    message: 'another instance re-runs it',
+  });
+  expect(rerun).toMatchObject({ executionId: first.executionId, trigger: 'recover' });
+  expect(rerun.instanceId).not.toBe(first.instanceId);
+  expect(rerun.fencingToken!).toBeGreaterThan(first.fencingToken!);
+  const row = await waitFor(
+    async () => {
+      const found = await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId! } });
+      return found?.status === 'completed' ? found : undefined;
+    },
+    { message: 'the re-run completes' },
+  );
+  expect(row).toMatchObject({ attempt: 2, trigger: 'recover', instanceId: rerun.instanceId, scheduleId: id });
+  expect(events.filter((e) => e.event === 'start' && e.scheduleId === id)).toHaveLength(2);
+  return { first, row };
+}
+
 describe('a schedule whose running instance is killed', () => {
   it('is recovered by a survivor (recover: true): attempt 2, a higher fencing token, the row completed and naming the schedule', async () => {
     const name = uniqueName('crash-static');
@@ -65,28 +96,9 @@ describe('a schedule whose running instance is killed', () => {
     const { cron, at } = oneShot(3_000);
     await writer.cron.schedules.upsert({ id, handler: 'fixture-schedule', cron, lease: '2s', renewEvery: '500ms', recover: true });
 
-    const first = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id), {
-      timeoutMs: 10_000,
-      message: 'the run starts',
-    });
-    expect(first).toMatchObject({ executionId: `${id}:${at.toISOString().slice(0, -5)}Z`, attempt: 1, trigger: 'schedule' });
-    await instances.find((i) => i.id === first.instanceId)!.kill('SIGKILL');
-    const rerun = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id && e.attempt === 2), {
-      timeoutMs: 15_000,
-      message: 'a survivor re-runs it',
-    });
-    expect(rerun).toMatchObject({ executionId: first.executionId, trigger: 'recover' });
-    expect(rerun.instanceId).not.toBe(first.instanceId);
-    expect(rerun.fencingToken!).toBeGreaterThan(first.fencingToken!);
-    const row = await waitFor(
-      async () => {
-        const found = await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId! } });
-        return found?.status === 'completed' ? found : undefined;
-      },
-      { message: 'the re-run completes' },
-    );
-    expect(row).toMatchObject({ attempt: 2, trigger: 'recover', instanceId: rerun.instanceId, scheduleId: id, jobName: id });
-    expect(events.filter((e) => e.event === 'start' && e.scheduleId === id)).toHaveLength(2);
+    const { first, row } = await killAndAwaitRecovery(events, id, 15_000);
+    expect(first.executionId).toBe(`${id}:${at.toISOString().slice(0, -5)}Z`);
+    expect(row.jobName).toBe(id);
   });
 
   it('is recovered by instances started after its slot was handed on (they never held the schedule: the sweep finds it)', async () => {
@@ -168,27 +180,6 @@ describe('a schedule whose running instance is killed', () => {
       recover: true,
       queue: 'tenants',
     });
-    const first = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id), {
-      timeoutMs: 10_000,
-      message: 'a worker starts the run',
-    });
-    expect(first).toMatchObject({ attempt: 1, trigger: 'schedule' });
-    await instances.find((i) => i.id === first.instanceId)!.kill('SIGKILL');
-    const rerun = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id && e.attempt === 2), {
-      timeoutMs: 20_000,
-      message: 'another worker re-runs it',
-    });
-    expect(rerun).toMatchObject({ executionId: first.executionId, trigger: 'recover' });
-    expect(rerun.instanceId).not.toBe(first.instanceId);
-    expect(rerun.fencingToken!).toBeGreaterThan(first.fencingToken!);
-    const row = await waitFor(
-      async () => {
-        const found = await prisma.distributedCronRun.findUnique({ where: { executionId: first.executionId! } });
-        return found?.status === 'completed' ? found : undefined;
-      },
-      { message: 'the re-run completes' },
-    );
-    expect(row).toMatchObject({ attempt: 2, trigger: 'recover', instanceId: rerun.instanceId, scheduleId: id });
-    expect(events.filter((e) => e.event === 'start' && e.scheduleId === id)).toHaveLength(2);
+    await killAndAwaitRecovery(events, id, 20_000);
   });
 });
