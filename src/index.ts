@@ -19,6 +19,7 @@ export type {
   ScheduleRecord,
   ScheduleStore,
   ScheduleWrite,
+  StoredUpsert,
   UpsertOutcome,
 } from './schedules/schedule.store.js';
 export { DistributedCronModule } from './nest/distributed-cron.module.js';

@@ -11,7 +11,7 @@ import {
   type ScheduleRecord,
   type ScheduleStore,
   type ScheduleWrite,
-  type UpsertOutcome,
+  type StoredUpsert,
 } from './schedule.store.js';
 
 const TIMING: readonly ScheduleField[] = ['expression', 'timeZone', 'enabled', 'startAt', 'endAt'];
@@ -36,16 +36,16 @@ const byId = (a: { id: string }, b: { id: string }): number => (a.id < b.id ? -1
 export class InMemoryScheduleStore implements ScheduleStore {
   private readonly rows = new Map<string, ScheduleRecord>();
 
-  async upsert(write: ScheduleWrite, now: Date): Promise<UpsertOutcome> {
+  async upsert(write: ScheduleWrite, now: Date): Promise<StoredUpsert> {
     const given = structuredClone(write);
     const prior = this.rows.get(write.id);
     if (!prior) {
       const record: ScheduleRecord = { ...given, version: 1, knownSince: now, createdAt: now, updatedAt: now };
       this.rows.set(write.id, record);
-      return { kind: 'created', changed: SCHEDULE_FIELDS, record: copy(record) };
+      return { kind: 'created', changed: SCHEDULE_FIELDS, record: copy(record), previous: undefined };
     }
     const changed = SCHEDULE_FIELDS.filter((field) => !same(prior[field], given[field]));
-    if (changed.length === 0) return { kind: 'unchanged', changed, record: copy(prior) };
+    if (changed.length === 0) return { kind: 'unchanged', changed, record: copy(prior), previous: copy(prior) };
     const record: ScheduleRecord = {
       ...given,
       nextDueAt: changed.some((field) => TIMING.includes(field)) ? given.nextDueAt : prior.nextDueAt,
@@ -55,11 +55,14 @@ export class InMemoryScheduleStore implements ScheduleStore {
       updatedAt: now,
     };
     this.rows.set(write.id, record);
-    return { kind: 'updated', changed, record: copy(record) };
+    return { kind: 'updated', changed, record: copy(record), previous: copy(prior) };
   }
 
-  async remove(id: string): Promise<boolean> {
-    return this.rows.delete(id);
+  async remove(id: string): Promise<ScheduleRecord | undefined> {
+    const prior = this.rows.get(id);
+    this.rows.delete(id);
+    // No longer held here: the caller may keep it as it is.
+    return prior;
   }
 
   async get(id: string): Promise<ScheduleRecord | undefined> {

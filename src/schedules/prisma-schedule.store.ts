@@ -2,7 +2,6 @@ import type { PrismaClientLike } from '../distributed-cron.interfaces.js';
 import { MicroBatcher } from '../history/micro.batcher.js';
 import { SCHEMA_FIX } from '../history/schema.check.js';
 import {
-  executeStatement as execute,
   instantOut,
   queryRows as query,
   toBool,
@@ -26,7 +25,7 @@ import {
   type ScheduleRecord,
   type ScheduleStore,
   type ScheduleWrite,
-  type UpsertOutcome,
+  type StoredUpsert,
 } from './schedule.store.js';
 
 const TABLE = 'distributed_cron_schedules';
@@ -47,7 +46,6 @@ async function missingTableSaid<T>(statement: Promise<T>): Promise<T> {
   }
 }
 const queryRows = (...args: Parameters<typeof query>): Promise<RawRow[]> => missingTableSaid(query(...args));
-const executeStatement = (...args: Parameters<typeof execute>): Promise<number> => missingTableSaid(execute(...args));
 
 /** Each field of the definition and its column. */
 const COLUMN_OF: Readonly<Record<ScheduleField, string>> = {
@@ -64,25 +62,29 @@ const COLUMN_OF: Readonly<Record<ScheduleField, string>> = {
 /** The columns that decide when a slot is due: a change of one of them recomputes `next_due_at`. */
 const TIMING = ['expression', 'time_zone', 'enabled', 'start_at', 'end_at'];
 
-/** Every column of a row, as text, int4 or bool (raw-sql.ts), from the table or a CTE named `from`. */
-function columns(from: string): string {
+/**
+ * Every column of a row, as text, int4 or bool (raw-sql.ts), from the table or a CTE named `from`,
+ * each output name after `prefix` (`prefixedRecord` reads them back with the same one).
+ */
+function columns(from: string, prefix = ''): string {
   const c = (name: string): string => `${from}.${name}`;
+  const as = (name: string): string => `${prefix}${name}`;
   return [
-    `${c('id')}::text AS id`,
-    `${c('handler')}::text AS handler`,
-    `${c('expression')}::text AS expression`,
-    `${c('time_zone')}::text AS time_zone`,
-    `${c('data')}::text AS data`,
-    `${c('options')}::text AS options`,
-    `${c('enabled')}::boolean AS enabled`,
-    `${c('note')}::text AS note`,
-    `${instantOut(c('start_at'))} AS start_at`,
-    `${instantOut(c('end_at'))} AS end_at`,
-    `${c('version')}::int AS version`,
-    `${instantOut(c('next_due_at'))} AS next_due_at`,
-    `${instantOut(c('known_since'))} AS known_since`,
-    `${instantOut(c('created_at'))} AS created_at`,
-    `${instantOut(c('updated_at'))} AS updated_at`,
+    `${c('id')}::text AS ${as('id')}`,
+    `${c('handler')}::text AS ${as('handler')}`,
+    `${c('expression')}::text AS ${as('expression')}`,
+    `${c('time_zone')}::text AS ${as('time_zone')}`,
+    `${c('data')}::text AS ${as('data')}`,
+    `${c('options')}::text AS ${as('options')}`,
+    `${c('enabled')}::boolean AS ${as('enabled')}`,
+    `${c('note')}::text AS ${as('note')}`,
+    `${instantOut(c('start_at'))} AS ${as('start_at')}`,
+    `${instantOut(c('end_at'))} AS ${as('end_at')}`,
+    `${c('version')}::int AS ${as('version')}`,
+    `${instantOut(c('next_due_at'))} AS ${as('next_due_at')}`,
+    `${instantOut(c('known_since'))} AS ${as('known_since')}`,
+    `${instantOut(c('created_at'))} AS ${as('created_at')}`,
+    `${instantOut(c('updated_at'))} AS ${as('updated_at')}`,
   ].join(', ');
 }
 
@@ -91,41 +93,57 @@ function json(value: unknown, column: string): ScheduleData {
   return text === null ? null : (JSON.parse(text) as ScheduleData);
 }
 
-function toRecord(row: RawRow): ScheduleRecord {
+/** The record of a row selected with `columns(from, prefix)`. */
+function prefixedRecord(row: RawRow, prefix: string): ScheduleRecord {
+  const at = (name: string): unknown => row[`${prefix}${name}`];
   return {
-    id: toText(row.id, 'id'),
-    handler: toText(row.handler, 'handler'),
-    expression: toText(row.expression, 'expression'),
-    timeZone: toText(row.time_zone, 'time_zone'),
-    data: json(row.data, 'data'),
-    options: (json(row.options, 'options') ?? {}) as Record<string, ScheduleData>,
-    enabled: toBool(row.enabled, 'enabled'),
-    note: toTextOrNull(row.note, 'note'),
-    startAt: toDateOrNull(row.start_at, 'start_at'),
-    endAt: toDateOrNull(row.end_at, 'end_at'),
-    version: toInt(row.version, 'version'),
-    nextDueAt: toDateOrNull(row.next_due_at, 'next_due_at'),
-    knownSince: toDate(row.known_since, 'known_since'),
-    createdAt: toDate(row.created_at, 'created_at'),
-    updatedAt: toDate(row.updated_at, 'updated_at'),
+    id: toText(at('id'), 'id'),
+    handler: toText(at('handler'), 'handler'),
+    expression: toText(at('expression'), 'expression'),
+    timeZone: toText(at('time_zone'), 'time_zone'),
+    data: json(at('data'), 'data'),
+    options: (json(at('options'), 'options') ?? {}) as Record<string, ScheduleData>,
+    enabled: toBool(at('enabled'), 'enabled'),
+    note: toTextOrNull(at('note'), 'note'),
+    startAt: toDateOrNull(at('start_at'), 'start_at'),
+    endAt: toDateOrNull(at('end_at'), 'end_at'),
+    version: toInt(at('version'), 'version'),
+    nextDueAt: toDateOrNull(at('next_due_at'), 'next_due_at'),
+    knownSince: toDate(at('known_since'), 'known_since'),
+    createdAt: toDate(at('created_at'), 'created_at'),
+    updatedAt: toDate(at('updated_at'), 'updated_at'),
   };
 }
 
+/** The record of a row selected with `columns(from)`. */
+const toRecord = (row: RawRow): ScheduleRecord => prefixedRecord(row, '');
+
 const definition = (from: string): string => `(${SCHEDULE_FIELDS.map((f) => `${from}.${COLUMN_OF[f]}`).join(', ')})`;
 
+/** Every column of the table, as stored. */
+const ALL_COLUMNS =
+  'id, handler, expression, time_zone, data, options, enabled, note, start_at, end_at, version, next_due_at, known_since, created_at, updated_at';
+
 /**
- * The upsert, one statement: the row as it was (for the changed fields), the INSERT ... ON
- * CONFLICT DO UPDATE that writes only when the definition differs from the row it locked (so
- * concurrent upserts of one id serialise on the row and the last one's definition stays), and
- * which fields differ. No row back: nothing differed.
+ * The upsert, one statement, one round trip:
+ * - `prior` locks the row (FOR UPDATE) and reads it as it is when locked, the latest committed
+ *   version, so concurrent upserts of one id serialise on the row and `prior` is the very row this
+ *   write replaces, never an older one. The write's one row comes from a count over `prior`, so
+ *   `prior` runs first: the CTEs of a statement run in no set order, and a row this statement had
+ *   already changed would be skipped by its FOR UPDATE;
+ * - `written`, the INSERT ... ON CONFLICT DO UPDATE, writes only when the definition differs from
+ *   that row (no row back: nothing differed), and the last writer's definition stays;
+ * - one row comes back in every case: the row written (none when unchanged), the row found (none
+ *   when there was no row, or when a concurrent upsert created it after this statement began), and
+ *   which fields differ. A row written at version 1 was created (an update always adds one).
  */
 const UPSERT = `WITH prior AS (
-  SELECT ${SCHEDULE_FIELDS.map((f) => COLUMN_OF[f]).join(', ')} FROM ${TABLE} WHERE id = $1::text
+  SELECT ${ALL_COLUMNS} FROM ${TABLE} WHERE id = $1::text FOR UPDATE
 ), written AS (
-  INSERT INTO ${TABLE} AS s (id, handler, expression, time_zone, data, options, enabled, note, start_at, end_at,
-                             version, next_due_at, known_since, created_at, updated_at)
-  VALUES ($1::text, $2::text, $3::text, $4::text, $5::text::jsonb, $6::text::jsonb, $7::boolean, $8::text,
-          $9::timestamptz, $10::timestamptz, 1, $11::timestamptz, $12::timestamptz, $12::timestamptz, $12::timestamptz)
+  INSERT INTO ${TABLE} AS s (${ALL_COLUMNS})
+  SELECT $1::text, $2::text, $3::text, $4::text, $5::text::jsonb, $6::text::jsonb, $7::boolean, $8::text,
+         $9::timestamptz, $10::timestamptz, 1, $11::timestamptz, $12::timestamptz, $12::timestamptz, $12::timestamptz
+    FROM (SELECT count(*) FROM prior) AS locked
   ON CONFLICT (id) DO UPDATE SET
     ${SCHEDULE_FIELDS.map((f) => `${COLUMN_OF[f]} = EXCLUDED.${COLUMN_OF[f]}`).join(', ')},
     version = s.version + 1,
@@ -135,11 +153,11 @@ const UPSERT = `WITH prior AS (
                        THEN EXCLUDED.known_since ELSE s.known_since END,
     updated_at = EXCLUDED.updated_at
   WHERE ${definition('s')} IS DISTINCT FROM ${definition('EXCLUDED')}
-  RETURNING s.*, (s.xmax::text = '0') AS created
+  RETURNING s.*
 )
-SELECT ${columns('w')}, w.created::boolean AS created,
+SELECT ${columns('w')}, ${columns('p', 'prior_')},
        ${SCHEDULE_FIELDS.map((f) => `(p.${COLUMN_OF[f]} IS DISTINCT FROM w.${COLUMN_OF[f]})::boolean AS changed_${COLUMN_OF[f]}`).join(',\n       ')}
-  FROM written w LEFT JOIN prior p ON true`;
+  FROM (SELECT 1) AS one LEFT JOIN written w ON true LEFT JOIN prior p ON true`;
 
 /**
  * The due order, on the table's columns: the SELECT's output names are the instants as text (epoch
@@ -189,8 +207,8 @@ export class PrismaScheduleStore implements ScheduleStore {
 
   constructor(private readonly prisma: PrismaClientLike) {}
 
-  async upsert(write: ScheduleWrite, now: Date): Promise<UpsertOutcome> {
-    const rows = await queryRows(
+  async upsert(write: ScheduleWrite, now: Date): Promise<StoredUpsert> {
+    const [row] = await queryRows(
       this.prisma,
       UPSERT,
       write.id,
@@ -206,22 +224,27 @@ export class PrismaScheduleStore implements ScheduleStore {
       write.nextDueAt,
       now,
     );
-    const row = rows[0];
-    if (!row) {
+    const previous = row && row.prior_id !== null ? prefixedRecord(row, 'prior_') : undefined;
+    if (!row || row.id === null) {
+      if (previous) return { kind: 'unchanged', changed: [], record: previous, previous };
+      // The same definition, created by a concurrent upsert after this statement began (so not
+      // locked by it): read it. Removed meanwhile: write it again (the row is gone, so this creates it).
       const record = await this.get(write.id);
-      // Removed between the two statements: write it again (the row is gone, so this creates it).
-      return record ? { kind: 'unchanged', changed: [], record } : this.upsert(write, now);
+      return record ? { kind: 'unchanged', changed: [], record, previous: record } : this.upsert(write, now);
     }
-    const created = toBool(row.created, 'created');
+    const record = toRecord(row);
+    const created = record.version === 1;
     return {
       kind: created ? 'created' : 'updated',
       changed: created ? SCHEDULE_FIELDS : SCHEDULE_FIELDS.filter((f) => toBool(row[`changed_${COLUMN_OF[f]}`], `changed_${COLUMN_OF[f]}`)),
-      record: toRecord(row),
+      record,
+      previous,
     };
   }
 
-  async remove(id: string): Promise<boolean> {
-    return (await executeStatement(this.prisma, `DELETE FROM ${TABLE} WHERE id = $1::text`, id)) > 0;
+  async remove(id: string): Promise<ScheduleRecord | undefined> {
+    const [row] = await queryRows(this.prisma, `DELETE FROM ${TABLE} WHERE id = $1::text RETURNING ${columns(TABLE)}`, id);
+    return row ? toRecord(row) : undefined;
   }
 
   async get(id: string): Promise<ScheduleRecord | undefined> {

@@ -71,6 +71,15 @@ export interface UpsertOutcome {
   readonly record: ScheduleRecord;
 }
 
+/** What a store's upsert did: the outcome, and the row the write found, read in the same step. */
+export interface StoredUpsert extends UpsertOutcome {
+  /**
+   * The row as the write found it (the one it replaced, or left as it was), undefined when the
+   * write created it: the schedules API runs the slots a change of timing left due from it.
+   */
+  readonly previous: ScheduleRecord | undefined;
+}
+
 /** A page of `list`: at most `limit` schedules in id order. */
 export interface SchedulePage {
   readonly schedules: readonly ScheduleRecord[];
@@ -128,11 +137,12 @@ export interface ScheduleStore {
   /**
    * Creates or changes the schedule `write.id` in one atomic step: concurrent upserts of one id
    * (a deploy storm) leave one row, the last write's. The version grows only when a field differs;
-   * `knownSince` moves to `now` on a changed expression or time zone.
+   * `knownSince` moves to `now` on a changed expression or time zone. The row the write found comes
+   * back with it, read in the same atomic step (one round trip).
    */
-  upsert(write: ScheduleWrite, now: Date): Promise<UpsertOutcome>;
-  /** Deletes the schedule; whether it existed. */
-  remove(id: string): Promise<boolean>;
+  upsert(write: ScheduleWrite, now: Date): Promise<StoredUpsert>;
+  /** Deletes the schedule; the row as it was, or undefined when there was none. */
+  remove(id: string): Promise<ScheduleRecord | undefined>;
   get(id: string): Promise<ScheduleRecord | undefined>;
   /** The schedules of these ids that exist, in no particular order (one read: the firing layer's check before a start). */
   getMany(ids: readonly string[]): Promise<ScheduleRecord[]>;

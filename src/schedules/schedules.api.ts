@@ -112,19 +112,18 @@ export class DistributedCronSchedules {
     const schedule = resolveSchedule(definition, this.deps.module, this.deps.handlers());
     checkQueue(schedule, this.deps.queues?.() ?? []);
     const now = this.now();
-    const before = await this.store().get(schedule.job.name);
-    const outcome = await this.store().upsert(scheduleWrite(definition, schedule, now), now);
-    if (before && outcome.changed.some((field) => TIMING.has(field))) this.runLeftDue(before, now);
+    // The row the write replaced comes back from the same statement: the slots it left due are its.
+    const { previous, ...outcome } = await this.store().upsert(scheduleWrite(definition, schedule, now), now);
+    if (previous && outcome.changed.some((field) => TIMING.has(field))) this.runLeftDue(previous, now);
     return outcome;
   }
 
   /** Deletes the schedule; whether it existed. Its slots already due and not yet started still run. */
   async remove(id: string): Promise<boolean> {
     const now = this.now();
-    const before = await this.store().get(checkedId('remove', id));
-    const removed = await this.store().remove(id);
-    if (removed && before) this.runLeftDue(before, now);
-    return removed;
+    const removed = await this.store().remove(checkedId('remove', id));
+    if (removed) this.runLeftDue(removed, now);
+    return removed !== undefined;
   }
 
   /** The schedule as stored, or undefined. */

@@ -48,6 +48,7 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
       expect(outcome.changed).toEqual(['handler', 'expression', 'timeZone', 'data', 'options', 'enabled', 'note', 'startAt', 'endAt']);
       const expected = { ...w, version: 1, knownSince: NOW, createdAt: NOW, updatedAt: NOW };
       expect(outcome.record).toEqual(expected);
+      expect(outcome.previous).toBeUndefined();
       expect(await store.get(w.id)).toEqual(expected);
       expect(await store.get(id())).toBeUndefined();
     });
@@ -66,7 +67,7 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
     it('the same definition again changes nothing: same version, same update time', async () => {
       const { store } = fixture();
       const w = write(id());
-      await store.upsert(w, NOW);
+      const first = await store.upsert(w, NOW);
       // The same JSON with its keys in another order, and another due time (not a field of the definition).
       const again = await store.upsert(
         { ...w, options: { jitter: '30s', retry: { backoff: '1s', attempts: 3 }, overlap: 'skip' }, nextDueAt: LATER },
@@ -77,12 +78,13 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
       expect(again.record.version).toBe(1);
       expect(again.record.updatedAt).toEqual(NOW);
       expect(again.record.nextDueAt).toEqual(w.nextDueAt);
+      expect(again.previous).toEqual(first.record);
     });
 
     it('a change of data or options bumps the version and keeps the due time and known-since', async () => {
       const { store } = fixture();
       const w = write(id());
-      await store.upsert(w, NOW);
+      const first = await store.upsert(w, NOW);
       const changed = await store.upsert(
         { ...w, data: { tenant: 43 }, options: { overlap: 'queue' }, nextDueAt: at('2026-03-03T08:00:00.000Z') },
         LATER,
@@ -98,6 +100,8 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
         createdAt: NOW,
         updatedAt: LATER,
       });
+      // The row as the write found it comes back with the outcome.
+      expect(changed.previous).toEqual(first.record);
     });
 
     it('a changed expression or zone moves known-since and takes the new due time; a changed handler neither', async () => {
@@ -106,6 +110,7 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
       await store.upsert(w, NOW);
       const moved = await store.upsert({ ...w, expression: '0 10 * * *', nextDueAt: at('2026-03-02T09:00:00.000Z') }, LATER);
       expect(moved.changed).toEqual(['expression']);
+      expect(moved.previous).toMatchObject({ version: 1, expression: '0 9 * * *', nextDueAt: w.nextDueAt, knownSince: NOW });
       expect(moved.record).toMatchObject({ version: 2, knownSince: LATER, nextDueAt: at('2026-03-02T09:00:00.000Z') });
       const zone = await store.upsert(
         { ...moved.record, timeZone: 'Asia/Tokyo', nextDueAt: at('2026-03-02T01:00:00.000Z') },
@@ -130,12 +135,12 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
       }
     });
 
-    it('removes a schedule once', async () => {
+    it('removes a schedule once, and returns the row as it was', async () => {
       const { store } = fixture();
       const w = write(id());
-      await store.upsert(w, NOW);
-      expect(await store.remove(w.id)).toBe(true);
-      expect(await store.remove(w.id)).toBe(false);
+      const { record } = await store.upsert(w, NOW);
+      expect(await store.remove(w.id)).toEqual(record);
+      expect(await store.remove(w.id)).toBeUndefined();
       expect(await store.get(w.id)).toBeUndefined();
       // Created again afresh.
       expect((await store.upsert(w, LATER)).record).toMatchObject({ version: 1, createdAt: LATER });
@@ -270,6 +275,11 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
         expect(outcomes.filter((o) => o.kind === 'unchanged')).toHaveLength(0);
         // Each write made a version of its own, 1 to 20: none was lost or applied twice.
         expect(outcomes.map((o) => o.record.version).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+        // A write that found the row gets back the one it replaced (one that began before the row
+        // existed finds none, though it may update the row another write created meanwhile).
+        const byVersion = new Map(outcomes.map((o) => [o.record.version, o.record]));
+        for (const outcome of outcomes.filter((o) => o.previous))
+          expect(outcome.previous).toEqual(byVersion.get(outcome.record.version - 1));
         const last = outcomes.find((o) => o.record.version === 20)!;
         const row = await stores[0]!.get(sid);
         expect(row).toEqual(last.record);
@@ -278,6 +288,27 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
         );
         const page = await stores[0]!.list({ search: sid, limit: 10 });
         expect(page.schedules).toHaveLength(1);
+      } finally {
+        await close();
+      }
+    }, 30_000);
+
+    it('20 concurrent changes of one row: each gets back the very row it replaced, so none is seen twice', async () => {
+      const { store, clients } = fixture();
+      const { stores, close } = await clients(20);
+      try {
+        const sid = id();
+        const created = await store.upsert(write(sid), NOW);
+        const outcomes = await Promise.all(
+          stores.map((s, i) => s.upsert(write(sid, { expression: `${i} 9 * * *`, data: { writer: i } }), new Date(NOW.getTime() + i))),
+        );
+        expect(outcomes.every((o) => o.kind === 'updated')).toBe(true);
+        // Versions 2 to 21, each replacing the one before it: the row each write found is the row
+        // the previous write left, never an older one read before another write committed.
+        const byVersion = new Map([created, ...outcomes].map((o) => [o.record.version, o.record]));
+        expect([...byVersion.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: 21 }, (_, i) => i + 1));
+        for (const outcome of outcomes) expect(outcome.previous).toEqual(byVersion.get(outcome.record.version - 1));
+        expect(await store.get(sid)).toEqual(byVersion.get(21));
       } finally {
         await close();
       }

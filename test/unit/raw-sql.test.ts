@@ -445,7 +445,7 @@ const SCHEDULES: readonly Case[] = [
     [
       {
         ...SCHEDULE_ROW,
-        created: false,
+        ...Object.fromEntries(Object.entries({ ...SCHEDULE_ROW, data: '{"tenant": 41}', version: 2 }).map(([c, v]) => [`prior_${c}`, v])),
         ...Object.fromEntries(
           ['handler', 'expression', 'time_zone', 'data', 'options', 'enabled', 'note', 'start_at', 'end_at'].map((c) => [
             `changed_${c}`,
@@ -617,7 +617,13 @@ describe('results read the same from either engine', () => {
       updatedAt: at(1_000),
     };
     expect(results.get('get')).toEqual(record);
-    expect(results.get('upsert')).toEqual({ kind: 'updated', changed: ['data'], record });
+    expect(results.get('upsert')).toEqual({
+      kind: 'updated',
+      changed: ['data'],
+      record,
+      previous: { ...record, data: { tenant: 41 }, version: 2 },
+    });
+    expect(results.get('remove')).toBeUndefined();
     expect(results.get('list')).toEqual({ schedules: [record] });
     expect(results.get('advance')).toBe(true);
   });
