@@ -125,25 +125,30 @@ const ALL_COLUMNS =
   'id, handler, expression, time_zone, data, options, enabled, note, start_at, end_at, version, next_due_at, known_since, created_at, updated_at';
 
 /**
- * The upsert, one statement, one round trip:
- * - `prior` locks the row (FOR UPDATE) and reads it as it is when locked, the latest committed
- *   version, so concurrent upserts of one id serialise on the row and `prior` is the very row this
- *   write replaces, never an older one. The write's one row comes from a count over `prior`, so
- *   `prior` runs first: the CTEs of a statement run in no set order, and a row this statement had
- *   already changed would be skipped by its FOR UPDATE;
- * - `written`, the INSERT ... ON CONFLICT DO UPDATE, writes only when the definition differs from
- *   that row (no row back: nothing differed), and the last writer's definition stays;
- * - one row comes back in every case: the row written (none when unchanged), the row found (none
- *   when there was no row, or when a concurrent upsert created it after this statement began), and
- *   which fields differ. A row written at version 1 was created (an update always adds one).
+ * The upserts of a batch (distinct ids), one statement, one round trip:
+ * - `prior` locks their rows (FOR UPDATE, in id order) and reads each as it is when locked, the
+ *   latest committed version, so concurrent upserts of one id serialise on the row and `prior` is
+ *   the very row a write replaces, never an older one. The writes' rows come from a count over
+ *   `prior`, so `prior` runs first: the CTEs of a statement run in no set order, and a row this
+ *   statement had already changed would be skipped by its FOR UPDATE;
+ * - `written`, the INSERT ... ON CONFLICT DO UPDATE (in id order too), writes a row only when its
+ *   definition differs from the row (none back: nothing differed), and the last writer's stays;
+ * - one row per input comes back, by its place `n`: the row written (none when unchanged), the row
+ *   found (none when there was no row, or when a concurrent upsert created it after this statement
+ *   began), and which fields differ. A row written at version 1 was created (an update adds one).
  */
-const UPSERT = `WITH prior AS (
-  SELECT ${ALL_COLUMNS} FROM ${TABLE} WHERE id = $1::text FOR UPDATE
+const UPSERT = `WITH input AS (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                       $9::timestamptz[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[])
+    WITH ORDINALITY AS v(id, handler, expression, time_zone, data, options, enabled, note, start_at, end_at, next_due_at, now, n)
+), prior AS (
+  SELECT ${ALL_COLUMNS} FROM ${TABLE} WHERE id IN (SELECT id FROM input) ORDER BY id FOR UPDATE
 ), written AS (
   INSERT INTO ${TABLE} AS s (${ALL_COLUMNS})
-  SELECT $1::text, $2::text, $3::text, $4::text, $5::text::jsonb, $6::text::jsonb, $7::boolean, $8::text,
-         $9::timestamptz, $10::timestamptz, 1, $11::timestamptz, $12::timestamptz, $12::timestamptz, $12::timestamptz
-    FROM (SELECT count(*) FROM prior) AS locked
+  SELECT v.id, v.handler, v.expression, v.time_zone, v.data::jsonb, v.options::jsonb, v.enabled::boolean, v.note,
+         v.start_at, v.end_at, 1, v.next_due_at, v.now, v.now, v.now
+    FROM input v, (SELECT count(*) FROM prior) AS locked
+   ORDER BY v.id
   ON CONFLICT (id) DO UPDATE SET
     ${SCHEDULE_FIELDS.map((f) => `${COLUMN_OF[f]} = EXCLUDED.${COLUMN_OF[f]}`).join(', ')},
     version = s.version + 1,
@@ -155,9 +160,90 @@ const UPSERT = `WITH prior AS (
   WHERE ${definition('s')} IS DISTINCT FROM ${definition('EXCLUDED')}
   RETURNING s.*
 )
-SELECT ${columns('w')}, ${columns('p', 'prior_')},
+SELECT v.n::int AS n, ${columns('w')}, ${columns('p', 'prior_')},
        ${SCHEDULE_FIELDS.map((f) => `(p.${COLUMN_OF[f]} IS DISTINCT FROM w.${COLUMN_OF[f]})::boolean AS changed_${COLUMN_OF[f]}`).join(',\n       ')}
-  FROM (SELECT 1) AS one LEFT JOIN written w ON true LEFT JOIN prior p ON true`;
+  FROM input v LEFT JOIN written w ON w.id = v.id LEFT JOIN prior p ON p.id = v.id`;
+
+/** One call of `upsert`. */
+interface Upsert {
+  readonly write: ScheduleWrite;
+  readonly now: Date;
+}
+
+/** Upserts per statement at most. */
+const UPSERT_BATCH = 200;
+/**
+ * Upsert statements in flight at once: the calls made meanwhile go together in the next one, so
+ * an app writing many schedules at once sends fewer, larger statements (each statement costs the
+ * database a parse, a plan and a commit, whatever its rows).
+ */
+const UPSERTS_IN_FLIGHT = 4;
+
+/**
+ * The upserts of many calls in as few statements as their ids allow: a statement writes a row
+ * once, so a later call of an id already in it goes in the next one, after it (the last call's
+ * definition stays, as when each went alone).
+ */
+async function upsertMany(prisma: PrismaClientLike, upserts: Upsert[]): Promise<StoredUpsert[]> {
+  const outcomes: StoredUpsert[] = [];
+  let left = upserts.map((_, i) => i);
+  while (left.length > 0) {
+    const ids = new Set<string>();
+    const round: number[] = [];
+    const later: number[] = [];
+    for (const i of left) {
+      const { id } = upserts[i]!.write;
+      if (ids.has(id)) later.push(i);
+      else {
+        ids.add(id);
+        round.push(i);
+      }
+    }
+    const writes = round.map((i) => upserts[i]!.write);
+    const rows = await queryRows(
+      prisma,
+      UPSERT,
+      writes.map((w) => w.id),
+      writes.map((w) => w.handler),
+      writes.map((w) => w.expression),
+      writes.map((w) => w.timeZone),
+      writes.map((w) => (w.data === null ? null : JSON.stringify(w.data))),
+      writes.map((w) => JSON.stringify(w.options)),
+      writes.map((w) => w.enabled),
+      writes.map((w) => w.note),
+      writes.map((w) => w.startAt),
+      writes.map((w) => w.endAt),
+      writes.map((w) => w.nextDueAt),
+      round.map((i) => upserts[i]!.now),
+    );
+    for (const row of rows) {
+      const i = round[toInt(row.n, 'n') - 1]!;
+      const previous = row.prior_id === null ? undefined : prefixedRecord(row, 'prior_');
+      if (row.id !== null) {
+        const record = toRecord(row);
+        const created = record.version === 1;
+        outcomes[i] = {
+          kind: created ? 'created' : 'updated',
+          changed: created
+            ? SCHEDULE_FIELDS
+            : SCHEDULE_FIELDS.filter((f) => toBool(row[`changed_${COLUMN_OF[f]}`], `changed_${COLUMN_OF[f]}`)),
+          record,
+          previous,
+        };
+      } else if (previous) outcomes[i] = { kind: 'unchanged', changed: [], record: previous, previous };
+      else {
+        // The same definition, created by a concurrent upsert after this statement began (so not
+        // locked by it): read it. Removed meanwhile: write it again (the row is gone, so this creates it).
+        const [found] = await queryRows(prisma, `SELECT ${columns(TABLE)} FROM ${TABLE} WHERE id = $1::text`, upserts[i]!.write.id);
+        const record = found && toRecord(found);
+        if (record) outcomes[i] = { kind: 'unchanged', changed: [], record, previous: record };
+        else later.push(i);
+      }
+    }
+    left = later.sort((a, b) => a - b);
+  }
+  return outcomes;
+}
 
 /**
  * The due order, on the table's columns: the SELECT's output names are the instants as text (epoch
@@ -204,42 +290,13 @@ async function advanceMany(prisma: PrismaClientLike, advances: Advance[]): Promi
 export class PrismaScheduleStore implements ScheduleStore {
   /** The advances of one turn, one statement (a burst settles thousands of rows a second). */
   private readonly advances = new MicroBatcher((batch: Advance[]) => advanceMany(this.prisma, batch), ADVANCE_BATCH);
+  /** The upserts of one turn, one statement (an app writing thousands of schedules a second). */
+  private readonly upserts = new MicroBatcher((batch: Upsert[]) => upsertMany(this.prisma, batch), UPSERT_BATCH, UPSERTS_IN_FLIGHT);
 
   constructor(private readonly prisma: PrismaClientLike) {}
 
-  async upsert(write: ScheduleWrite, now: Date): Promise<StoredUpsert> {
-    const [row] = await queryRows(
-      this.prisma,
-      UPSERT,
-      write.id,
-      write.handler,
-      write.expression,
-      write.timeZone,
-      write.data === null ? null : JSON.stringify(write.data),
-      JSON.stringify(write.options),
-      write.enabled,
-      write.note,
-      write.startAt,
-      write.endAt,
-      write.nextDueAt,
-      now,
-    );
-    const previous = row && row.prior_id !== null ? prefixedRecord(row, 'prior_') : undefined;
-    if (!row || row.id === null) {
-      if (previous) return { kind: 'unchanged', changed: [], record: previous, previous };
-      // The same definition, created by a concurrent upsert after this statement began (so not
-      // locked by it): read it. Removed meanwhile: write it again (the row is gone, so this creates it).
-      const record = await this.get(write.id);
-      return record ? { kind: 'unchanged', changed: [], record, previous: record } : this.upsert(write, now);
-    }
-    const record = toRecord(row);
-    const created = record.version === 1;
-    return {
-      kind: created ? 'created' : 'updated',
-      changed: created ? SCHEDULE_FIELDS : SCHEDULE_FIELDS.filter((f) => toBool(row[`changed_${COLUMN_OF[f]}`], `changed_${COLUMN_OF[f]}`)),
-      record,
-      previous,
-    };
+  upsert(write: ScheduleWrite, now: Date): Promise<StoredUpsert> {
+    return this.upserts.add({ write, now });
   }
 
   async remove(id: string): Promise<ScheduleRecord | undefined> {

@@ -293,6 +293,56 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
       }
     }, 30_000);
 
+    it('many upserts of one turn, some of one id: each as if alone, in call order, the last call of an id stays', async () => {
+      const { store } = fixture();
+      const prefix = id();
+      const ids = Array.from({ length: 30 }, (_, i) => `${prefix}-${i}`);
+      await store.upsert(write(ids[0]!, { note: 'before' }), NOW);
+      // ids[0] exists; ids[1] is written three times in the same turn; the rest are new.
+      const calls = [
+        ...ids.map((sid, i) => write(sid, { data: { call: i } })),
+        write(ids[1]!, { data: { call: 'second' } }),
+        write(ids[1]!, { data: { call: 'third' }, expression: '0 10 * * *' }),
+      ];
+      const outcomes = await Promise.all(calls.map((w) => store.upsert(w, LATER)));
+      expect(outcomes[0]).toMatchObject({ kind: 'updated', changed: ['data', 'note'], previous: { note: 'before', version: 1 } });
+      expect(outcomes.slice(1, 30).every((o) => o.kind === 'created' && o.previous === undefined)).toBe(true);
+      const [second, third] = outcomes.slice(30);
+      expect(second).toMatchObject({ kind: 'updated', changed: ['data'], record: { version: 2 }, previous: outcomes[1]!.record });
+      expect(third).toMatchObject({ kind: 'updated', changed: ['expression', 'data'], record: { version: 3 }, previous: second!.record });
+      expect(await store.get(ids[1]!)).toEqual(third!.record);
+      for (const [i, sid] of ids.entries()) if (i !== 1) expect((await store.get(sid))!.data).toEqual({ call: i });
+    });
+
+    it('a deploy storm: 8 clients upsert the same 40 ids at once, each in its own order: one row each, every write applied once', async () => {
+      const { clients } = fixture();
+      const { stores, close } = await clients(8);
+      try {
+        const prefix = id();
+        const ids = Array.from({ length: 40 }, (_, i) => `${prefix}-${String(i).padStart(2, '0')}`);
+        const outcomes = await Promise.all(
+          stores.map((s, c) => {
+            // Each client in another order (rotated, every other one reversed).
+            const order = [...ids.slice(c * 5), ...ids.slice(0, c * 5)];
+            if (c % 2) order.reverse();
+            return Promise.all(order.map((sid) => s.upsert(write(sid, { data: { client: c } }), new Date(NOW.getTime() + c))));
+          }),
+        );
+        for (const sid of ids) {
+          const mine = outcomes.flat().filter((o) => o.record.id === sid);
+          expect(mine.filter((o) => o.kind === 'created')).toHaveLength(1);
+          // A write that found the same definition changed nothing; every other one made a version.
+          const written = mine.filter((o) => o.kind !== 'unchanged');
+          expect(written.map((o) => o.record.version).sort((a, b) => a - b)).toEqual(written.map((_, i) => i + 1));
+          const byVersion = new Map(written.map((o) => [o.record.version, o.record]));
+          for (const o of written) if (o.previous) expect(o.previous).toEqual(byVersion.get(o.record.version - 1));
+          expect(await stores[0]!.get(sid)).toEqual(byVersion.get(written.length));
+        }
+      } finally {
+        await close();
+      }
+    }, 60_000);
+
     it('20 concurrent changes of one row: each gets back the very row it replaced, so none is seen twice', async () => {
       const { store, clients } = fixture();
       const { stores, close } = await clients(20);

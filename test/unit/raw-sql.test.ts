@@ -444,6 +444,7 @@ const SCHEDULES: readonly Case[] = [
     'upsert',
     [
       {
+        n: 1,
         ...SCHEDULE_ROW,
         ...Object.fromEntries(Object.entries({ ...SCHEDULE_ROW, data: '{"tenant": 41}', version: 2 }).map(([c, v]) => [`prior_${c}`, v])),
         ...Object.fromEntries(
