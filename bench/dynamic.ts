@@ -61,6 +61,8 @@ export interface DynamicSettings {
   bullmq: boolean;
   /** The idle variant only (upserts, idle fleet, bootstrap; no burst, no BullMQ). */
   idleOnly: boolean;
+  /** The library's jitter variant only (no no-jitter variant, no BullMQ): to look at the jittered burst alone. */
+  jitterOnly?: boolean;
   /**
    * Idle variant: schedules written through `schedules.upsert`; the rest up to N are copies of
    * those rows in SQL with ids shifted by this count (a multiple of 240, the mix's period: the
@@ -202,6 +204,8 @@ export interface DynamicRun {
   runId: string;
   buildDir: string;
   settings: DynamicSettings;
+  /** CPU profiles of the fleet's first process (`--profile`): one `.cpuprofile` per variant here. */
+  profileDir?: string;
 }
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -212,8 +216,8 @@ const DUE_PAGES = 10;
 
 export async function runDynamic(run: DynamicRun): Promise<DynamicResult> {
   const variants: DynamicVariant[] = [];
-  for (const jitter of [null, '30s']) variants.push(await dcronVariant(run, jitter));
-  if (run.settings.bullmq) variants.push(await bullmqVariant(run));
+  for (const jitter of run.settings.jitterOnly ? ['30s'] : [null, '30s']) variants.push(await dcronVariant(run, jitter));
+  if (run.settings.bullmq && !run.settings.jitterOnly) variants.push(await bullmqVariant(run));
   return { schedules: run.settings.schedules, instances: run.settings.instances, staticKnee: run.settings.staticKnee, variants };
 }
 
@@ -541,8 +545,13 @@ async function dcronVariant(run: DynamicRun, jitter: string | null): Promise<Dyn
     const spawn = (id: string): Child => {
       const config: DynamicInstanceConfig = { instanceId: id, redisUrl: redis.url, databaseUrl, offsetMs, jitterMs };
       const k = events.push([]) - 1;
-      return spawnChild(`${run.buildDir}/bench/fixtures/dynamic-instance.js`, id, { DYNAMIC_CONFIG: JSON.stringify(config) }, (e) =>
-        events[k]!.push(e),
+      const profile = run.profileDir && k === 0 ? ['--cpu-prof', `--cpu-prof-dir=${run.profileDir}`, `--cpu-prof-name=${id}.cpuprofile`] : [];
+      return spawnChild(
+        `${run.buildDir}/bench/fixtures/dynamic-instance.js`,
+        id,
+        { DYNAMIC_CONFIG: JSON.stringify(config) },
+        (e) => events[k]!.push(e),
+        profile,
       );
     };
     const tag = `dyn${jitter ? 'j' : 'n'}`;

@@ -21,6 +21,8 @@
  *   npm run bench -- --only dynamic --dynamic-idle-only --dynamic-schedules 1000000
  *                                      the same without the burst at a larger size: upserts, table and index sizes,
  *                                      the due query, bootstrap, RSS (bench/results/dynamic-idle.json, one entry per size)
+ *   npm run bench -- --only dynamic --dynamic-jitter-only [--profile]
+ *                                      the library's jittered burst alone (CPU profile of the first process with --profile)
  *   npm run bench -- --report-only     re-render BENCHMARKS.md and the chart from bench/results/*.json
  *   npm run bench -- --profile         V8 CPU profile of one fleet instance per size (scale probe: of every
  *                                      instance), into .tmp/bench-profiles/ (summarised by bench/profile-summary.ts)
@@ -140,6 +142,7 @@ function parseArgs(argv: string[]): Settings {
       ...(dynamicSchedules === undefined ? {} : { schedules: dynamicSchedules }),
       ...(argv.includes('--dynamic-no-bullmq') ? { bullmq: false } : {}),
       idleOnly: argv.includes('--dynamic-idle-only'),
+      jitterOnly: argv.includes('--dynamic-jitter-only'),
     },
     transportRounds: value('--transport-rounds') === undefined ? (quick ? 10 : 50) : Number(value('--transport-rounds')),
     footprint: {
@@ -357,7 +360,7 @@ async function main(): Promise<void> {
       };
       save('dynamic-idle', results.dynamicIdle);
     } else if (settings.only.has('dynamic')) {
-      results.dynamic = await runDynamic({ runId, buildDir, settings: settings.dynamic });
+      results.dynamic = await runDynamic({ runId, buildDir, settings: settings.dynamic, profileDir: settings.profileDir });
       save('dynamic', results.dynamic);
     }
     if (settings.only.has('footprint')) {

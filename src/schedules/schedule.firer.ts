@@ -13,10 +13,23 @@ import type { ScheduleDueCursor, ScheduleRecord, ScheduleStore } from './schedul
 const POLL_MS = 250;
 /** At most this many due rows per read, and slots newly handed on per poll: a burst drains in due order, a batch at a time. */
 const BATCH = 2_000;
-/** Pages read per poll at most (past rows already handed on or waiting for their jittered instant). */
+/** Pages read per poll at most. */
 const MAX_PAGES = 10;
 /** Slots handed on or waiting here at most: what is beyond stays due in the table for later polls. */
 const MAX_HELD = 50_000;
+/**
+ * Slots handed on here and not settled at most: past it, no new slot is handed on (those waiting
+ * for their jittered instant still are) until earlier ones settle, so a burst waits in the table,
+ * in due order, not in this process.
+ */
+const MAX_IN_HAND = 2 * BATCH;
+/**
+ * A burst larger than a page is read on from where the last poll stopped, not from its start
+ * again (the slots read are held here or left to their instance), and from its start again this
+ * often: a row that became due before that place meanwhile (a write from a clock behind this
+ * one's, a slot handed on and dropped) is found by then.
+ */
+const RESCAN_MS = 10_000;
 /** Read this far ahead of now: a slot is claimed ahead of its instant, as a static job's timer does. */
 const READ_AHEAD_MS = 250;
 /**
@@ -99,13 +112,22 @@ export class ScheduleFirer {
   private polling: Promise<void> | undefined;
   /** (id, slot) handed on by this instance and not yet advanced: not handed on again by the next poll. */
   private readonly handedOn = new Map<string, number>();
-  /** Slots read whose jittered instant is still ahead, by key: handed on by the poll that reaches it. */
-  private readonly waiting = new Map<string, { record: ScheduleRecord; schedule: ResolvedSchedule; handOnAt: number }>();
   /**
-   * Slots read here that another instance is ranked first for, by key: their start instant. Not
-   * handed on (nor their schedule resolved) while that instance has them, unless they are overdue.
+   * Slots read whose jittered instant is still ahead, by key: handed on by the poll that reaches
+   * it. Only the row is kept (its definition is resolved again then): a burst held here costs a
+   * row per slot.
    */
-  private readonly leftToFirst = new Map<string, number>();
+  private readonly waiting = new Map<string, { record: ScheduleRecord; handOnAt: number }>();
+  /**
+   * Slots read here that another instance is ranked first for, by key: their start instant, and
+   * when their row is read again (by id) to see whether it is still due there. Not handed on (nor
+   * their schedule resolved) while that instance has them, unless they are overdue.
+   */
+  private readonly leftToFirst = new Map<string, { id: string; slotMs: number; startMs: number; checkAt: number }>();
+  /** Where the next read of due rows resumes (a burst larger than a page); undefined: from the first due row. */
+  private cursor: ScheduleDueCursor | undefined;
+  /** When a read from the first due row last began. */
+  private headAt = Number.NEGATIVE_INFINITY;
   private startedAt = 0;
   private stopped = true;
   private route: SlotRoute | undefined;
@@ -139,53 +161,111 @@ export class ScheduleFirer {
     this.stopped = true;
     this.waiting.clear();
     this.leftToFirst.clear();
+    this.cursor = undefined;
     clearTimeout(this.timer);
     await this.polling;
   }
 
   /**
-   * One look at what is due; never rejects. Reads a page of due rows, and the pages after it while
-   * the rows read are all held here already (handed on, or waiting for their jittered instant),
-   * until `BATCH` new slots are taken; hands on the waiting slots whose instant has come.
+   * One look at what is due; never rejects. Hands on the waiting slots whose jittered instant has
+   * come; reads due rows a page at a time, from where the last poll stopped in a burst larger
+   * than a page (from the first due row otherwise, and every `RESCAN_MS`), until `BATCH` slots
+   * are handed on or `MAX_PAGES` pages read; reads again the rows of other instances' slots that
+   * are overdue.
    */
   async poll(): Promise<void> {
     if (this.stopped || !this.deps.leading()) {
       this.waiting.clear();
       this.leftToFirst.clear();
+      this.cursor = undefined;
       return;
     }
     const now = this.deps.clock();
     const mono = performance.now();
     for (const [key, until] of this.handedOn) if (until <= mono) this.handedOn.delete(key);
-    // Past overdue and not read again since: advanced by the instance that claimed it.
-    for (const [key, startMs] of this.leftToFirst) if (now - startMs > OVERDUE_WHILE_BUSY_MS + OVERDUE_MS) this.leftToFirst.delete(key);
-    for (const [key, { record, schedule, handOnAt }] of this.waiting) {
+    // Past overdue and not taken here: advanced by the instance that claimed it (or found again by a read from the start).
+    for (const [key, { startMs }] of this.leftToFirst) if (now - startMs > OVERDUE_WHILE_BUSY_MS + OVERDUE_MS) this.leftToFirst.delete(key);
+    for (const [key, { record, handOnAt }] of this.waiting) {
       if (handOnAt > now) continue;
       this.waiting.delete(key);
-      this.guarded(record, () => this.handOn(record, schedule, key, now, mono));
+      this.guarded(record, () => {
+        const schedule = this.deps.executors.resolve(record);
+        if (schedule) this.handOn(record, schedule, key, now, mono);
+      });
+    }
+    if (!(await this.readDue(now, mono))) return;
+    await this.recheckLeft(now, mono);
+  }
+
+  /** Reads due rows (see `poll`); false when the table did not answer. */
+  private async readDue(now: number, mono: number): Promise<boolean> {
+    const fromHead = this.cursor === undefined || now - this.headAt >= RESCAN_MS;
+    if (fromHead) {
+      this.cursor = undefined;
+      this.headAt = now;
     }
     let taken = 0;
-    let after: ScheduleDueCursor | undefined;
-    for (let page = 0; page < MAX_PAGES && taken < BATCH && !this.stopped; page++) {
+    for (let page = 0; page < MAX_PAGES && !this.stopped; page++) {
       let rows: ScheduleRecord[];
       try {
-        rows = await this.deps.store!.due(new Date(now + READ_AHEAD_MS), BATCH, after);
+        rows = await this.deps.store!.due(new Date(now + READ_AHEAD_MS), BATCH, this.cursor);
         if (this.failing) this.deps.logger.log('the schedules table answers again: due schedules fire');
         this.failing = false;
       } catch (error) {
         if (!this.failing) this.deps.logger.error(`could not read the due schedules, retried every poll: ${describeError(error)}`);
         this.failing = true;
-        return;
+        return false;
       }
       for (const record of rows) {
-        if (taken >= BATCH || this.handedOn.size + this.waiting.size >= MAX_HELD) return;
+        if (taken >= BATCH || this.handedOn.size >= MAX_IN_HAND || this.handedOn.size + this.waiting.size >= MAX_HELD) return true;
         this.guarded(record, () => {
           if (this.consider(record, now, mono)) taken++;
         });
+        this.cursor = { nextDueAt: record.nextDueAt!, id: record.id };
       }
-      if (rows.length < BATCH) return;
-      const last = rows.at(-1)!;
-      after = { nextDueAt: last.nextDueAt!, id: last.id };
+      if (rows.length < BATCH) {
+        // All due rows read: a due set of one page is read from its start at every poll.
+        if (fromHead && page === 0) this.cursor = undefined;
+        return true;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Reads again (by id, `BATCH` at most) the rows of slots left to another instance once they
+   * are overdue: still due there, the slot is handed on here; advanced, changed or removed, it is
+   * forgotten.
+   */
+  private async recheckLeft(now: number, mono: number): Promise<void> {
+    const keys: string[] = [];
+    const ids = new Set<string>();
+    for (const [key, left] of this.leftToFirst) {
+      if (left.checkAt > now) continue;
+      keys.push(key);
+      ids.add(left.id);
+      if (ids.size >= BATCH) break;
+    }
+    if (keys.length === 0 || this.stopped) return;
+    let rows: Map<string, ScheduleRecord>;
+    try {
+      rows = new Map((await this.deps.store!.getMany([...ids])).map((row) => [row.id, row]));
+    } catch (error) {
+      if (!this.failing) this.deps.logger.error(`could not read the due schedules, retried every poll: ${describeError(error)}`);
+      this.failing = true;
+      return;
+    }
+    for (const key of keys) {
+      const left = this.leftToFirst.get(key);
+      if (!left || this.stopped) continue;
+      const row = rows.get(left.id);
+      if (!row || !row.enabled || row.nextDueAt?.getTime() !== left.slotMs) {
+        this.leftToFirst.delete(key);
+        continue;
+      }
+      this.guarded(row, () => this.consider(row, now, mono));
+      const still = this.leftToFirst.get(key);
+      if (still) still.checkAt = now + OVERDUE_MS;
     }
   }
 
@@ -205,14 +285,14 @@ export class ScheduleFirer {
     if (this.handedOn.has(key) || this.waiting.has(key)) return false;
     // Left to the instance ranked first for it: looked at again (cheaply: no definition resolved)
     // until it is overdue, or the fleet changed and this instance is first now.
-    const leftAt = this.leftToFirst.get(key);
-    if (leftAt !== undefined && !this.handsOn(record.id, leftAt, now)) return false;
+    const left = this.leftToFirst.get(key);
+    if (left !== undefined && !this.handsOn(record.id, left.startMs, now)) return false;
     // Ranked at its (jittered) start before its definition is resolved: in a burst, each instance
     // resolves and holds only the slots it hands on.
-    if (leftAt === undefined) {
+    if (left === undefined) {
       const startMs = slotMs + jitterOffset(record.id, slotMs, jitterOf(record));
       if (!this.handsOn(record.id, startMs, now)) {
-        this.leftToFirst.set(key, startMs);
+        this.leaveToFirst(key, record.id, slotMs, startMs);
         return false;
       }
     }
@@ -220,11 +300,19 @@ export class ScheduleFirer {
     if (!schedule) return false;
     const handOnAt = slotMs + jitterOffset(record.id, slotMs, schedule.jitterMs) - claimAheadMs(schedule.job.overlap);
     if (handOnAt > now) {
-      // Its jittered instant is ahead: held here, so later pages of the burst are read meanwhile.
-      this.waiting.set(key, { record, schedule, handOnAt });
-      return true;
+      // Its jittered instant is ahead: held here (the row alone), so later pages of the burst are
+      // read meanwhile. Not counted as taken: a poll reads on to the rest of the burst.
+      this.waiting.set(key, { record, handOnAt });
+      return false;
     }
     return this.handOn(record, schedule, key, now, mono);
+  }
+
+  /** Leaves a slot to the instance ranked first for it; its row is read again once it is overdue. */
+  private leaveToFirst(key: string, id: string, slotMs: number, startMs: number): void {
+    const left = this.leftToFirst.get(key);
+    if (left) left.startMs = startMs;
+    else this.leftToFirst.set(key, { id, slotMs, startMs, checkAt: startMs + OVERDUE_MS });
   }
 
   /** Whether this instance hands on a slot starting at `startMs`: it is ranked first for it, or the slot is overdue. */
@@ -259,7 +347,7 @@ export class ScheduleFirer {
       }
     }
     if (!missed && !this.handsOn(record.id, startMs, now)) {
-      this.leftToFirst.set(key, startMs);
+      this.leaveToFirst(key, record.id, slotMs, startMs);
       return false;
     }
     this.leftToFirst.delete(key);
