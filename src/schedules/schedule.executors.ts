@@ -12,9 +12,10 @@ import { jitterOffset, newer, revisionKey, ScheduleExecutor, type Revision } fro
 
 /**
  * An executor not used for this long, with nothing going, is dropped: built again when its
- * schedule is due, or by the sweep when a row of its runs needs it (a retry due later).
+ * schedule is due, or by the sweep when a row of its runs needs it (a retry due later). Short: a
+ * burst builds one per slot, and each one kept is memory and a name in every sweep's queries.
  */
-const IDLE_MS = 60_000;
+const IDLE_MS = 10_000;
 /** Above this many cached executors, idle ones are dropped at once, oldest use first. */
 const MAX_CACHED = 20_000;
 
