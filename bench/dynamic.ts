@@ -545,7 +545,8 @@ async function dcronVariant(run: DynamicRun, jitter: string | null): Promise<Dyn
     const spawn = (id: string): Child => {
       const config: DynamicInstanceConfig = { instanceId: id, redisUrl: redis.url, databaseUrl, offsetMs, jitterMs };
       const k = events.push([]) - 1;
-      const profile = run.profileDir && k === 0 ? ['--cpu-prof', `--cpu-prof-dir=${run.profileDir}`, `--cpu-prof-name=${id}.cpuprofile`] : [];
+      const profile =
+        run.profileDir && k === 0 ? ['--cpu-prof', `--cpu-prof-dir=${run.profileDir}`, `--cpu-prof-name=${id}.cpuprofile`] : [];
       return spawnChild(
         `${run.buildDir}/bench/fixtures/dynamic-instance.js`,
         id,

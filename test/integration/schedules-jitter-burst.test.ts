@@ -87,7 +87,9 @@ describe('a jittered burst larger than a poll reads', () => {
     expect(early.filter((id) => !started(id))).toEqual([]);
     const ran = starts.filter((s) => early.includes(s.scheduleId));
     expect(ran).toHaveLength(early.length);
-    expect(new Set(ran.map((s) => s.executionId))).toEqual(new Set(early.map((id) => `${id}:${new Date(top).toISOString().slice(0, -5)}Z`)));
+    expect(new Set(ran.map((s) => s.executionId))).toEqual(
+      new Set(early.map((id) => `${id}:${new Date(top).toISOString().slice(0, -5)}Z`)),
+    );
     // None started before its jittered instant.
     for (const s of starts) expect(s.at).toBeGreaterThanOrEqual(top + jitterOffset(s.scheduleId, top, JITTER_MS) - 50);
   }, 90_000);
