@@ -185,6 +185,16 @@ export class ScheduleFirer {
     for (const [key, until] of this.handedOn) if (until <= mono) this.handedOn.delete(key);
     // Past overdue and not taken here: advanced by the instance that claimed it (or found again by a read from the start).
     for (const [key, { startMs }] of this.leftToFirst) if (now - startMs > OVERDUE_WHILE_BUSY_MS + OVERDUE_MS) this.leftToFirst.delete(key);
+    this.handOnWaiting();
+    if (!(await this.readDue(now, mono))) return;
+    await this.recheckLeft(now, mono);
+  }
+
+  /** Hands on the waiting slots whose instant has come (also between the pages of a long read). */
+  private handOnWaiting(): void {
+    if (this.waiting.size === 0 || this.stopped) return;
+    const now = this.deps.clock();
+    const mono = performance.now();
     for (const [key, { record, handOnAt }] of this.waiting) {
       if (handOnAt > now) continue;
       this.waiting.delete(key);
@@ -193,8 +203,6 @@ export class ScheduleFirer {
         if (schedule) this.handOn(record, schedule, key, now, mono);
       });
     }
-    if (!(await this.readDue(now, mono))) return;
-    await this.recheckLeft(now, mono);
   }
 
   /** Reads due rows (see `poll`); false when the table did not answer. */
@@ -228,6 +236,7 @@ export class ScheduleFirer {
         if (fromHead && page === 0) this.cursor = undefined;
         return true;
       }
+      this.handOnWaiting();
     }
     return true;
   }
