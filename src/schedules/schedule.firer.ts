@@ -213,7 +213,8 @@ export class ScheduleFirer {
       this.headAt = now;
     }
     let taken = 0;
-    for (let page = 0; page < MAX_PAGES && !this.stopped; page++) {
+    const full = (): boolean => this.handedOn.size >= MAX_IN_HAND || this.handedOn.size + this.waiting.size >= MAX_HELD;
+    for (let page = 0; page < MAX_PAGES && !this.stopped && !full(); page++) {
       let rows: ScheduleRecord[];
       try {
         rows = await this.deps.store!.due(new Date(now + READ_AHEAD_MS), BATCH, this.cursor);
@@ -225,7 +226,7 @@ export class ScheduleFirer {
         return false;
       }
       for (const record of rows) {
-        if (taken >= BATCH || this.handedOn.size >= MAX_IN_HAND || this.handedOn.size + this.waiting.size >= MAX_HELD) return true;
+        if (taken >= BATCH || full()) return true;
         this.guarded(record, () => {
           if (this.consider(record, now, mono)) taken++;
         });
