@@ -250,8 +250,10 @@ export class ScheduleFirer {
   private async recheckLeft(now: number, mono: number): Promise<void> {
     const keys: string[] = [];
     const ids = new Set<string>();
+    // While this instance is overloaded another's slot is taken only `OVERDUE_WHILE_BUSY_MS` late: not read before.
+    const busy = this.deps.busy?.() ?? false;
     for (const [key, left] of this.leftToFirst) {
-      if (left.checkAt > now) continue;
+      if (left.checkAt > now || (busy && now - left.startMs < OVERDUE_WHILE_BUSY_MS)) continue;
       keys.push(key);
       ids.add(left.id);
       if (ids.size >= BATCH) break;
