@@ -2,6 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import { OverloadEpisode, seconds } from './overload.episode.js';
 import { adaptedLimit } from './admission.estimates.js';
 import { FleetRoster } from './fleet.roster.js';
+import { RowTallies, type RowNotes } from './row.receipts.js';
 
 export { EPISODE_QUIET_MS } from './overload.episode.js';
 export { BUDGET_SHARE_OF_PERIOD, MIN_BUDGET_MS, startBudgetMs } from './admission.estimates.js';
@@ -62,6 +63,8 @@ export interface LoadSignal {
   noteUnrecorded(): boolean;
   /** Who is up in the fleet and who claims a slot first: a watcher judges a claim by its claimant's state. */
   readonly roster?: FleetRoster;
+  /** Where a slot's row is noted as written, for the row receipts of the slots this instance claims first. */
+  readonly rows?: RowNotes;
 }
 
 export interface AdmissionOptions {
@@ -134,6 +137,8 @@ export class Admission implements LoadSignal {
   private readonly episode: OverloadEpisode;
   /** The fleet as this instance last read it (the dispatcher keeps it current). */
   readonly roster = new FleetRoster();
+  /** The slots this instance claims first, until each has its row (the dispatcher sends their row receipts). */
+  readonly rows = new RowTallies();
 
   constructor(
     private readonly options: AdmissionOptions,

@@ -228,6 +228,7 @@ export class ExecutorContext {
       // A shed slot's row waits its turn without a deadline of its own (thousands a second under
       // overload: no timer each); the batcher bounds how many wait and fails them once it is full.
       const inserted = await (status === 'skipped_overload' ? record() : this.db('a not-started row', record));
+      this.deps.load?.rows?.written(this.job.name, slot.scheduledAt.getTime());
       return inserted ? 'inserted' : 'exists';
     } catch (error) {
       // Under overload, one line per episode (its last line counts them), not one per shed slot.

@@ -55,6 +55,7 @@ async function writeStart(
         now: new Date(trigger === 'schedule' ? Math.max(ctx.deps.clock(), slot.scheduledAt.getTime()) : ctx.deps.clock()),
       }),
     );
+    if (begin.kind === 'start' || begin.kind === 'exists') ctx.deps.load?.rows?.written(ctx.job.name, slot.scheduledAt.getTime());
     if (begin.kind === 'start') return { attempt: begin.attempt, trigger: begin.trigger };
     if (begin.kind === 'stale_fence') {
       const stop = await refence(ctx, keeper, begin);

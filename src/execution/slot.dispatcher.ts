@@ -1,11 +1,12 @@
 import type { Logger } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeError } from '../errors/error.redact.js';
-import type { FleetCoordination, Receipt } from '../leasing/fleet.coordination.js';
+import type { FleetCoordination, Receipt, RowReceipt } from '../leasing/fleet.coordination.js';
 import type { JobExecutor } from './job.executor.js';
 import type { Admission } from './admission.js';
 import { LeaderMode, type LeaderModeOptions } from './leader.mode.js';
 import { fnv1a, mix } from './hash.js';
+import { judge, receiptHash, type RowWatchGroup } from './row.receipts.js';
 
 /** How long the preferred instance of a slot has to claim it before the others claim it too. */
 export const PREFERRED_HEAD_START_MS = 80;
@@ -29,6 +30,13 @@ const RECEIPT_TTL_MS = 30_000;
  * up) is late with its claims, and every instance claiming every slot then would load it more.
  */
 const SECOND_LOOK_MS = 250;
+/**
+ * A watcher looks for the claimant's row receipt this long after the claims (and again as often
+ * while it waits), and looks the rows up in the database once `ROW_WAIT_MS` (at most half the
+ * lease) has passed without a receipt for the slots it watches.
+ */
+const ROW_LOOK_MS = 1_000;
+const ROW_WAIT_MS = 5_000;
 /** Job names whose hash is kept for the ranking (the static jobs, and schedules up to the bound). */
 const MAX_JOB_HASHES = 10_000;
 /** A slot left to its preferred instance, looked at again once the head start has passed. */
@@ -73,6 +81,9 @@ export class SlotDispatcher {
   private receiptsDue: Map<number, { view: string; declined: string[] }> | undefined;
   private deferred: Deferred[] = [];
   private secondLook: Deferred[] = [];
+  /** Watched slots waiting for their claimant's row receipt (see row.receipts.ts). */
+  private rowWatches: Array<RowWatchGroup<JobExecutor>> = [];
+  private rowTimer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly leader: LeaderMode | undefined;
 
@@ -88,6 +99,10 @@ export class SlotDispatcher {
     private readonly admission?: Admission,
   ) {
     this.leader = leader && new LeaderMode(admission ? { ...leader, fire: (executor, slot) => this.fire(executor, slot) } : leader);
+    const sendRows = fleet?.rowReceipt?.bind(fleet);
+    if (admission && sendRows && !leader) {
+      admission.rows.send = (slotMs, receipt) => void sendRows(this.instanceId, slotMs, receipt, RECEIPT_TTL_MS).catch(() => undefined);
+    }
   }
 
   /**
@@ -132,6 +147,14 @@ export class SlotDispatcher {
     this.admission?.stop();
     clearTimeout(this.heartbeat);
     this.heartbeat = undefined;
+    clearTimeout(this.rowTimer);
+    for (const group of this.rowWatches) {
+      for (const item of group.items) {
+        item.executor.checks.watchSlot(item.slot, group.since);
+        item.executor.checks.awaitReceipt(-1);
+      }
+    }
+    this.rowWatches = [];
     this.members = [];
     this.admission?.roster.forget();
     if (this.leader) await this.leader.stop();
@@ -154,7 +177,15 @@ export class SlotDispatcher {
     if (first === this.myIndex) {
       const declined = this.receiptFor(slotMs);
       if (executor.hasRoom()) {
-        this.fire(executor, slot);
+        const rows = this.fleet.rowReceipt && this.admission?.rows;
+        if (!rows) {
+          this.fire(executor, slot);
+          return;
+        }
+        // Its watchers learn from this instance's row receipt that the slot has its row.
+        const job = executor.job.name;
+        rows.expect(job, this.jobHash(job), slotMs);
+        this.fire(executor, slot, () => rows.ended(job, slotMs));
         return;
       }
       declined.push(executor.job.name);
@@ -265,6 +296,9 @@ export class SlotDispatcher {
     } catch (error) {
       if (!this.outage) this.logger.warn(`could not read the fleet's claim receipts, claiming every slot: ${describeError(error)}`);
     }
+    // Per claim receipt: the slots it stands for as this instance ranked them, and those it watches.
+    const groups = this.fleet!.rowReceipts ? new Map<number, RowWatchGroup<JobExecutor>>() : undefined;
+    const since = performance.now();
     for (let i = 0; i < items.length; i++) {
       const item = items[i]!;
       // Undefined when the receipts could not be read: claim.
@@ -274,11 +308,73 @@ export class SlotDispatcher {
         this.secondLook.push(item);
         if (this.secondLook.length === 1) setTimeout(() => void this.claimLeftovers('secondLook'), SECOND_LOOK_MS);
       } else if (receipt && receipt.view === item.view && !receipt.declined.has(item.executor.job.name)) {
-        item.executor.watch(item.slot, item.watcher);
+        if (!groups) {
+          item.executor.watch(item.slot, item.watcher);
+          continue;
+        }
+        const job = item.executor.job.name;
+        const at = requestOf[i]!;
+        let group = groups.get(at);
+        if (!group) {
+          const until = since + Math.min(ROW_WAIT_MS, item.executor.job.leaseMs / 2);
+          group = { claimant: item.preferred, slotMs: item.slot.getTime(), count: 0, hash: 0, items: [], since, until };
+          groups.set(at, group);
+        }
+        group.count++;
+        group.hash = (group.hash ^ receiptHash(this.jobHash(job))) >>> 0;
+        item.executor.watch(item.slot, false);
+        if (item.watcher) {
+          group.items.push({ executor: item.executor, job, slot: item.slot });
+          item.executor.checks.awaitReceipt(1);
+        }
       } else if (!this.stopped) {
         this.fire(item.executor, item.slot);
       }
     }
+    for (const group of groups?.values() ?? []) if (group.items.length > 0) this.rowWatches.push(group);
+    this.lookForRowsLater();
+  }
+
+  private lookForRowsLater(): void {
+    if (this.rowWatches.length === 0 || this.rowTimer || this.stopped) return;
+    this.rowTimer = setTimeout(() => {
+      this.rowTimer = undefined;
+      void this.lookForRows();
+    }, ROW_LOOK_MS);
+    this.rowTimer.unref();
+  }
+
+  /**
+   * The watched slots' row receipts: a slot its claimant vouches for has its row; the others are
+   * looked up in the database a lease after they were first watched (`SweepChecks.watchSlot`),
+   * as without receipts. No receipt yet: looked at again, until the group's time is up.
+   */
+  private async lookForRows(): Promise<void> {
+    const groups = this.rowWatches;
+    this.rowWatches = [];
+    let found: Array<RowReceipt | null> | undefined;
+    try {
+      found = await this.fleet!.rowReceipts!(groups.map((group) => [group.claimant, group.slotMs] as const));
+    } catch {
+      found = undefined; // looked at again, or up in the database once the time is up
+    }
+    const now = performance.now();
+    for (let i = 0; i < groups.length; i++) {
+      const group = groups[i]!;
+      const verdict = judge(group, found?.[i]);
+      if (!verdict && now < group.until && !this.stopped) {
+        this.rowWatches.push(group);
+        continue;
+      }
+      const lookUp = verdict ? verdict.lookUp : group.items;
+      for (const item of lookUp) item.executor.checks.watchSlot(item.slot, group.since);
+      for (const item of group.items) item.executor.checks.awaitReceipt(-1);
+    }
+    this.lookForRowsLater();
+  }
+
+  private jobHash(job: string): number {
+    return this.jobHashes.get(job) ?? fnv1a(job);
   }
 
   /**
@@ -286,18 +382,18 @@ export class SlotDispatcher {
    * (in slot order) or shed it with a `skipped_overload` row when it can no longer start within
    * its start budget.
    */
-  private fire(executor: JobExecutor, slot: Date): void {
+  private fire(executor: JobExecutor, slot: Date, ended?: () => void): void {
     const admission = this.admission;
     if (!admission) {
-      void executor.fire(slot);
+      void executor.fire(slot).then(ended);
       return;
     }
     admission.submit({
       job: executor.job.name,
       slotMs: slot.getTime(),
       budgetMs: executor.startBudgetMs,
-      start: (done) => void executor.fire(slot, 'schedule', done),
-      shed: (why) => void executor.shed(slot, why),
+      start: (done) => void executor.fire(slot, 'schedule', done).then(ended),
+      shed: (why) => void executor.shed(slot, why).then(ended),
     });
   }
 

@@ -54,6 +54,8 @@ export type StartAgain = (
  */
 export class SweepChecks {
   private readonly lostClaims = new Map<string, LostClaim>();
+  /** Slots watched here that wait for their claimant's row receipt (slot.dispatcher.ts) before any lookup. */
+  private awaitingReceipts = 0;
   /** `running` rows whose lease Redis may have forgotten: when this instance first saw each so. */
   private readonly unsureSince = new Map<string, number>();
 
@@ -193,7 +195,12 @@ export class SweepChecks {
   /** Slots other instances claimed whose claimant has had time to write a row. Removes them from the watch list. */
   /** Whether a slot's row is still watched for here (a claim another instance may have vanished with). */
   get watching(): boolean {
-    return this.lostClaims.size > 0;
+    return this.lostClaims.size > 0 || this.awaitingReceipts > 0;
+  }
+
+  /** Counts slots of this job waiting for a row receipt (+1), or no longer (-1): the job is busy meanwhile. */
+  awaitReceipt(delta: 1 | -1): void {
+    this.awaitingReceipts = Math.max(0, this.awaitingReceipts + delta);
   }
 
   takeDueLostClaims(now: number = performance.now()): LostClaim[] {
@@ -255,8 +262,11 @@ export class SweepChecks {
     }
   }
 
-  /** A slot left to the instance ranked first for it: looked at a lease from now; no row by then is recorded `lease_lost`. */
-  watchSlot(scheduledAt: Date): void {
+  /**
+   * A slot left to the instance ranked first for it: looked at a lease from `since` (now, or when
+   * it was first watched); no row by then is recorded `lease_lost`.
+   */
+  watchSlot(scheduledAt: Date, since?: number): void {
     const slot = this.ctx.job.slotInfo(scheduledAt);
     let executionId: string;
     try {
@@ -268,17 +278,23 @@ export class SweepChecks {
     // (were another one, the first one's own claim was taken and it watches the slot itself). A
     // claim found taken elsewhere names no claimant: any instance may have won it.
     const claimant = this.ctx.deps.load?.roster?.claimantOf(this.ctx.job.name, scheduledAt.getTime());
-    this.watchForRow(slot, executionId, 'schedule', { status: 'lease_lost', error: VANISHED_CLAIM }, claimant);
+    this.watchForRow(slot, executionId, 'schedule', { status: 'lease_lost', error: VANISHED_CLAIM }, claimant, since);
   }
 
   /**
    * Looks, a lease from now, whether the slot has a row; records `why` if it has none. `claimant`:
    * the instance known to have claimed it (see `LostClaim.claimant`).
    */
-  watchForRow(slot: SlotInfo, executionId: string, trigger: RunTrigger, why: LostClaim['why'], claimant?: string): void {
+  watchForRow(
+    slot: SlotInfo,
+    executionId: string,
+    trigger: RunTrigger,
+    why: LostClaim['why'],
+    claimant?: string,
+    since: number = performance.now(),
+  ): void {
     if (this.lostClaims.has(executionId)) return;
     // The claimant writes its row within one history deadline of its claim, or gives up.
-    const since = performance.now();
     const checkAfter = since + this.ctx.job.leaseMs + this.ctx.job.skewToleranceMs + 1_000;
     const claim: LostClaim = { slot, executionId, trigger, why, checkAfter, since };
     if (claimant !== undefined && claimant !== this.ctx.deps.instanceId) claim.claimant = claimant;

@@ -18,6 +18,13 @@ export interface FleetCoordination {
   receipt(instanceId: string, slotMs: number, view: string, declined: readonly string[], ttlMs: number): Promise<void>;
   /** The receipts of `[instanceId, slotMs]` pairs, or null where there is none. */
   receipts(requests: ReadonlyArray<readonly [string, number]>): Promise<Array<Receipt | null>>;
+  /**
+   * Records which of the slots at `slotMs` this instance claimed first have their row (see
+   * `RowReceipt`), so their watchers need not look the rows up. Optional: without it watchers look.
+   */
+  rowReceipt?(instanceId: string, slotMs: number, rows: RowReceipt, ttlMs: number): Promise<void>;
+  /** The row receipts of `[instanceId, slotMs]` pairs, or null where there is none. */
+  rowReceipts?(requests: ReadonlyArray<readonly [string, number]>): Promise<Array<RowReceipt | null>>;
 }
 
 /** What an instance's receipt for one slot instant says. */
@@ -27,9 +34,22 @@ export interface Receipt {
   declined: Set<string>;
 }
 
+/**
+ * What an instance's row receipt for one slot instant says: of the slots it claimed first there
+ * (`count` of them, whose jobs' hashes XOR to `hash`), every one has its row in the run history
+ * except those of the jobs in `missing`.
+ */
+export interface RowReceipt {
+  count: number;
+  /** XOR of the jobs' hashes (unsigned 32-bit): a watcher trusts the receipt only for the same set of jobs. */
+  hash: number;
+  missing: ReadonlySet<string>;
+}
+
 export const FLEET_SCRIPTS = {
   members: loadScript('members-1.lua'),
   receipt: loadScript('receipt-1.lua'),
+  rows: loadScript('rows-1.lua'),
 };
 
 /** FleetCoordination on the lease store's Redis, through its script runner (so a receipt follows its claims). */
@@ -65,6 +85,36 @@ export class RedisFleetCoordination implements FleetCoordination {
       const [view = '', ...declined] = value.split('\n');
       return { view, declined: new Set(declined.filter((job) => job !== '')) };
     });
+  }
+
+  async rowReceipt(instanceId: string, slotMs: number, rows: RowReceipt, ttlMs: number): Promise<void> {
+    const key = this.rowsKey(instanceId, slotMs);
+    await this.runner.run(
+      'fleet row receipt',
+      FLEET_SCRIPTS.rows,
+      [key],
+      [rows.count, rows.hash >>> 0, [...rows.missing].join('\n'), ttlMs],
+    );
+  }
+
+  async rowReceipts(requests: ReadonlyArray<readonly [string, number]>): Promise<Array<RowReceipt | null>> {
+    if (requests.length === 0) return [];
+    const keys = requests.map(([instanceId, slotMs]) => this.rowsKey(instanceId, slotMs));
+    const values = await this.runner.command('fleet row receipts', () =>
+      this.redis.isCluster ? Promise.all(keys.map((key) => this.redis.get(key))) : this.redis.mget(keys),
+    );
+    return values.map((value) => {
+      if (value === null) return null;
+      const [count = '', hash = '', ...missing] = value.split('\n');
+      const n = Number(count);
+      const h = Number(hash);
+      if (!Number.isSafeInteger(n) || !Number.isSafeInteger(h)) return null;
+      return { count: n, hash: h >>> 0, missing: new Set(missing.filter((job) => job !== '')) };
+    });
+  }
+
+  private rowsKey(instanceId: string, slotMs: number): string {
+    return `${this.prefix}:fleet:rows:${instanceId}:${slotMs}`;
   }
 
   private membersKey(): string {

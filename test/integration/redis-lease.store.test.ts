@@ -264,3 +264,23 @@ describe('RedisLeaseStore against a real Redis', () => {
     expect(await admin.get(new KeyBuilder('dcron').lease(`${job}-0`))).toBe(lease!.token);
   });
 });
+
+describe('row receipts on a real Redis', () => {
+  it('adds up the receipts written for one instant: counts, job hashes (XOR) and the jobs without a row', async () => {
+    const prefix = uniqueName('rows');
+    const store = new RedisLeaseStore(redisA, prefix, 2_000);
+    const slotMs = 1_764_633_600_000;
+    await store.fleet.rowReceipt!('a', slotMs, { count: 2, hash: 0xf0f0_0001, missing: new Set(['job-1']) }, 5_000);
+    await store.fleet.rowReceipt!('a', slotMs, { count: 3, hash: 0x8000_0003, missing: new Set(['job-7', 'job-9']) }, 5_000);
+    await store.fleet.rowReceipt!('b', slotMs, { count: 1, hash: 0xffff_ffff, missing: new Set() }, 5_000);
+    const [a, b, none] = await store.fleet.rowReceipts!([
+      ['a', slotMs],
+      ['b', slotMs],
+      ['a', slotMs + 1_000],
+    ]);
+    expect(a).toEqual({ count: 5, hash: (0xf0f0_0001 ^ 0x8000_0003) >>> 0, missing: new Set(['job-1', 'job-7', 'job-9']) });
+    expect(b).toEqual({ count: 1, hash: 0xffff_ffff, missing: new Set() });
+    expect(none).toBeNull();
+    expect(await admin.pttl(`${prefix}:fleet:rows:a:${slotMs}`)).toBeGreaterThan(4_000);
+  });
+});

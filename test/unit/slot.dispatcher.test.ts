@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Admission } from '../../src/execution/admission.js';
 import type { JobExecutor } from '../../src/execution/job.executor.js';
 import { SlotDispatcher } from '../../src/execution/slot.dispatcher.js';
-import type { FleetCoordination, Receipt } from '../../src/leasing/fleet.coordination.js';
+import type { FleetCoordination, Receipt, RowReceipt } from '../../src/leasing/fleet.coordination.js';
 import type { LeaderChange, LeaderElector } from '../../src/leasing/leader.elector.js';
 import type { JobTimer } from '../../src/scheduling/job.timer.js';
 
@@ -222,6 +222,102 @@ describe('fleet mode: a fleet that starts together', () => {
     expect([...onA.fired].filter((name) => onB.fired.has(name))).toEqual([]);
     expect(onA.fired.size + onB.fired.size).toBe(200);
     expect(onB.fired.size).toBeGreaterThan(60);
+  });
+});
+
+/** A fleet that also keeps the row receipts of the slots each instance claimed first. */
+class RowsFleet extends MemoryFleet {
+  readonly rows = new Map<string, RowReceipt>();
+  rowReceipt(instanceId: string, slotMs: number, rows: RowReceipt): Promise<void> {
+    this.rows.set(`${instanceId}:${slotMs}`, rows);
+    return Promise.resolve();
+  }
+  rowReceipts(requests: ReadonlyArray<readonly [string, number]>): Promise<Array<RowReceipt | null>> {
+    return Promise.resolve(requests.map(([id, ms]) => this.rows.get(`${id}:${ms}`) ?? null));
+  }
+}
+
+/**
+ * Jobs whose fire writes the slot's row (noted as the executor's history would), except those in
+ * `noRow`, whose fire ends without one; `hang`: fires never end (a claimant that froze after its
+ * claims). `lookedUp`: the slots handed to the database lookup of a watcher (`watchSlot`), with
+ * when their watch began.
+ */
+function rowJobs(count: number, admission: Admission, opts: { noRow?: Set<string>; hang?: boolean; extra?: string } = {}) {
+  const fired = new Set<string>();
+  const lookedUp = new Map<string, number | undefined>();
+  const names = Array.from({ length: count }, (_, i) => `job-${i}`);
+  if (opts.extra) names.push(opts.extra);
+  const executors = names.map((name) => {
+    return {
+      job: { name, fires: true, leaseMs: 2_000 },
+      hasRoom: () => true,
+      startBudgetMs: 10_000,
+      fire: (slot: Date) => {
+        fired.add(name);
+        if (opts.hang) return new Promise(() => undefined);
+        if (!opts.noRow?.has(name)) admission.rows.written(name, slot.getTime());
+        return Promise.resolve(opts.noRow?.has(name) ? 'lost' : 'ran');
+      },
+      watch: () => undefined,
+      checks: {
+        watchSlot: (_slot: Date, since?: number) => void lookedUp.set(name, since),
+        awaitReceipt: () => undefined,
+      },
+    } as unknown as JobExecutor;
+  });
+  return { executors, fired, lookedUp };
+}
+
+async function withAdmission(fleet: FleetCoordination, id: string): Promise<{ dispatcher: SlotDispatcher; admission: Admission }> {
+  const admission = new Admission({ clock: () => Date.now(), logger: new Logger('test') });
+  const dispatcher = new SlotDispatcher(fleet, id, GROUP, new Logger('test'), undefined, admission);
+  dispatchers.push(dispatcher);
+  await dispatcher.start();
+  return { dispatcher, admission };
+}
+
+describe('fleet mode: watchers by row receipt', () => {
+  it('a watcher looks up only the rows its claimant did not vouch for', async () => {
+    const fleet = new RowsFleet({ a: ['a', 'b'], b: ['a', 'b'] });
+    const [a, b] = [await withAdmission(fleet, 'a'), await withAdmission(fleet, 'b')];
+    const firstOnA = Array.from({ length: 100 }, (_, i) => `job-${i}`).filter((name) => a.dispatcher.claimsFirst(name, SLOT));
+    const noRow = new Set(firstOnA.slice(0, 2));
+    const [onA, onB] = [rowJobs(100, a.admission, { noRow }), rowJobs(100, b.admission)];
+    for (const executor of onA.executors) a.dispatcher.dispatch(executor, SLOT);
+    for (const executor of onB.executors) b.dispatcher.dispatch(executor, SLOT);
+    await sleep(1_400);
+    expect([...onA.fired].sort()).toEqual([...firstOnA].sort());
+    // b watches every slot a claimed first; a's receipt vouches for all but the two without a row.
+    expect([...onB.lookedUp.keys()].sort()).toEqual([...noRow].sort());
+    expect(fleet.rows.get(`a:${SLOT.getTime()}`)?.count).toBe(firstOnA.length);
+  });
+
+  it('no row receipt (a claimant frozen after its claims): every watched slot is looked up, a lease from when it was watched', async () => {
+    const fleet = new RowsFleet({ a: ['a', 'b'], b: ['a', 'b'] });
+    const [a, b] = [await withAdmission(fleet, 'a'), await withAdmission(fleet, 'b')];
+    const [onA, onB] = [rowJobs(100, a.admission, { hang: true }), rowJobs(100, b.admission)];
+    const before = performance.now();
+    for (const executor of onA.executors) a.dispatcher.dispatch(executor, SLOT);
+    for (const executor of onB.executors) b.dispatcher.dispatch(executor, SLOT);
+    await sleep(700);
+    expect(onB.lookedUp.size).toBe(0);
+    // The wait for a receipt is at most half the lease (1 s here).
+    await sleep(1_600);
+    expect([...onB.lookedUp.keys()].sort()).toEqual([...onA.fired].sort());
+    expect([...onB.lookedUp.values()].every((since) => since !== undefined && since >= before && since < before + 500)).toBe(true);
+  });
+
+  it('a receipt for another set of slots (the instances run different jobs) vouches for none', async () => {
+    const fleet = new RowsFleet({ a: ['a', 'b'], b: ['a', 'b'] });
+    const [a, b] = [await withAdmission(fleet, 'a'), await withAdmission(fleet, 'b')];
+    // A job only b has, ranked first to a: a's receipt does not stand for it.
+    const extra = Array.from({ length: 1_000 }, (_, i) => `extra-${i}`).find((name) => a.dispatcher.claimsFirst(name, SLOT))!;
+    const [onA, onB] = [rowJobs(100, a.admission), rowJobs(100, b.admission, { extra })];
+    for (const executor of onA.executors) a.dispatcher.dispatch(executor, SLOT);
+    for (const executor of onB.executors) b.dispatcher.dispatch(executor, SLOT);
+    await sleep(2_300);
+    expect([...onB.lookedUp.keys()].sort()).toEqual([...onA.fired, extra].sort());
   });
 });
 
