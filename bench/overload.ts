@@ -109,6 +109,11 @@ export interface OverloadStep {
     perSecond: Array<{ at: number; slots: number; ran: number; p99Ms: number | null }>;
   };
   logged: Array<{ count: number; example: string }>;
+  /**
+   * Library: what the processes did in the overload window, summed over them: their jobs'
+   * counters (fired, ran, lost, skippedOverload...), database statements and Redis commands.
+   */
+  work?: { stats: Record<string, number>; dbStatements: number; redisCommands: number; redisByName: Record<string, number> };
 }
 
 export interface OverloadResult {
@@ -399,6 +404,7 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
       recovery: { jobs: keepJobs, seconds: s.recoverySeconds, backOnTimeS, perSecond },
       logged: mergeLogged(summaries),
     };
+    if (system === 'dcron') step.work = sumWork(summaries);
     log(
       `overload ${system} ${multiplier}× (${jobs} jobs): on time ${onTime}, late ${late}, not run ${step.notRun} of ${expectedSlots}; ` +
         `goodput ${step.goodputPerS}/s, p99 ${step.delayMs.p99} ms, dup ${duplicates}, failed ${failed}, ` +
@@ -412,6 +418,20 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
     await redis.stop();
     if (system === 'dcron' && !process.env.BENCH_KEEP_ROWS) await deleteRows(jobPrefix);
   }
+}
+
+function sumWork(summaries: ChildEvent[]): NonNullable<OverloadStep['work']> {
+  const add = (into: Record<string, number>, from: unknown): void => {
+    for (const [k, v] of Object.entries((from as Record<string, number> | undefined) ?? {})) into[k] = (into[k] ?? 0) + Number(v);
+  };
+  const work = { stats: {}, dbStatements: 0, redisCommands: 0, redisByName: {} };
+  for (const sm of summaries) {
+    add(work.stats, sm.stats);
+    add(work.redisByName, sm.redisCommandsByName);
+    work.dbStatements += Number(sm.dbStatements ?? 0);
+    work.redisCommands += Number(sm.redisCommands ?? 0);
+  }
+  return work;
 }
 
 /** A reason with the names, instants and numbers blanked, so that rows of the same kind group together. */

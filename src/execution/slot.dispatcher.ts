@@ -31,12 +31,12 @@ const RECEIPT_TTL_MS = 30_000;
  */
 const SECOND_LOOK_MS = 250;
 /**
- * A watcher looks for the claimant's row receipt this long after the claims (and again as often
- * while it waits), and looks the rows up in the database once `ROW_WAIT_MS` (at most half the
- * lease) has passed without a receipt for the slots it watches.
+ * A watcher looks for the claimant's row receipt this long after the claims, and again as often
+ * while it waits. Without a receipt for the slots it watches it looks their rows up, as it would
+ * have without receipts: a lease after the watch began (an overloaded claimant writes its shed
+ * slots' rows seconds late, and its receipt once the last of them is written).
  */
 const ROW_LOOK_MS = 1_000;
-const ROW_WAIT_MS = 5_000;
 /** Job names whose hash is kept for the ranking (the static jobs, and schedules up to the bound). */
 const MAX_JOB_HASHES = 10_000;
 /** A slot left to its preferred instance, looked at again once the head start has passed. */
@@ -316,7 +316,7 @@ export class SlotDispatcher {
         const at = requestOf[i]!;
         let group = groups.get(at);
         if (!group) {
-          const until = since + Math.min(ROW_WAIT_MS, item.executor.job.leaseMs / 2);
+          const until = since + Math.max(ROW_LOOK_MS, item.executor.job.leaseMs - 2 * ROW_LOOK_MS);
           group = { claimant: item.preferred, slotMs: item.slot.getTime(), count: 0, hash: 0, items: [], since, until };
           groups.set(at, group);
         }
