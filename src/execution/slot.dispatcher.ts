@@ -31,6 +31,13 @@ const RECEIPT_TTL_MS = 30_000;
  */
 const SECOND_LOOK_MS = 250;
 /**
+ * Looks after the second one, `SECOND_LOOK_MS` apart, while this instance is overloaded and the
+ * preferred instance is still in the member list: an overloaded fleet's receipts come late, and
+ * every instance claiming every slot whose receipt is late multiplies the load (each claim shed
+ * again, each shed slot's row written again). After them the slot is claimed here as before.
+ */
+const OVERLOADED_LOOKS = 2;
+/**
  * A watcher looks for the claimant's row receipt this long after the claims, and again as often
  * while it waits. Without a receipt for the slots it watches it looks their rows up, as it would
  * have without receipts: a lease after the watch began (an overloaded claimant writes its shed
@@ -48,8 +55,10 @@ interface Deferred {
   watcher: boolean;
   /** The member list (its hash) the slot was ranked with: only a receipt from the same list is trusted. */
   view: string;
-  /** This is the second look: a missing receipt now means claim. */
+  /** This is the second look: a missing receipt now means claim (see `OVERLOADED_LOOKS`). */
   again: boolean;
+  /** Looks after the second one so far. */
+  more?: number;
 }
 
 /**
@@ -303,7 +312,8 @@ export class SlotDispatcher {
       const item = items[i]!;
       // Undefined when the receipts could not be read: claim.
       const receipt = found?.[requestOf[i]!];
-      if (receipt === null && !item.again && !this.stopped) {
+      if (receipt === null && (!item.again || this.looksAgain(item)) && !this.stopped) {
+        if (item.again) item.more = (item.more ?? 0) + 1;
         item.again = true;
         this.secondLook.push(item);
         if (this.secondLook.length === 1) setTimeout(() => void this.claimLeftovers('secondLook'), SECOND_LOOK_MS);
@@ -333,6 +343,13 @@ export class SlotDispatcher {
     }
     for (const group of groups?.values() ?? []) if (group.items.length > 0) this.rowWatches.push(group);
     this.lookForRowsLater();
+  }
+
+  /** Whether a slot whose preferred instance has no receipt at the second look gets one more (see `OVERLOADED_LOOKS`). */
+  private looksAgain(item: Deferred): boolean {
+    const admission = this.admission;
+    if (!admission || (item.more ?? 0) >= OVERLOADED_LOOKS || !admission.overloaded()) return false;
+    return admission.roster.alive(item.preferred) === true;
   }
 
   private lookForRowsLater(): void {

@@ -277,6 +277,36 @@ async function withAdmission(fleet: FleetCoordination, id: string): Promise<{ di
   return { dispatcher, admission };
 }
 
+describe('fleet mode: an overloaded instance and a late receipt', () => {
+  it('gives a preferred instance still in the member list more looks before claiming its slots', async () => {
+    const fleet = new MemoryFleet({ a: ['a', 'b'], b: ['a', 'b'] });
+    const { dispatcher: a, admission } = await withAdmission(fleet, 'a');
+    admission.noteShed('another-job', 'not started: this instance was overloaded (test)');
+    const onA = jobs(200);
+    for (const executor of onA.executors) a.dispatch(executor, SLOT);
+    // b's receipt comes after the second look (330 ms): an instance that is not overloaded claims b's slots then.
+    await sleep(450);
+    const firstOnly = onA.fired.size;
+    expect(firstOnly).toBeLessThan(150);
+    await fleet.receipt('b', SLOT.getTime(), (a as unknown as { view: string }).view, []);
+    await sleep(700);
+    expect(onA.fired.size).toBe(firstOnly);
+    expect(onA.watched.size).toBe(200 - firstOnly);
+  });
+
+  it('claims them once those looks are over without a receipt', async () => {
+    const fleet = new MemoryFleet({ a: ['a', 'b'], b: ['a', 'b'] });
+    const { dispatcher: a, admission } = await withAdmission(fleet, 'a');
+    admission.noteShed('another-job', 'not started: this instance was overloaded (test)');
+    const onA = jobs(200);
+    for (const executor of onA.executors) a.dispatch(executor, SLOT);
+    await sleep(450);
+    expect(onA.fired.size).toBeLessThan(150);
+    await sleep(700);
+    expect(onA.fired.size).toBe(200);
+  });
+});
+
 describe('fleet mode: watchers by row receipt', () => {
   it('a watcher looks up only the rows its claimant did not vouch for', async () => {
     const fleet = new RowsFleet({ a: ['a', 'b'], b: ['a', 'b'] });
