@@ -319,8 +319,22 @@ function must(step, result) {
   throw new Error(`${step} failed:\n${tail}`);
 }
 
-/** Builds the library in a scratch copy of the working tree and packs it; returns the tarball's path. */
+/**
+ * Builds the library in a scratch copy of the working tree and packs it; returns the tarball's
+ * path. With PACKAGE_TARBALL set (a tarball scripts/compat/pack.sh made from this tree, as CI
+ * does once for the package, docs and compatibility checks), uses a copy of that one.
+ */
 function pack() {
+  const tarball = join(work, 'nestjs-distributed-cron.tgz');
+  const given = process.env.PACKAGE_TARBALL;
+  if (given) {
+    if (!existsSync(given)) throw new Error(`PACKAGE_TARBALL=${given}: no such file`);
+    mkdirSync(work, { recursive: true });
+    cpSync(given, tarball);
+    const listed = must('tar -tzf', run('tar', ['-tzf', tarball], work));
+    const paths = listed.split('\n').filter((line) => line.startsWith('package/') && !line.endsWith('/'));
+    return { tarball, shipped: new Set(paths.map((line) => line.slice('package/'.length))) };
+  }
   const dir = join(work, 'pack');
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
@@ -335,7 +349,6 @@ function pack() {
   must('npm run build', run('npm', ['run', 'build', '--silent'], dir));
   const packed = must('npm pack', run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], dir));
   const [{ filename, files: packedFiles }] = JSON.parse(packed.slice(packed.indexOf('[')));
-  const tarball = join(work, 'nestjs-distributed-cron.tgz');
   cpSync(join(work, filename), tarball);
   rmSync(join(work, filename));
   return { tarball, shipped: new Set(packedFiles.map((f) => f.path)) };

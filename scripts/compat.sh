@@ -98,7 +98,9 @@ run_suite_row() {
   result="$(summarise_report .tmp/vitest.json)"
 }
 
-tarball=""
+# PACKAGE_TARBALL: a tarball scripts/compat/pack.sh already made from this tree (CI packs once
+# for the package, docs and compatibility checks); the consumer rows install it.
+tarball="${PACKAGE_TARBALL:-}"
 status=0
 for row in "${rows[@]}"; do
   log="$root/.tmp/compat/$row.log"; : >"$log"

@@ -6,6 +6,9 @@
 #   3. scripts/migrate.mjs        prisma/migrations applied to DATABASE_URL
 #   3b. scripts/build-test.sh     type-check and compile src/, test/ and examples/ into build-check/
 #   4. vitest run                 extra arguments are passed through (file filters, -t ...)
+# `bash scripts/test.sh --setup-only` runs steps 1-3b and exits; with TEST_SETUP=0 the run skips
+# them (CI does the setup first, so that the checks that need its Prisma client can start beside
+# the suite).
 # and ends with one summary line taken from vitest's JSON report:
 #   N passed, N failed[, N skipped]
 # The exit code is vitest's; it is non-zero when any test failed or the report is missing.
@@ -27,14 +30,20 @@ summary_on_exit() {
 }
 trap summary_on_exit EXIT
 
-bash scripts/deps.sh
-bash scripts/services.sh
-bash scripts/chromium.sh  # headless Chromium for the dashboard's browser tests
-bash scripts/prisma-generate.sh
-node scripts/migrate.mjs
-# Crash tests run app instances as child processes from compiled JavaScript (Nest needs the
-# decorator metadata that only tsc emits); a type error fails the run here.
-bash scripts/build-test.sh
+if [[ "${TEST_SETUP:-1}" != 0 ]]; then
+  bash scripts/deps.sh
+  bash scripts/services.sh
+  bash scripts/chromium.sh  # headless Chromium for the dashboard's browser tests
+  bash scripts/prisma-generate.sh
+  node scripts/migrate.mjs
+  # Crash tests run app instances as child processes from compiled JavaScript (Nest needs the
+  # decorator metadata that only tsc emits); a type error fails the run here.
+  bash scripts/build-test.sh
+fi
+if [[ "${1:-}" == --setup-only ]]; then
+  summary_printed=1
+  exit 0
+fi
 
 mkdir -p .tmp
 rm -f "$report"
