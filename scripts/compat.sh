@@ -16,10 +16,15 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 rows_cli=(node scripts/compat/rows.mjs)
 
+prepare_only=0
 if [[ "${1:-}" == --ci ]]; then
   # CI: the Nest 11 CommonJS consumer app and the oldest versions of every range (smaller subset).
   export COMPAT_CI=1
   read -r -a rows <<<"$("${rows_cli[@]}" ci-rows)"
+  # --ci --prepare: only the suite rows' steps before vitest (copy, install, Prisma client,
+  # migrations, tsc), which do not depend on timing (CI runs them beside the main suite); the next
+  # `--ci` run of an unchanged tree starts those rows at vitest.
+  [[ "${2:-}" == --prepare ]] && prepare_only=1
 elif (( $# > 0 )); then rows=("$@"); else read -r -a rows <<<"$("${rows_cli[@]}" list)"; fi
 
 bash scripts/services.sh >/dev/null || { echo "compat: services failed to start"; exit 1; }
@@ -80,18 +85,38 @@ console.log(line);
 JS
 }
 
+# What a suite row's scratch project is made from: the files prepare_tree copies, and the row.
+tree_fingerprint() {
+  (cd "$root" && { echo "$1"; find src test prisma scripts tsconfig*.json vitest.config.ts prisma.config.ts package.json \
+    -type f -not -path 'test/generated/*' -print0 | sort -z | xargs -0 md5sum; } | md5sum | cut -d' ' -f1)
+}
+
 run_suite_row() {
   local row="$1" dir="$root/.tmp/compat/$1"
-  local overlay; overlay="$("${rows_cli[@]}" overlay "$row")"
-  prepare_tree "$dir" "$overlay" || { failed_step=copy; return 1; }
-  "${rows_cli[@]}" package-json "$row" "$root/package.json" >"$dir/package.json" || { failed_step=package.json; return 1; }
-  cd "$dir" || return 1
-  step install npm install --ignore-scripts --no-audit --no-fund --loglevel=error || return 1
-  echo "### versions" >>"$log"
-  npm ls --depth=0 @nestjs/core @nestjs/common @nestjs/schedule @prisma/client prisma typescript >>"$log" 2>&1
-  step prisma-generate npx --no-install prisma generate || return 1
-  step migrate node scripts/migrate.mjs || return 1
-  step tsc bash scripts/build-test.sh || return 1
+  local fingerprint; fingerprint="$(tree_fingerprint "$row")"
+  if (( ! prepare_only )) && [[ "$(cat "$dir/.prepared" 2>/dev/null)" == "$fingerprint" ]]; then
+    # Prepared by `--ci --prepare` from this very tree (its log: .tmp/compat/<row>.prepare.log).
+    rm -f "$dir/.prepared"
+    echo "### prepared by compat.sh --ci --prepare (log .tmp/compat/$row.prepare.log)" >>"$log"
+    cd "$dir" || return 1
+  else
+    rm -f "$dir/.prepared"
+    local overlay; overlay="$("${rows_cli[@]}" overlay "$row")"
+    prepare_tree "$dir" "$overlay" || { failed_step=copy; return 1; }
+    "${rows_cli[@]}" package-json "$row" "$root/package.json" >"$dir/package.json" || { failed_step=package.json; return 1; }
+    cd "$dir" || return 1
+    step install npm install --ignore-scripts --no-audit --no-fund --loglevel=error || return 1
+    echo "### versions" >>"$log"
+    npm ls --depth=0 @nestjs/core @nestjs/common @nestjs/schedule @prisma/client prisma typescript >>"$log" 2>&1
+    step prisma-generate npx --no-install prisma generate || return 1
+    step migrate node scripts/migrate.mjs || return 1
+    step tsc bash scripts/build-test.sh || return 1
+    if (( prepare_only )); then
+      echo "$fingerprint" >"$dir/.prepared"
+      result="prepared"
+      return 0
+    fi
+  fi
   local tests; mapfile -t tests < <("${rows_cli[@]}" tests)
   echo "### vitest" >>"$log"
   npx --no-install vitest run --reporter=default --reporter=json --outputFile=.tmp/vitest.json "${tests[@]}" >>"$log" 2>&1
@@ -105,7 +130,9 @@ status=0
 # Runs one row: prints its line, returns non-zero when it failed.
 run_row() {
   local row="$1" status=0
-  log="$root/.tmp/compat/$row.log"; : >"$log"
+  log="$root/.tmp/compat/$row.log"
+  (( prepare_only )) && log="$root/.tmp/compat/$row.prepare.log"
+  : >"$log"
   failed_step=""; result=""
   started=$SECONDS
   kind="$("${rows_cli[@]}" kind "$row")"
@@ -142,13 +169,17 @@ run_row() {
     echo "$row: ERROR $failed_step: ${first_err:-$result}  [${took}s, log .tmp/compat/$row.log]"
     status=1
   else
-    [[ "$result" =~ ^[0-9]+\ passed,\ 0\ failed ]] || status=1
+    [[ "$result" =~ ^[0-9]+\ passed,\ 0\ failed || "$result" == prepared ]] || status=1
     echo "$row: $result  [${took}s]"
   fi
   return "$status"
 }
 
-if [[ -n "${COMPAT_CI:-}" ]]; then
+if (( prepare_only )); then
+  for row in "${rows[@]}"; do
+    [[ "$("${rows_cli[@]}" kind "$row")" == consumer ]] || run_row "$row" || status=1
+  done
+elif [[ -n "${COMPAT_CI:-}" ]]; then
   # CI: the consumer rows and the suite rows in two lanes side by side (a consumer app's tests
   # assert what ran, not when; they use their own database and Redis database), each lane's rows
   # one after the other; the lines are printed in the rows' order once both lanes have ended.
