@@ -22,9 +22,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Integration files start several Nest apps and child processes each; on a 2-core
-    // machine running them two at a time keeps timing-sensitive assertions honest. The suite's
-    // files (below) mostly wait on real schedules, leases and sweeps: three of them at a time
-    // still leave the two cores idle part of the time.
+    // machine running them two at a time keeps timing-sensitive assertions honest. The files
+    // of both projects below mostly wait on real schedules, leases and sweeps: four (three of
+    // the process-heavy ones) at a time still leave the two cores idle part of the time.
     maxWorkers: 2,
     pool: 'forks',
     projects: [
@@ -34,11 +34,11 @@ export default defineConfig({
           name: 'suite',
           include: ['test/**/*.test.ts'],
           exclude: [...PROCESS_HEAVY, ...SCALE],
-          maxWorkers: 3,
+          maxWorkers: 4,
           sequence: { groupOrder: 0 },
         },
       },
-      { extends: true, test: { name: 'processes', include: PROCESS_HEAVY, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'processes', include: PROCESS_HEAVY, maxWorkers: 3, sequence: { groupOrder: 1 } } },
       // `npm run test:scale`: five processes with 2,000 jobs each, alone (not part of `npm test`).
       ...(process.env.DISTRIBUTED_CRON_SCALE ? [{ extends: true as const, test: { name: 'scale', include: SCALE } }] : []),
     ],
