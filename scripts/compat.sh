@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compatibility matrix (`npm run test:compat [-- row...|--ci]`; rows and versions in
+# Compatibility matrix (`npm run test:compat [-- row...|--ci [--prepare]]`; rows and versions in
 # scripts/compat/rows.mjs, the matrix in scripts/compat/README.md).
 # Consumer rows (a, b, c) are apps as users build them: the library is packed once per run
 # (scripts/compat/pack.sh), each app installs the tarball with a plain `npm install`, follows the
