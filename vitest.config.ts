@@ -21,10 +21,10 @@ export default defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Integration files start several Nest apps and child processes each; on a 2-core
-    // machine running them two at a time keeps timing-sensitive assertions honest. The files
-    // of both projects below mostly wait on real schedules, leases and sweeps: four (three of
-    // the process-heavy ones) at a time still leave the two cores idle part of the time.
+    // Integration files start several Nest apps and child processes each, but mostly wait on
+    // real schedules, leases and sweeps: on a 2-core machine the suite's files run four at a
+    // time and the process-heavy ones three at a time (each file takes as long as when two
+    // run at a time, so timing-sensitive assertions stay honest); the scale project alone.
     maxWorkers: 2,
     pool: 'forks',
     projects: [
