@@ -24,7 +24,7 @@ export default defineConfig({
     // Integration files start several Nest apps and child processes each, but mostly wait on
     // real schedules, leases and sweeps: on a 2-core machine the suite's files run four at a
     // time and the process-heavy ones three at a time (each file takes as long as when two
-    // run at a time, so timing-sensitive assertions stay honest); the scale project alone.
+    // run at a time, so timing-sensitive assertions stay honest); the scale project two.
     maxWorkers: 2,
     pool: 'forks',
     projects: [
