@@ -116,6 +116,15 @@ function isJson(value: unknown): boolean {
   }
 }
 
+/** Whether a JSON value has the character U+0000 in a string or a key (PostgreSQL's text and jsonb refuse it). */
+function hasNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (Array.isArray(value)) return value.some(hasNul);
+  if (typeof value === 'object' && value !== null)
+    return Object.entries(value).some(([key, item]) => key.includes('\u0000') || hasNul(item));
+  return false;
+}
+
 function optionalDate(value: unknown, fail: (option: string, problem: string) => never, option: string): Date | null {
   if (value === undefined || value === null) return null;
   if (!(value instanceof Date) || Number.isNaN(value.getTime())) fail(option, `must be a valid Date, got ${shown(value)}`);
@@ -145,6 +154,7 @@ export function resolveSchedule(
     throw new DistributedCronScheduleError(String(id), option, problem);
   };
   if (typeof id !== 'string' || id.length === 0) fail('id', `must be a non-empty string, got ${shown(id)}`);
+  if (id.includes('\u0000')) fail('id', `contains the character U+0000, which PostgreSQL cannot store`);
   for (const key of Object.keys(definition)) {
     if (!OPTION_KEYS.includes(key) && !FIELD_KEYS.includes(key)) {
       fail(key, `is not a schedule option; known: ${[...FIELD_KEYS, ...OPTION_KEYS].join(', ')}`);
@@ -193,7 +203,10 @@ export function resolveSchedule(
   }
   const data = definition.data ?? null;
   if (!isJson(data)) fail('data', `must be JSON (it is stored and handed to the handler), got ${shown(data)}`);
-  const bytes = Buffer.byteLength(JSON.stringify(data));
+  const text = JSON.stringify(data);
+  // PostgreSQL stores no U+0000 in text or jsonb: refused here, naming the option, not by the database.
+  if (hasNul(data)) fail('data', `contains the character U+0000 (in a string or a key), which PostgreSQL cannot store`);
+  const bytes = Buffer.byteLength(text);
   if (bytes > MAX_SCHEDULE_DATA_BYTES) fail('data', `is ${bytes} bytes as JSON; at most ${MAX_SCHEDULE_DATA_BYTES}`);
   const startAt = optionalDate(definition.startAt, fail, 'startAt');
   const endAt = optionalDate(definition.endAt, fail, 'endAt');
@@ -205,6 +218,7 @@ export function resolveSchedule(
   if (note !== null && (typeof note !== 'string' || note.length > MAX_NOTE_LENGTH)) {
     fail('note', `must be a string of at most ${MAX_NOTE_LENGTH} characters, got ${shown(note)}`);
   }
+  if (note?.includes('\u0000')) fail('note', `contains the character U+0000, which PostgreSQL cannot store`);
   return { job, jitterMs, enabled: definition.enabled !== false, startAt, endAt };
 }
 

@@ -47,6 +47,18 @@ describe('resolveSchedule', () => {
     );
   });
 
+  it('U+0000 in the data, the note or the id (PostgreSQL stores none) is refused naming the option; a backslash-u in text is kept', () => {
+    expect(() => resolveSchedule({ ...base, data: { tenant: { name: 'a\u0000b' } } }, {}, HANDLERS)).toThrow(
+      "schedule 'tenant-42', option `data`: contains the character U+0000 (in a string or a key), which PostgreSQL cannot store",
+    );
+    expect(() => resolveSchedule({ ...base, data: [{ ['k\u0000']: 1 }] }, {}, HANDLERS)).toThrow(
+      'option `data`: contains the character U+0000',
+    );
+    expect(() => resolveSchedule({ ...base, note: 'x\u0000' }, {}, HANDLERS)).toThrow('option `note`: contains the character U+0000');
+    expect(() => resolveSchedule({ ...base, id: 'tenant\u0000' }, {}, HANDLERS)).toThrow('option `id`: contains the character U+0000');
+    expect(resolveSchedule({ ...base, data: { text: '\\u0000' } }, {}, HANDLERS).jitterMs).toBe(0);
+  });
+
   it("takes the module's defaults as a static job does, and says so when a default is wrong", () => {
     expect(resolveSchedule(base, { jobDefaults: { lease: '5s' } }, HANDLERS).job.leaseMs).toBe(5_000);
     expect(resolveSchedule({ ...base, timeZone: undefined }, { timeZone: 'Asia/Tokyo' }, HANDLERS).job.timeZone).toBe('Asia/Tokyo');
