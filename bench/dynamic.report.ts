@@ -325,7 +325,7 @@ function idleOnlySection(idle: (DynamicIdleResult & { meta?: RunMeta }) | undefi
     'The same mix upserted from every process at once (each a share of the ids) on a fleet whose clock stands at five past a top of ' +
       'the hour, the every-minute share with a `startAt` two hours ahead, so nothing fires while it is measured: the upserts, ' +
       'the table, the due query, Redis, RSS, and a sixth process bootstrapping with every schedule in the table. ' +
-      'Where the upserts would take too long for a run (about 850 a second here), the first ones go through `schedules.upsert` ' +
+      'Where the upserts would take too long for a run, the first ones go through `schedules.upsert` ' +
       'and the rest are copies of those rows in SQL with new ids (the same definitions, as the API writes them for those ids), ' +
       'then the table is vacuumed and analyzed. ' +
       '`npm run bench -- --only dynamic --dynamic-idle-only --dynamic-schedules N` (bench/results/dynamic-idle.json).',
