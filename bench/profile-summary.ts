@@ -2,7 +2,9 @@
  * Summarises a V8 CPU profile written by `npm run bench -- --profile`: self time by package and
  * the hottest functions.
  *
- *   node build-check/bench/profile-summary.js .tmp/bench-profiles/f1000-w0.cpuprofile [top]
+ *   node build-check/bench/profile-summary.js .tmp/bench-profiles/f1000-w0.cpuprofile [top] [fromUs toUs]
+ *
+ * fromUs/toUs: only the samples taken in that window (the monotonic clock of `process.hrtime`, µs).
  */
 import { readFileSync } from 'node:fs';
 
@@ -31,10 +33,13 @@ export function category(url: string, name: string): string {
   return url;
 }
 
-export function summarise(file: string, top = 25): string {
+export function summarise(file: string, top = 25, window?: { fromUs: number; toUs: number }): string {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
   const selfUs = new Map<number, number>();
+  let at = profile.startTime;
   for (let i = 0; i < profile.samples.length; i++) {
+    at += profile.timeDeltas[i] ?? 0;
+    if (window && (at < window.fromUs || at >= window.toUs)) continue;
     const id = profile.samples[i]!;
     selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
   }
@@ -71,10 +76,11 @@ export function summarise(file: string, top = 25): string {
 }
 
 if (process.argv[1]?.endsWith('profile-summary.js')) {
-  const [file, top] = process.argv.slice(2);
+  const [file, top, fromUs, toUs] = process.argv.slice(2);
   if (!file) {
     process.stderr.write('usage: node build-check/bench/profile-summary.js <file.cpuprofile> [top]\n');
     process.exit(2);
   }
-  process.stdout.write(`${summarise(file, top ? Number(top) : 25)}\n`);
+  const window = fromUs && toUs ? { fromUs: Number(fromUs), toUs: Number(toUs) } : undefined;
+  process.stdout.write(`${summarise(file, top ? Number(top) : 25, window)}\n`);
 }
