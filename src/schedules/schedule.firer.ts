@@ -30,8 +30,12 @@ const MAX_IN_HAND = 2 * BATCH;
  * one's, a slot handed on and dropped) is found by then.
  */
 const RESCAN_MS = 10_000;
-/** Read this far ahead of now: a slot is claimed ahead of its instant, as a static job's timer does. */
-const READ_AHEAD_MS = 250;
+/**
+ * Read this far ahead of now: a slot is claimed ahead of its instant, as a static job's timer
+ * does, and a burst's rows are read before it comes (held here until their instant), so a
+ * jittered slot whose row is on a late page of the burst is not read after its jittered instant.
+ */
+const READ_AHEAD_MS = 5_000;
 /**
  * A slot handed on and not settled after its start budget, two leases and this long (dropped on
  * the way: a leadership lost, a dispatcher stopping) may be handed on again; its claim decides.
@@ -185,36 +189,43 @@ export class ScheduleFirer {
     for (const [key, until] of this.handedOn) if (until <= mono) this.handedOn.delete(key);
     // Past overdue and not taken here: advanced by the instance that claimed it (or found again by a read from the start).
     for (const [key, { startMs }] of this.leftToFirst) if (now - startMs > OVERDUE_WHILE_BUSY_MS + OVERDUE_MS) this.leftToFirst.delete(key);
-    this.handOnWaiting();
-    if (!(await this.readDue(now, mono))) return;
+    const handed = this.handOnWaiting();
+    if (!(await this.readDue(now, mono, handed))) return;
     await this.recheckLeft(now, mono);
   }
 
-  /** Hands on the waiting slots whose instant has come (also between the pages of a long read). */
-  private handOnWaiting(): void {
-    if (this.waiting.size === 0 || this.stopped) return;
+  /**
+   * Hands on the waiting slots whose instant has come (also between the pages of a long read), in
+   * the order read (due order), `BATCH` at most and while not `full`: a burst read ahead drains as
+   * one read at its instant would. How many were handed on.
+   */
+  private handOnWaiting(limit = BATCH): number {
+    let handed = 0;
+    if (this.waiting.size === 0 || this.stopped) return handed;
     const now = this.deps.clock();
     const mono = performance.now();
     for (const [key, { record, handOnAt }] of this.waiting) {
+      if (handed >= limit || this.handedOn.size >= MAX_IN_HAND) break;
       if (handOnAt > now) continue;
       this.waiting.delete(key);
       this.guarded(record, () => {
         const schedule = this.deps.executors.resolve(record);
-        if (schedule) this.handOn(record, schedule, key, now, mono);
+        if (schedule && this.handOn(record, schedule, key, now, mono)) handed++;
       });
     }
+    return handed;
   }
 
   /** Reads due rows (see `poll`); false when the table did not answer. */
-  private async readDue(now: number, mono: number): Promise<boolean> {
+  private async readDue(now: number, mono: number, handed: number): Promise<boolean> {
     const fromHead = this.cursor === undefined || now - this.headAt >= RESCAN_MS;
     if (fromHead) {
       this.cursor = undefined;
       this.headAt = now;
     }
-    let taken = 0;
+    let taken = handed;
     const full = (): boolean => this.handedOn.size >= MAX_IN_HAND || this.handedOn.size + this.waiting.size >= MAX_HELD;
-    for (let page = 0; page < MAX_PAGES && !this.stopped && !full(); page++) {
+    for (let page = 0; page < MAX_PAGES && taken < BATCH && !this.stopped && !full(); page++) {
       let rows: ScheduleRecord[];
       try {
         rows = await this.deps.store!.due(new Date(now + READ_AHEAD_MS), BATCH, this.cursor);
@@ -237,7 +248,7 @@ export class ScheduleFirer {
         if (fromHead && page === 0) this.cursor = undefined;
         return true;
       }
-      this.handOnWaiting();
+      taken += this.handOnWaiting(BATCH - taken);
     }
     return true;
   }
