@@ -40,9 +40,15 @@ export function newer(a: Revision, b: Revision): boolean {
 type Settled = () => void;
 
 /** What a schedule's executor needs beyond a job's: whether a dispatched slot may still start. */
+/**
+ * A handed-on slot's check just before its claim: whether it may start, or the executor of the
+ * schedule's newer version (its data or options changed since the slot was read) to start it on.
+ */
+export type SlotGate = boolean | ScheduleExecutor;
+
 interface ScheduleExecutorHooks {
   /** Whether the schedule still exists (this incarnation of it), enabled, with this slot to run (checked just before the claim). */
-  readonly stillDue: (id: string, revision: Revision, slotMs: number) => Promise<boolean>;
+  readonly stillDue: (id: string, revision: Revision, slotMs: number, jitterMs: number) => Promise<SlotGate>;
 }
 
 /**
@@ -98,16 +104,19 @@ export class ScheduleExecutor extends JobExecutor {
     if (trigger !== 'schedule') return super.fire(scheduledAt, trigger, started);
     const settle = this.take(scheduledAt);
     // The schedule may have been paused, removed or changed since the poll that handed the slot on.
-    const outcome = this.hooks.stillDue(this.scheduleId, this.revision, scheduledAt.getTime()).then(
-      (due) => {
+    const outcome = this.hooks.stillDue(this.scheduleId, this.revision, scheduledAt.getTime(), this.jitterMs).then(
+      (due): Promise<FireOutcome> | 'paused' => {
         if (!due) {
           started?.(true);
           return 'paused' as const;
         }
-        return super.fire(scheduledAt, trigger, (answered) => {
-          started?.(answered);
+        const answered = (yes: boolean): void => {
+          started?.(yes);
           settle();
-        });
+        };
+        // Changed since it was read: the slot runs under the new version (its gate passes there).
+        if (due !== true && due !== this) return due.fire(scheduledAt, trigger, answered);
+        return super.fire(scheduledAt, trigger, answered);
       },
       () => super.fire(scheduledAt, trigger, started),
     );

@@ -8,7 +8,7 @@ import type { QueueStep, StepResult } from '../topology/queue.step.js';
 import { resolveSchedule, storedDefinition, type ResolvedSchedule, type ScheduleModuleOptions } from './schedule.config.js';
 import type { HandlerRegistry } from './schedule.handlers.js';
 import type { ScheduleRecord, ScheduleStore } from './schedule.store.js';
-import { jitterOffset, newer, revisionKey, ScheduleExecutor, type Revision } from './schedule.executor.js';
+import { jitterOffset, newer, revisionKey, ScheduleExecutor, type Revision, type SlotGate } from './schedule.executor.js';
 
 /**
  * An executor not used for this long, with nothing going, is dropped: built again when its
@@ -52,7 +52,8 @@ export class ScheduleExecutors {
   /** The newest version cached per schedule id (what the sweep uses for the schedule's rows). */
   private readonly newest = new Map<string, ScheduleExecutor>();
   private readonly refused = new Set<string>();
-  private readonly gates: Map<string, Array<{ revision: Revision; slotMs: number; resolve: (due: boolean) => void }>> = new Map();
+  private readonly gates: Map<string, Array<{ revision: Revision; slotMs: number; jitterMs: number; resolve: (gate: SlotGate) => void }>> =
+    new Map();
   private gateScheduled = false;
   private stopping = false;
   /** Schedules with open rows not held here, as the sweep's last look found them (see `adoptOpen`). */
@@ -206,11 +207,11 @@ export class ScheduleExecutors {
    * handed the slot on or still has this slot due (a change of data or options keeps the due slot,
    * and applies from the next). One read for every check of a turn.
    */
-  private stillDue(id: string, revision: Revision, slotMs: number): Promise<boolean> {
+  private stillDue(id: string, revision: Revision, slotMs: number, jitterMs: number): Promise<SlotGate> {
     return new Promise((resolve) => {
       const waiting = this.gates.get(id);
-      if (waiting) waiting.push({ revision, slotMs, resolve });
-      else this.gates.set(id, [{ revision, slotMs, resolve }]);
+      if (waiting) waiting.push({ revision, slotMs, jitterMs, resolve });
+      else this.gates.set(id, [{ revision, slotMs, jitterMs, resolve }]);
       if (this.gateScheduled) return;
       this.gateScheduled = true;
       setImmediate(() => void this.checkGates());
@@ -238,8 +239,20 @@ export class ScheduleExecutors {
           row.enabled &&
           row.createdAt.getTime() === gate.revision.born &&
           (row.version === gate.revision.version || (row.nextDueAt !== null && row.nextDueAt.getTime() <= gate.slotMs));
-        gate.resolve(due);
+        // Its data or options changed since the slot was read (slots are read ahead of their
+        // instant): the change applies from this slot on, so it runs under the new version, when
+        // that starts it at the same instant (the same jitter) and this app can run it.
+        const fresh = due && row.version !== gate.revision.version ? this.guardedExecutorFor(row) : undefined;
+        gate.resolve(fresh && fresh.jitterMs === gate.jitterMs ? fresh : due);
       }
+    }
+  }
+
+  private guardedExecutorFor(record: ScheduleRecord): ScheduleExecutor | undefined {
+    try {
+      return this.executorFor(record);
+    } catch {
+      return undefined;
     }
   }
 

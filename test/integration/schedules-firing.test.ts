@@ -185,6 +185,21 @@ describe('schedules fire fleet-wide', () => {
     expect(await fleet[0]!.cron.schedules.get(id)).toBeUndefined();
   });
 
+  it('data changed after its next slot was read (up to 5 s ahead) and before it starts: that slot runs with the new data', async () => {
+    const id = uniqueName('data-ahead');
+    await fleet[0]!.cron.schedules.upsert({ ...everySecond(id, { data: { v: 0 } }), cron: '*/10 * * * * *' });
+    await waitFor(() => callsOf(id).length >= 1, { timeoutMs: 15_000, message: 'the schedule fires' });
+    const next = callsOf(id)[0]!.scheduledAt + 10_000;
+    // 3 s before the next slot: its row has been read (and held) by the instances since 5 s before it.
+    await sleep(next - 3_000 - Date.now());
+    await fleet[1]!.cron.schedules.upsert({ ...everySecond(id, { data: { v: 1 } }), cron: '*/10 * * * * *' });
+    await waitFor(() => callsOf(id, next).length >= 1, { timeoutMs: 8_000, message: 'the next slot runs' });
+    await fleet[0]!.cron.schedules.remove(id);
+    expect(callsOf(id, next).map((c) => [c.scheduledAt, (c.data as { v: number }).v])).toEqual([[next, 1]]);
+    const row = (await runsOf(id)).find((r) => r.scheduledAt.getTime() === next);
+    expect(row?.status).toBe('completed');
+  });
+
   it('Redis forgets everything (FLUSHALL) during the window: no schedule lost, every slot after it runs once', async () => {
     const ids = Array.from({ length: 5 }, () => uniqueName('flush'));
     await Promise.all(ids.map((id) => fleet[0]!.cron.schedules.upsert(everySecond(id))));
