@@ -9,15 +9,9 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { jitterOffset } from '../src/schedules/schedule.executor.js';
+import type { SlotTrace as SlotPhases } from './fixtures/dynamic-instance.js';
 
-interface SlotTrace {
-  read?: number;
-  poll?: number;
-  page?: number;
-  handOn?: number;
-  dispatched?: number;
-  claimSent?: number;
-  claimAnswered?: number;
+interface SlotTrace extends SlotPhases {
   started?: number;
   delay?: number;
 }

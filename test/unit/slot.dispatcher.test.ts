@@ -277,13 +277,19 @@ async function withAdmission(fleet: FleetCoordination, id: string): Promise<{ di
   return { dispatcher, admission };
 }
 
+/** Instance a of a fleet of two (a and b), overloaded, with the slots of 200 jobs at SLOT dispatched. */
+async function overloadedA() {
+  const fleet = new MemoryFleet({ a: ['a', 'b'], b: ['a', 'b'] });
+  const { dispatcher: a, admission } = await withAdmission(fleet, 'a');
+  admission.noteShed('another-job', 'not started: this instance was overloaded (test)');
+  const onA = jobs(200);
+  for (const executor of onA.executors) a.dispatch(executor, SLOT);
+  return { fleet, a, onA };
+}
+
 describe('fleet mode: an overloaded instance and a late receipt', () => {
   it('gives a preferred instance still in the member list more looks before claiming its slots', async () => {
-    const fleet = new MemoryFleet({ a: ['a', 'b'], b: ['a', 'b'] });
-    const { dispatcher: a, admission } = await withAdmission(fleet, 'a');
-    admission.noteShed('another-job', 'not started: this instance was overloaded (test)');
-    const onA = jobs(200);
-    for (const executor of onA.executors) a.dispatch(executor, SLOT);
+    const { fleet, a, onA } = await overloadedA();
     // b's receipt comes after the second look (330 ms): an instance that is not overloaded claims b's slots then.
     await sleep(450);
     const firstOnly = onA.fired.size;
@@ -295,11 +301,7 @@ describe('fleet mode: an overloaded instance and a late receipt', () => {
   });
 
   it('claims them once those looks are over without a receipt', async () => {
-    const fleet = new MemoryFleet({ a: ['a', 'b'], b: ['a', 'b'] });
-    const { dispatcher: a, admission } = await withAdmission(fleet, 'a');
-    admission.noteShed('another-job', 'not started: this instance was overloaded (test)');
-    const onA = jobs(200);
-    for (const executor of onA.executors) a.dispatch(executor, SLOT);
+    const { onA } = await overloadedA();
     await sleep(450);
     expect(onA.fired.size).toBeLessThan(150);
     await sleep(700);
