@@ -37,7 +37,8 @@ export function newer(a: Revision, b: Revision): boolean {
 }
 
 /** What the firing layer learns of a slot it handed to the dispatcher: its fate is settled on this instance. */
-type Settled = () => void;
+/** `advance` false: the slot is not this version's to run (paused, removed, re-created, re-timed): the row is left as it is. */
+type Settled = (advance?: boolean) => void;
 
 /** What a schedule's executor needs beyond a job's: whether a dispatched slot may still start. */
 /**
@@ -108,6 +109,8 @@ export class ScheduleExecutor extends JobExecutor {
       (due): Promise<FireOutcome> | 'paused' => {
         if (!due) {
           started?.(true);
+          // The row is no longer this slot's (another incarnation may be due at the same instant).
+          settle(false);
           return 'paused' as const;
         }
         const answered = (yes: boolean): void => {
@@ -120,7 +123,7 @@ export class ScheduleExecutor extends JobExecutor {
       },
       () => super.fire(scheduledAt, trigger, started),
     );
-    void outcome.finally(settle);
+    void outcome.finally(() => settle());
     return outcome;
   }
 
@@ -154,10 +157,10 @@ export class ScheduleExecutor extends JobExecutor {
     if (!settled) return () => undefined;
     this.awaiting.delete(slotMs);
     let done = false;
-    return () => {
+    return (advance = true) => {
       if (done) return;
       done = true;
-      settled();
+      settled(advance);
     };
   }
 

@@ -381,7 +381,10 @@ export class ScheduleFirer {
       void this.catchUp(executor, record, schedule, key, now);
       return true;
     }
-    executor.expect(startMs, () => void this.advance(record, schedule, key, (s) => nextDue(s, new Date(slotMs))));
+    executor.expect(startMs, (advance) => {
+      if (advance) void this.advance(record, schedule, key, (s) => nextDue(s, new Date(slotMs)));
+      else this.handedOn.delete(key);
+    });
     const slot = new Date(startMs);
     if (this.route!.claimsFirst(record.id, slot)) this.route!.dispatch(executor, slot);
     else this.route!.claim(executor, slot);
@@ -444,7 +447,9 @@ export class ScheduleFirer {
         if (await store.advance(record.id, version, from, target(definition))) return;
         const row = await store.get(record.id);
         // Removed, advanced by another instance, or its timing changed (due elsewhere now): done.
-        if (!row || row.nextDueAt?.getTime() !== from.getTime()) return;
+        // Removed and created again: another schedule, whose slot (due at the same instant, read
+        // ahead) is its own to run, not this one's to move on.
+        if (!row || row.nextDueAt?.getTime() !== from.getTime() || row.createdAt.getTime() !== record.createdAt.getTime()) return;
         version = row.version;
         definition = this.deps.executors.resolve(row);
       }

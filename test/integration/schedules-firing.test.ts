@@ -200,6 +200,22 @@ describe('schedules fire fleet-wide', () => {
     expect(row?.status).toBe('completed');
   });
 
+  it('removed and created again after its next slot was read: the new schedule’s slot at that instant runs once', async () => {
+    const id = uniqueName('recreate-ahead');
+    const every10s = (v: number): ScheduleDefinition => ({ ...everySecond(id, { data: { v } }), cron: '*/10 * * * * *' });
+    await fleet[0]!.cron.schedules.upsert(every10s(0));
+    await waitFor(() => callsOf(id).length >= 1, { timeoutMs: 15_000, message: 'the schedule fires' });
+    const next = callsOf(id)[0]!.scheduledAt + 10_000;
+    // 3 s before the next slot, which every instance has read and holds.
+    await sleep(next - 3_000 - Date.now());
+    await fleet[1]!.cron.schedules.remove(id);
+    await fleet[2]!.cron.schedules.upsert(every10s(1));
+    await waitFor(() => callsOf(id, next).length >= 1, { timeoutMs: 8_000, message: 'the new schedule’s slot runs' });
+    await sleep(1_000);
+    await fleet[0]!.cron.schedules.remove(id);
+    expect(callsOf(id, next).map((c) => [c.scheduledAt, (c.data as { v: number }).v])).toEqual([[next, 1]]);
+  });
+
   it('Redis forgets everything (FLUSHALL) during the window: no schedule lost, every slot after it runs once', async () => {
     const ids = Array.from({ length: 5 }, () => uniqueName('flush'));
     await Promise.all(ids.map((id) => fleet[0]!.cron.schedules.upsert(everySecond(id))));
