@@ -23,8 +23,9 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Integration files start several Nest apps and child processes each, but mostly wait on
     // real schedules, leases and sweeps: on a 2-core machine the suite's files run four at a
-    // time and the process-heavy ones three at a time (each file takes as long as when two
-    // run at a time, so timing-sensitive assertions stay honest); the scale project two.
+    // time (each file takes as long as when two run at a time, so timing-sensitive assertions
+    // stay honest); the process-heavy ones, whose child processes boot Nest apps, two at a time
+    // (three made a CLI pod's boot slow enough to flake); the scale project two.
     maxWorkers: 2,
     pool: 'forks',
     projects: [
@@ -38,7 +39,7 @@ export default defineConfig({
           sequence: { groupOrder: 0 },
         },
       },
-      { extends: true, test: { name: 'processes', include: PROCESS_HEAVY, maxWorkers: 3, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'processes', include: PROCESS_HEAVY, maxWorkers: 2, sequence: { groupOrder: 1 } } },
       // `npm run test:scale`: five processes with 2,000 jobs each, alone (not part of `npm test`).
       ...(process.env.DISTRIBUTED_CRON_SCALE ? [{ extends: true as const, test: { name: 'scale', include: SCALE } }] : []),
     ],

@@ -71,7 +71,16 @@ export async function createScratchDatabase(prefix = 'dcron_schema'): Promise<Sc
     },
     async drop() {
       await client.end().catch(() => undefined);
-      await admin((adminClient) => adminClient.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+      // FORCE cannot end a backend of another role (an autovacuum worker on the fresh database): tried again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await admin((adminClient) => adminClient.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+          return;
+        } catch (error) {
+          if ((error as { code?: string }).code !== '42501' || attempt >= 20) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+      }
     },
   };
 }
