@@ -68,6 +68,13 @@ export class RedisFleetCoordination implements FleetCoordination {
     await this.runner.run('fleet leave', FLEET_SCRIPTS.members, [this.membersKey()], [member, 60_000, '0']);
   }
 
+  /** The values of `keys`, in order: one MGET, or on a Cluster one GET each (the instances' keys live on different slots). */
+  private getAll(what: string, keys: string[]): Promise<Array<string | null>> {
+    return this.runner.command(what, () =>
+      this.redis.isCluster ? Promise.all(keys.map((key) => this.redis.get(key))) : this.redis.mget(keys),
+    );
+  }
+
   async receipt(instanceId: string, slotMs: number, view: string, declined: readonly string[], ttlMs: number): Promise<void> {
     const key = this.receiptKey(instanceId, slotMs);
     await this.runner.run('fleet receipt', FLEET_SCRIPTS.receipt, [key], [view, declined.join('\n'), ttlMs]);
@@ -76,10 +83,7 @@ export class RedisFleetCoordination implements FleetCoordination {
   async receipts(requests: ReadonlyArray<readonly [string, number]>): Promise<Array<Receipt | null>> {
     if (requests.length === 0) return [];
     const keys = requests.map(([instanceId, slotMs]) => this.receiptKey(instanceId, slotMs));
-    // Receipts of different instances live on different Cluster slots: one GET each there.
-    const values = await this.runner.command('fleet receipts', () =>
-      this.redis.isCluster ? Promise.all(keys.map((key) => this.redis.get(key))) : this.redis.mget(keys),
-    );
+    const values = await this.getAll('fleet receipts', keys);
     return values.map((value) => {
       if (value === null) return null;
       const [view = '', ...declined] = value.split('\n');
@@ -100,9 +104,7 @@ export class RedisFleetCoordination implements FleetCoordination {
   async rowReceipts(requests: ReadonlyArray<readonly [string, number]>): Promise<Array<RowReceipt | null>> {
     if (requests.length === 0) return [];
     const keys = requests.map(([instanceId, slotMs]) => this.rowsKey(instanceId, slotMs));
-    const values = await this.runner.command('fleet row receipts', () =>
-      this.redis.isCluster ? Promise.all(keys.map((key) => this.redis.get(key))) : this.redis.mget(keys),
-    );
+    const values = await this.getAll('fleet row receipts', keys);
     return values.map((value) => {
       if (value === null) return null;
       const [count = '', hash = '', ...missing] = value.split('\n');
