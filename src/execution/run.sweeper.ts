@@ -18,8 +18,11 @@ export interface SweeperDeps {
     readonly inUse: boolean;
     active(): Iterable<JobExecutor>;
     adopt(jobName: string): Promise<JobExecutor | undefined>;
-    /** `adopt` for many job names in one read; those of no job are left out. */
-    adoptMany(jobNames: readonly string[]): Promise<JobExecutor[]>;
+    /**
+     * The jobs of these names (open rows' jobs, in one read), and the names of those removed since:
+     * their due retries and dead runs are closed, not run.
+     */
+    adoptMany(jobNames: readonly string[]): Promise<{ adopted: JobExecutor[]; removed: string[] }>;
   };
   readonly history: SweepQueries;
   /** Whether an orphaned `running` row's run still holds its lease. */
@@ -174,11 +177,38 @@ export class RunSweeper {
     const { history } = this.deps;
     if (!history.openSchedules) return;
     try {
+      const open = await history.openSchedules(new Date(now), RUNNING_BATCH);
+      if (open.length === 0) return;
+      const { adopted, removed } = await more.adoptMany(open);
       const held = new Set(active.map((executor) => executor.job.name));
-      const open = (await history.openSchedules(new Date(now), RUNNING_BATCH)).filter((id) => !held.has(id));
-      if (open.length > 0) active.push(...(await more.adoptMany(open)));
+      for (const executor of adopted) if (!held.has(executor.job.name)) active.push(executor);
+      if (removed.length === 0) return;
+      const gone = new Set(removed);
+      for (let i = active.length - 1; i >= 0; i--) if (gone.has(active[i]!.job.name)) active.splice(i, 1);
+      await this.closeRemoved(removed, now);
     } catch (error) {
       this.deps.logger.warn(`run history sweep (schedules' rows) failed, retried in ${this.everyMs} ms: ${describeError(error)}`);
+    }
+  }
+
+  /**
+   * Rows of schedules removed since their run started: nothing more of them runs (as nothing fires
+   * after a remove). A due retry ends `dead`, a run whose instance died (its lease gone)
+   * `lease_lost`, each saying so; a run still going finishes and writes its own row.
+   */
+  private async closeRemoved(names: string[], now: number): Promise<void> {
+    const { history, leases, logger } = this.deps;
+    const at = new Date(now);
+    const exclude = [...this.inFlight];
+    const close = async (row: RunRecord, status: 'dead' | 'lease_lost', why: string): Promise<void> => {
+      if (await history.closeOrphan(row, status, at, why)) logger.warn(`closed ${row.executionId} (${row.status}): ${why}`);
+    };
+    for (const row of await history.dueRetries(names, at, BATCH, exclude)) {
+      await close(row, 'dead', `schedule '${row.jobName}' was removed: its next attempt, due ${row.nextAttemptAt?.toISOString()}, will not run`);
+    }
+    for (const row of await history.running(names, BATCH, exclude)) {
+      if (row.fencingToken === null || (await leases.owner(row.jobName, row.executionId, row.fencingToken)) !== 'gone') continue;
+      await close(row, 'lease_lost', `schedule '${row.jobName}' was removed, and its run holds no lease: it is not run again`);
     }
   }
 

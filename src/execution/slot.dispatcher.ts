@@ -472,7 +472,7 @@ export class SlotDispatcher {
       // Bounded: schedules created at run time are jobs too, as many as there are schedules.
       if (remember && this.jobHashes.size < MAX_JOB_HASHES) this.jobHashes.set(jobName, jobHash);
     }
-    const item = mix(mix(jobHash ^ (slotMs % 0x1_0000_0000)) ^ Math.floor(slotMs / 0x1_0000_0000));
+    const item = slotItem(jobHash, slotMs);
     const ranked = this.ranked;
     ranked.fill(-1);
     let sa = -1;
@@ -499,6 +499,23 @@ export class SlotDispatcher {
     }
     return ranked;
   }
+}
+
+/** A slot's hash, which each member scores against its own seed (rendezvous hashing). */
+function slotItem(jobHash: number, slotMs: number): number {
+  return mix(mix(jobHash ^ (slotMs % 0x1_0000_0000)) ^ Math.floor(slotMs / 0x1_0000_0000));
+}
+
+/** The member of `ids` every member ranks first for a slot (the instance that claims it first). */
+export function firstRanked(ids: readonly string[], jobName: string, slotMs: number): string | undefined {
+  const item = slotItem(fnv1a(jobName), slotMs);
+  let first: string | undefined;
+  let best = -1;
+  for (const id of [...ids].sort()) {
+    const score = mix(item ^ fnv1a(id));
+    if (score > best) [first, best] = [id, score];
+  }
+  return first;
 }
 
 /** Instances rank each other only when they run the same jobs the same way (a rolling deploy mixes versions). */

@@ -203,7 +203,8 @@ export class DistributedCronService implements BeforeApplicationShutdown {
    * instances (or people) replay the same execution at the same moment, one runs it and the others
    * get `'lost'`. Resolves when the replay has finished, with `'ran'`; `'lost'` also when another
    * run of the job holds its lease right now; `'not_replayable'` when the execution is not dead,
-   * failed, timed out, lease_lost or aborted.
+   * failed, timed out, lease_lost or aborted (also when another replay had already ended it by the
+   * time this one read its row).
    * @example for (const run of await cron.history({ status: 'dead' })) await cron.replay(run.executionId)
    */
   async replay(executionId: string): Promise<FireOutcome> {

@@ -66,6 +66,14 @@ export class ScheduleExecutor extends JobExecutor {
   readonly jitterMs: number;
   lastUsed = 0;
   private readonly awaiting = new Map<number, Settled>();
+  /**
+   * Slots fired here whose fate is not recorded yet, by start instant: settled when a row of the
+   * slot is written (or the claim went elsewhere, or the attempt ended without one). A claim that
+   * finds the previous run still holding the job decides the slot later, at its instant: until
+   * then the schedule's row stays due, so if this instance dies meanwhile the others find the
+   * slot still due and claim it themselves.
+   */
+  private readonly unrecorded: Map<number, Settled>;
 
   constructor(
     record: ScheduleRecord,
@@ -75,6 +83,7 @@ export class ScheduleExecutor extends JobExecutor {
     private readonly hooks: ScheduleExecutorHooks,
   ) {
     const { job, jitterMs } = schedule;
+    const unrecorded = new Map<number, Settled>();
     const nominal = (at: Date): Date => (jitterMs > 0 ? (job.schedule.previous(at) ?? at) : at);
     const config: JobConfig = Object.freeze({
       ...job,
@@ -87,13 +96,18 @@ export class ScheduleExecutor extends JobExecutor {
     };
     super(config, invoke, {
       ...deps,
-      history: scheduleLedger(deps.history, record.id, jitterMs, nominal, job.timeZone),
+      history: scheduleLedger(deps.history, record.id, jitterMs, nominal, job.timeZone, (startMs) => {
+        const settle = unrecorded.get(startMs);
+        unrecorded.delete(startMs);
+        settle?.();
+      }),
       alerts: groupedAlerts(deps.alerts, record.handler),
     });
     this.scheduleId = record.id;
     this.revision = revisionOf(record);
     this.handler = record.handler;
     this.jitterMs = jitterMs;
+    this.unrecorded = unrecorded;
   }
 
   /** The next `fire`, `shed` or `watch` of `slotMs` (scheduled) calls `settled` once its fate is known here. */
@@ -103,34 +117,36 @@ export class ScheduleExecutor extends JobExecutor {
 
   override fire(scheduledAt: Date, trigger: RunTrigger = 'schedule', started?: (answered: boolean) => void): Promise<FireOutcome> {
     if (trigger !== 'schedule') return super.fire(scheduledAt, trigger, started);
+    const slotMs = scheduledAt.getTime();
     const settle = this.take(scheduledAt);
+    let on: ScheduleExecutor = this;
     // The schedule may have been paused, removed or changed since the poll that handed the slot on.
-    const outcome = this.hooks.stillDue(this.scheduleId, this.revision, scheduledAt.getTime(), this.jitterMs).then(
+    const outcome = this.hooks.stillDue(this.scheduleId, this.revision, slotMs, this.jitterMs).then(
       (due): Promise<FireOutcome> | 'paused' => {
         if (!due) {
           started?.(true);
           // The row is no longer this slot's (another incarnation may be due at the same instant).
-          settle(false);
+          settle?.(false);
           return 'paused' as const;
         }
-        const answered = (yes: boolean): void => {
-          started?.(yes);
-          settle();
-        };
         // Changed since it was read: the slot runs under the new version (its gate passes there).
-        if (due !== true && due !== this) return due.fire(scheduledAt, trigger, answered);
-        return super.fire(scheduledAt, trigger, answered);
+        if (due !== true && due !== this) on = due;
+        if (settle) on.unrecorded.set(slotMs, settle);
+        return on === this ? super.fire(scheduledAt, trigger, started) : on.fire(scheduledAt, trigger, started);
       },
       () => super.fire(scheduledAt, trigger, started),
     );
-    void outcome.finally(() => settle());
+    void outcome.finally(() => {
+      if (settle && on.unrecorded.get(slotMs) === settle) on.unrecorded.delete(slotMs);
+      settle?.();
+    });
     return outcome;
   }
 
   override shed(scheduledAt: Date, why: string): Promise<FireOutcome> {
     const settle = this.take(scheduledAt);
     const outcome = super.shed(scheduledAt, why);
-    void outcome.finally(settle);
+    void outcome.finally(() => settle?.());
     return outcome;
   }
 
@@ -150,11 +166,11 @@ export class ScheduleExecutor extends JobExecutor {
     this.awaiting.delete(scheduledAt.getTime());
   }
 
-  /** The slot's settle callback, called at most once. */
-  private take(scheduledAt: Date): Settled {
+  /** The slot's settle callback, called at most once; undefined when the firer awaits nothing of the slot. */
+  private take(scheduledAt: Date): Settled | undefined {
     const slotMs = scheduledAt.getTime();
     const settled = this.awaiting.get(slotMs);
-    if (!settled) return () => undefined;
+    if (!settled) return undefined;
     this.awaiting.delete(slotMs);
     let done = false;
     return (advance = true) => {
@@ -166,7 +182,7 @@ export class ScheduleExecutor extends JobExecutor {
 
   /** Nothing awaited, nothing going. */
   get idle(): boolean {
-    return this.awaiting.size === 0 && !this.busy;
+    return this.awaiting.size === 0 && this.unrecorded.size === 0 && !this.busy;
   }
 }
 
@@ -174,7 +190,14 @@ export class ScheduleExecutor extends JobExecutor {
  * The run history as a schedule's executor writes it: each row names the schedule, and a
  * jittered slot is recorded under its nominal instant with its offset.
  */
-function scheduleLedger(base: RunLedger, scheduleId: string, jitterMs: number, nominal: (at: Date) => Date, timeZone: string): RunLedger {
+function scheduleLedger(
+  base: RunLedger,
+  scheduleId: string,
+  jitterMs: number,
+  nominal: (at: Date) => Date,
+  timeZone: string,
+  recorded: (startMs: number) => void,
+): RunLedger {
   const slotOf = <R extends { scheduledAt: Date; businessDate: string; trigger: RunTrigger }>(request: R): R => {
     if (jitterMs === 0) return { ...request, scheduleId };
     if (request.trigger !== 'schedule') return { ...request, scheduleId };
@@ -187,9 +210,18 @@ function scheduleLedger(base: RunLedger, scheduleId: string, jitterMs: number, n
       jitterMs: request.scheduledAt.getTime() - at.getTime(),
     };
   };
+  // A scheduled slot's row is written (or found written): its fate is on record.
+  const noted = <T>(request: { scheduledAt: Date; trigger: RunTrigger }, written: Promise<T>): Promise<T> => {
+    if (request.trigger !== 'schedule') return written;
+    const startMs = request.scheduledAt.getTime();
+    return written.then((result) => {
+      recorded(startMs);
+      return result;
+    });
+  };
   return Object.assign(Object.create(base) as RunLedger, {
-    begin: (request: Parameters<RunLedger['begin']>[0]) => base.begin(slotOf(request)),
-    recordNotStarted: (request: Parameters<RunLedger['recordNotStarted']>[0]) => base.recordNotStarted(slotOf(request)),
+    begin: (request: Parameters<RunLedger['begin']>[0]) => noted(request, base.begin(slotOf(request))),
+    recordNotStarted: (request: Parameters<RunLedger['recordNotStarted']>[0]) => noted(request, base.recordNotStarted(slotOf(request))),
   });
 }
 

@@ -175,14 +175,32 @@ export class ScheduleExecutors {
 
   /**
    * The executors of schedules whose rows the sweep is to look after here (running, queued, a due
-   * retry) though this instance does not hold them: only those that were open at the sweep's
-   * previous look too. The rows of a burst are open for a moment on the instances that claimed
+   * retry), and the schedules of such rows that were removed: those held here, and others only
+   * when open at the sweep's previous look too. The rows of a burst are open for a moment on the instances that claimed
    * them; adopting each at first sight would build every schedule's executor on every instance.
    */
-  async adoptOpen(ids: readonly string[]): Promise<ScheduleExecutor[]> {
+  async adoptOpen(ids: readonly string[]): Promise<{ adopted: ScheduleExecutor[]; removed: string[] }> {
     const before = this.openBefore;
     this.openBefore = new Set(ids);
-    return this.byIds(ids.filter((id) => before.has(id)));
+    // Held here already: looked up at once, so a removed schedule's due retry is not started.
+    const settled = ids.filter((id) => before.has(id) || this.newest.has(id));
+    const adopted: ScheduleExecutor[] = [];
+    const removed: string[] = [];
+    if (settled.length === 0 || !this.deps.store) return { adopted, removed };
+    const records = new Map((await this.deps.store.getMany(settled)).map((record) => [record.id, record]));
+    for (const id of settled) {
+      const record = records.get(id);
+      if (record) {
+        const executor = this.newest.get(id) ?? this.executorFor(record);
+        if (executor) adopted.push(executor);
+        continue;
+      }
+      // Removed: its executors run nothing more (a run going on finishes; its row is written).
+      removed.push(id);
+      this.newest.delete(id);
+      for (const [key, executor] of this.cache) if (executor.scheduleId === id) this.cache.delete(key);
+    }
+    return { adopted, removed };
   }
 
   /** The handler of a schedule this instance runs (its metrics' `job` label), or undefined for another job. */

@@ -4,6 +4,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { afterEach, describe, expect, it } from 'vitest';
+import { firstRanked } from '../../src/execution/slot.dispatcher.js';
 import { DistributedCronHandler, type ScheduleRunContext } from '../../src/index.js';
 import { startApp } from '../support/app.js';
 import { integrationSetup } from '../support/integration.setup.js';
@@ -156,6 +157,45 @@ describe('a schedule whose running instance is killed', () => {
     expect(row).toMatchObject({ attempt: 1, scheduleId: id, instanceId: first.instanceId });
     // A lease and a few sweeps later, still not run again.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(events.filter((e) => e.event === 'start' && e.scheduleId === id)).toHaveLength(1);
+  });
+
+  it('a slot claimed while the previous run holds the job, its claimant killed before the slot was decided: a survivor records it', async () => {
+    const name = uniqueName('crash-ahead');
+    const events: FixtureEvent[] = [];
+    instances = await Promise.all([0, 1, 2].map((i) => spawnWorker(name, i, events)));
+    const writer = await startApp({ label: `${name}-writer`, providers: [Writer], module: { scheduling: false, timeZone: 'UTC' } });
+    apps.push(writer);
+    // Two slots 3 s apart, in one minute; a schedule id whose two slots different instances claim first.
+    let t1 = Math.ceil((Date.now() + 3_000) / 1000) * 1000;
+    while (new Date(t1).getUTCSeconds() > 55) t1 += 1_000;
+    const t2 = t1 + 3_000;
+    const members = instances.map((i) => i.id);
+    let id = uniqueName('tenant');
+    for (let k = 0; firstRanked(members, id, t1) === firstRanked(members, id, t2); k++) id = `${uniqueName('tenant')}-${k}`;
+    const [holder, claimant] = [firstRanked(members, id, t1), firstRanked(members, id, t2)];
+    const at = new Date(t1);
+    const cron = `${at.getUTCSeconds()},${at.getUTCSeconds() + 3} ${at.getUTCMinutes()} ${at.getUTCHours()} ${at.getUTCDate()} ${at.getUTCMonth() + 1} *`;
+    await writer.cron.schedules.upsert({ id, handler: 'fixture-schedule', cron, lease: '2s', renewEvery: '500ms', overlap: 'skip' });
+
+    // The first slot runs (30 s) on the instance ranked first for it.
+    const first = await waitFor(() => events.find((e) => e.event === 'start' && e.scheduleId === id), {
+      timeoutMs: 10_000,
+      message: 'the first slot runs',
+    });
+    expect(first.instanceId).toBe(holder);
+    // The second slot's claimant found the job held 250 ms before the instant; it decides at the
+    // instant and a settle time (750 ms) later. Killed in between, it leaves no row behind.
+    await new Promise((resolve) => setTimeout(resolve, t2 + 300 - Date.now()));
+    await instances.find((i) => i.id === claimant)!.kill('SIGKILL');
+    const executionId = `${id}:${new Date(t2).toISOString().slice(0, -5)}Z`;
+    const row = await waitFor(() => prisma.distributedCronRun.findUnique({ where: { executionId } }).then((r) => r ?? undefined), {
+      timeoutMs: 15_000,
+      message: 'a survivor records the second slot',
+    });
+    // The first run was going all along: the skip says so, truly.
+    expect(row).toMatchObject({ status: 'skipped_overlap', scheduleId: id, trigger: 'schedule' });
+    expect(row.error).toContain('(overlap: skip)');
     expect(events.filter((e) => e.event === 'start' && e.scheduleId === id)).toHaveLength(1);
   });
 

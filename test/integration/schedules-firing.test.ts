@@ -196,8 +196,11 @@ describe('schedules fire fleet-wide', () => {
     await waitFor(() => callsOf(id, next).length >= 1, { timeoutMs: 8_000, message: 'the next slot runs' });
     await fleet[0]!.cron.schedules.remove(id);
     expect(callsOf(id, next).map((c) => [c.scheduledAt, (c.data as { v: number }).v])).toEqual([[next, 1]]);
-    const row = (await runsOf(id)).find((r) => r.scheduledAt.getTime() === next);
-    expect(row?.status).toBe('completed');
+    // The handler has started; its row says how it ended once the end is written.
+    const row = await waitFor(async () => (await runsOf(id)).find((r) => r.scheduledAt.getTime() === next && r.status !== 'running'), {
+      message: 'the slot’s row is final',
+    });
+    expect(row.status).toBe('completed');
   });
 
   it('removed and created again after its next slot was read: the new schedule’s slot at that instant runs once', async () => {
