@@ -124,6 +124,19 @@ export function formatReport(h: ReportHeader, faults: FaultRecord[], v: Verdict)
     n(v.figures.contradictingReasons),
     `of ${n(v.reasons.checked)} skips saying a run was going (no handler of the job ran, no owner frozen or cut off)`,
   );
+  // A figure above 0 shows its first example here: the report may be all there is of a CI run.
+  const firsts: Array<[string, unknown[]]> = [
+    ['duplicate', v.duplicates.examples],
+    ['concurrent', v.concurrency.examples],
+    ['silent loss', v.losses.examples],
+    ['fence regression', v.fence.examples],
+    ['contradicting reason', v.reasons.examples],
+  ];
+  for (const [what, examples] of firsts) {
+    if (examples.length === 0) continue;
+    const text = JSON.stringify(examples[0]);
+    lines.push(`    first ${what}: ${text.length > 4_000 ? `${text.slice(0, 4_000)}…` : text}`);
+  }
   lines.push('');
   lines.push(
     '  recovery after a fault: time from its end until every job had started a run that completed (and until that run had completed)',

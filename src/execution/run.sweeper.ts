@@ -204,7 +204,11 @@ export class RunSweeper {
       if (await history.closeOrphan(row, status, at, why)) logger.warn(`closed ${row.executionId} (${row.status}): ${why}`);
     };
     for (const row of await history.dueRetries(names, at, BATCH, exclude)) {
-      await close(row, 'dead', `schedule '${row.jobName}' was removed: its next attempt, due ${row.nextAttemptAt?.toISOString()}, will not run`);
+      await close(
+        row,
+        'dead',
+        `schedule '${row.jobName}' was removed: its next attempt, due ${row.nextAttemptAt?.toISOString()}, will not run`,
+      );
     }
     for (const row of await history.running(names, BATCH, exclude)) {
       if (row.fencingToken === null || (await leases.owner(row.jobName, row.executionId, row.fencingToken)) !== 'gone') continue;

@@ -119,7 +119,7 @@ export class ScheduleExecutor extends JobExecutor {
     if (trigger !== 'schedule') return super.fire(scheduledAt, trigger, started);
     const slotMs = scheduledAt.getTime();
     const settle = this.take(scheduledAt);
-    let on: ScheduleExecutor = this;
+    let newer: ScheduleExecutor | undefined;
     // The schedule may have been paused, removed or changed since the poll that handed the slot on.
     const outcome = this.hooks.stillDue(this.scheduleId, this.revision, slotMs, this.jitterMs).then(
       (due): Promise<FireOutcome> | 'paused' => {
@@ -130,14 +130,15 @@ export class ScheduleExecutor extends JobExecutor {
           return 'paused' as const;
         }
         // Changed since it was read: the slot runs under the new version (its gate passes there).
-        if (due !== true && due !== this) on = due;
-        if (settle) on.unrecorded.set(slotMs, settle);
-        return on === this ? super.fire(scheduledAt, trigger, started) : on.fire(scheduledAt, trigger, started);
+        if (due !== true && due !== this) newer = due;
+        if (settle) (newer ?? this).unrecorded.set(slotMs, settle);
+        return newer ? newer.fire(scheduledAt, trigger, started) : super.fire(scheduledAt, trigger, started);
       },
       () => super.fire(scheduledAt, trigger, started),
     );
     void outcome.finally(() => {
-      if (settle && on.unrecorded.get(slotMs) === settle) on.unrecorded.delete(slotMs);
+      const holder = newer ?? this;
+      if (settle && holder.unrecorded.get(slotMs) === settle) holder.unrecorded.delete(slotMs);
       settle?.();
     });
     return outcome;
