@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { PrismaClientLike } from '../../src/index.js';
 import { jobProvider, startApp } from '../support/app.js';
@@ -36,6 +37,40 @@ function counting(): PrismaClientLike & { statements: string[]; sweeps: number }
   return client;
 }
 
+/**
+ * The commands Redis runs from now on, by MONITOR on a plain socket (a client library's monitor
+ * mode can trip over a command that arrives with its MONITOR reply).
+ */
+async function monitorRedis(url: string): Promise<{ stop(): Array<{ source: string; args: string[] }> }> {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  let buffer = '';
+  const lines: Array<{ source: string; args: string[] }> = [];
+  let ready: () => void;
+  const ok = new Promise<void>((resolve) => (ready = resolve));
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => {
+    buffer += chunk;
+    let end: number;
+    while ((end = buffer.indexOf('\r\n')) >= 0) {
+      const line = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      if (line === '+OK') ready();
+      // +1796325107.758863 [0 127.0.0.1:55966] "evalsha" "e69b…" "1" …
+      const match = /^\+\d+\.\d+ \[\d+ ([^\]]+)\] (.*)$/.exec(line);
+      if (match) lines.push({ source: match[1]!, args: [...match[2]!.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!) });
+    }
+  });
+  socket.write('MONITOR\r\n');
+  await ok;
+  return {
+    stop: () => {
+      socket.destroy();
+      return lines;
+    },
+  };
+}
+
 describe('cost of one slot, counted on a private Redis and at the Prisma client', () => {
   it('costs a losing instance one Redis round trip and no database statement; the winner two of each', async () => {
     server = await startRedisServer();
@@ -59,16 +94,13 @@ describe('cost of one slot, counted on a private Redis and at the Prisma client'
     await apps[0]!.cron.trigger(name, new Date('2020-01-01T00:00:00Z'));
     for (const c of clients) c.statements.length = 0;
     // MONITOR shows every command a client sent; commands run inside a script come from 'lua'.
-    const monitor = await admin.monitor();
-    const sent: string[] = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
-      if (source !== 'lua' && args[1] !== HEARTBEAT_SHA) sent.push(String(args[0]).toLowerCase());
-    });
-    await new Promise((resolve) => setTimeout(resolve, 100));
-
+    const monitor = await monitorRedis(server.url);
     const outcomes = await Promise.all(apps.map((app) => app.cron.trigger(name, new Date('2026-01-01T00:00:00Z'))));
     await new Promise((resolve) => setTimeout(resolve, 100));
-    monitor.disconnect();
+    const sent = monitor
+      .stop()
+      .filter((line) => line.source !== 'lua' && line.args[1] !== HEARTBEAT_SHA)
+      .map((line) => line.args[0]!.toLowerCase());
 
     expect(outcomes.filter((o) => o === 'ran')).toHaveLength(1);
     expect(outcomes.filter((o) => o === 'lost')).toHaveLength(2);
