@@ -577,8 +577,11 @@ async function dcronVariant(run: DynamicRun, jitter: string | null): Promise<Dyn
     );
     if (!upsertsBeforeBurst) log('dynamic: the upserts ran past the top of the hour: its burst is measured as it comes');
 
-    // Idle, before the burst.
-    await sleep(2_000);
+    // Idle, before the burst: in the quiet middle of a minute on the fleet's clock, away from the
+    // 10 % of the schedules due every minute (measured right after their slots, it is their load).
+    const intoMinute = (Date.now() + offsetMs) % 60_000;
+    const quietIn = intoMinute < 20_000 ? 20_000 - intoMinute : intoMinute > 40_000 ? 80_000 - intoMinute : 0;
+    await sleep(Date.now() + quietIn < realTop - 30_000 ? Math.max(2_000, quietIn) : 2_000);
     const rssLoaded = fleet.map((c) => rssMb(c.pid));
     const redisAfter = await redisSnapshot(redis);
     const pgAfter = await tableBytes();
