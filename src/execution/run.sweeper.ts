@@ -23,6 +23,8 @@ export interface SweeperDeps {
      * their due retries and dead runs are closed, not run.
      */
     adoptMany(jobNames: readonly string[]): Promise<{ adopted: JobExecutor[]; removed: string[] }>;
+    /** Those of these jobs that were removed since (looked up for a due retry before it starts). */
+    removed(jobNames: readonly string[]): Promise<Set<string>>;
   };
   readonly history: SweepQueries;
   /** Whether an orphaned `running` row's run still holds its lease. */
@@ -125,7 +127,15 @@ export class RunSweeper {
     if (active.length > 0) {
       const shortestLease = Math.min(...active.map((e) => e.job.leaseMs));
       await step('due retries', async () => {
-        for (const row of await deps.history.dueRetries(names, new Date(now), BATCH, exclude)) {
+        const due = await deps.history.dueRetries(names, new Date(now), BATCH, exclude);
+        // A schedule removed since its run failed: its next attempt does not run.
+        const schedules = due.filter((row) => row.scheduleId !== undefined).map((row) => row.jobName);
+        const removed = deps.more && schedules.length > 0 ? await deps.more.removed(schedules) : undefined;
+        for (const row of due) {
+          if (removed?.has(row.jobName)) {
+            await this.closeRetryOfRemoved(row, new Date(now));
+            continue;
+          }
           const executor = byName.get(row.jobName);
           if (executor) this.launch(row, executor.checks.startDue(row), (r) => r === 'busy' || r === 'paused' || r === 'alive');
         }
@@ -177,15 +187,12 @@ export class RunSweeper {
     const { history } = this.deps;
     if (!history.openSchedules) return;
     try {
-      const open = await history.openSchedules(new Date(now), RUNNING_BATCH);
+      const held = new Set(active.map((executor) => executor.job.name));
+      const open = (await history.openSchedules(new Date(now), RUNNING_BATCH)).filter((id) => !held.has(id));
       if (open.length === 0) return;
       const { adopted, removed } = await more.adoptMany(open);
-      const held = new Set(active.map((executor) => executor.job.name));
-      for (const executor of adopted) if (!held.has(executor.job.name)) active.push(executor);
-      if (removed.length === 0) return;
-      const gone = new Set(removed);
-      for (let i = active.length - 1; i >= 0; i--) if (gone.has(active[i]!.job.name)) active.splice(i, 1);
-      await this.closeRemoved(removed, now);
+      active.push(...adopted);
+      if (removed.length > 0) await this.closeRemoved(removed, now);
     } catch (error) {
       this.deps.logger.warn(`run history sweep (schedules' rows) failed, retried in ${this.everyMs} ms: ${describeError(error)}`);
     }
@@ -200,20 +207,18 @@ export class RunSweeper {
     const { history, leases, logger } = this.deps;
     const at = new Date(now);
     const exclude = [...this.inFlight];
-    const close = async (row: RunRecord, status: 'dead' | 'lease_lost', why: string): Promise<void> => {
-      if (await history.closeOrphan(row, status, at, why)) logger.warn(`closed ${row.executionId} (${row.status}): ${why}`);
-    };
-    for (const row of await history.dueRetries(names, at, BATCH, exclude)) {
-      await close(
-        row,
-        'dead',
-        `schedule '${row.jobName}' was removed: its next attempt, due ${row.nextAttemptAt?.toISOString()}, will not run`,
-      );
-    }
+    for (const row of await history.dueRetries(names, at, BATCH, exclude)) await this.closeRetryOfRemoved(row, at);
     for (const row of await history.running(names, BATCH, exclude)) {
       if (row.fencingToken === null || (await leases.owner(row.jobName, row.executionId, row.fencingToken)) !== 'gone') continue;
-      await close(row, 'lease_lost', `schedule '${row.jobName}' was removed, and its run holds no lease: it is not run again`);
+      const why = `schedule '${row.jobName}' was removed, and its run holds no lease: it is not run again`;
+      if (await history.closeOrphan(row, 'lease_lost', at, why)) logger.warn(`closed ${row.executionId} (${row.status}): ${why}`);
     }
+  }
+
+  private async closeRetryOfRemoved(row: RunRecord, at: Date): Promise<void> {
+    const why = `schedule '${row.jobName}' was removed: its next attempt, due ${row.nextAttemptAt?.toISOString()}, will not run`;
+    if (await this.deps.history.closeOrphan(row, 'dead', at, why))
+      this.deps.logger.warn(`closed ${row.executionId} (${row.status}): ${why}`);
   }
 
   /** Starts a check without waiting for it; a result `defer` accepts keeps the row out of the next sweeps. */

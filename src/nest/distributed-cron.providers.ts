@@ -205,6 +205,7 @@ export const SHARED_PART_PROVIDERS: Provider[] = [
                 active: () => schedules.active(),
                 adopt: (id) => schedules.byId(id),
                 adoptMany: (ids) => schedules.adoptOpen(ids),
+                removed: (ids) => schedules.removed(ids),
               }
             : undefined,
         },

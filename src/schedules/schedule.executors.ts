@@ -175,15 +175,14 @@ export class ScheduleExecutors {
 
   /**
    * The executors of schedules whose rows the sweep is to look after here (running, queued, a due
-   * retry), and the schedules of such rows that were removed: those held here, and others only
-   * when open at the sweep's previous look too. The rows of a burst are open for a moment on the instances that claimed
+   * retry) though this instance does not hold them, and those of such rows that were removed: only
+   * those open at the sweep's previous look too. The rows of a burst are open for a moment on the instances that claimed
    * them; adopting each at first sight would build every schedule's executor on every instance.
    */
   async adoptOpen(ids: readonly string[]): Promise<{ adopted: ScheduleExecutor[]; removed: string[] }> {
     const before = this.openBefore;
     this.openBefore = new Set(ids);
-    // Held here already: looked up at once, so a removed schedule's due retry is not started.
-    const settled = ids.filter((id) => before.has(id) || this.newest.has(id));
+    const settled = ids.filter((id) => before.has(id));
     const adopted: ScheduleExecutor[] = [];
     const removed: string[] = [];
     if (settled.length === 0 || !this.deps.store) return { adopted, removed };
@@ -195,12 +194,26 @@ export class ScheduleExecutors {
         if (executor) adopted.push(executor);
         continue;
       }
-      // Removed: its executors run nothing more (a run going on finishes; its row is written).
       removed.push(id);
-      this.newest.delete(id);
-      for (const [key, executor] of this.cache) if (executor.scheduleId === id) this.cache.delete(key);
+      this.drop(id);
     }
     return { adopted, removed };
+  }
+
+  /** Those of these schedules the table no longer has (removed): their executors are dropped here. */
+  async removed(ids: readonly string[]): Promise<Set<string>> {
+    const unique = [...new Set(ids)];
+    if (unique.length === 0 || !this.deps.store) return new Set();
+    const present = new Set((await this.deps.store.getMany(unique)).map((record) => record.id));
+    const gone = new Set(unique.filter((id) => !present.has(id)));
+    for (const id of gone) this.drop(id);
+    return gone;
+  }
+
+  /** A removed schedule's executors run nothing more (a run going on finishes and writes its row). */
+  private drop(id: string): void {
+    this.newest.delete(id);
+    for (const [key, executor] of this.cache) if (executor.scheduleId === id) this.cache.delete(key);
   }
 
   /** The handler of a schedule this instance runs (its metrics' `job` label), or undefined for another job. */
