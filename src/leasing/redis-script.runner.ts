@@ -292,21 +292,26 @@ export class RedisScriptRunner {
     const timer: CallTimer = {
       open: calls.length,
       timer: setTimeout(
-        () => {
-          const now = performance.now();
-          const later: PendingCall[] = [];
-          for (const call of calls) {
-            if (call.settled) continue;
-            // A timer may fire a fraction of a millisecond early; anything more is a later call.
-            if (call.deadline - now > 1) later.push(call);
-            else
-              call.reject(
-                call.sent ? new LeaseStoreTimeoutError(call.operation, call.timeoutMs) : new LeaseStoreUnavailableError(this.redis.status),
-              );
-          }
-          for (const call of later) call.timer = undefined;
-          this.expireAfterTimeout(later);
-        },
+        // Timers run before the event loop reads its sockets: a reply that came while this process
+        // was busy is read first (setImmediate runs after that), not taken for Redis's slowness.
+        () =>
+          setImmediate(() => {
+            const now = performance.now();
+            const later: PendingCall[] = [];
+            for (const call of calls) {
+              if (call.settled) continue;
+              // A timer may fire a fraction of a millisecond early; anything more is a later call.
+              if (call.deadline - now > 1) later.push(call);
+              else
+                call.reject(
+                  call.sent
+                    ? new LeaseStoreTimeoutError(call.operation, call.timeoutMs)
+                    : new LeaseStoreUnavailableError(this.redis.status),
+                );
+            }
+            for (const call of later) call.timer = undefined;
+            this.expireAfterTimeout(later);
+          }),
         Math.max(0, first - performance.now()),
       ),
     };

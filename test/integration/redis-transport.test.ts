@@ -305,3 +305,33 @@ describe('releasing a lease while Redis is briefly unreachable', () => {
     expect(await admin.pttl(keys.lease(job))).toBeGreaterThan(9_000);
   });
 });
+
+/** Blocks this process's event loop for `ms`, as a long synchronous task or a GC pause does. */
+function busy(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+}
+
+describe('a reply that came while this process was busy', () => {
+  it('is the answer, though the deadline passed meanwhile: a claim is won, a command answered', async () => {
+    const server = await ownServer();
+    const { redis, store } = await loadedStore(server.url, 100);
+    // The next command sent is followed by 300 ms of blocked event loop: its reply arrives in the
+    // socket while the loop is blocked, and the 100 ms deadline passes before the loop can read it.
+    let stallNext = false;
+    const send = redis.sendCommand.bind(redis);
+    redis.sendCommand = ((...args: Parameters<Redis['sendCommand']>) => {
+      const sent = send(...args);
+      if (stallNext) {
+        stallNext = false;
+        busy(300);
+      }
+      return sent;
+    }) as Redis['sendCommand'];
+    const job = uniqueName('busy');
+    stallNext = true;
+    expect((await store.claim(claimRequest(job, `${job}:1`))).kind).toBe('won');
+    stallNext = true;
+    await expect(store.isPaused(job)).resolves.toBe(false);
+  });
+});
