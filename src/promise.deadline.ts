@@ -1,8 +1,8 @@
 /**
  * What `start()` settles with, or a rejection with `timeoutError()` once `ms` have passed, whichever
- * comes first (a reply already waiting to be read when the time is up counts as first). The timer is cleared when the work settles, and the work's late rejection is never
- * unhandled. The work itself is not stopped: a caller that must not act on a late result checks
- * for that itself (`timeoutError` runs when the time is up, so it can note it).
+ * comes first (a reply already waiting to be read when the time is up counts as first). The timer
+ * is cleared when the work settles, and the work's late rejection is never unhandled. The work
+ * itself is not stopped: a caller that must not act on a late result checks for that itself (`timeoutError` runs when the time is up, so it can note it).
  */
 export function withDeadline<T>(start: () => PromiseLike<T>, ms: number, timeoutError: () => unknown): Promise<T> {
   return new Promise<T>((resolve, reject) => {

@@ -204,20 +204,28 @@ export class RunSweeper {
    * `lease_lost`, each saying so; a run still going finishes and writes its own row.
    */
   private async closeRemoved(names: string[], now: number): Promise<void> {
-    const { history, leases, logger } = this.deps;
+    const { history, leases } = this.deps;
     const at = new Date(now);
     const exclude = [...this.inFlight];
     for (const row of await history.dueRetries(names, at, BATCH, exclude)) await this.closeRetryOfRemoved(row, at);
     for (const row of await history.running(names, BATCH, exclude)) {
       if (row.fencingToken === null || (await leases.owner(row.jobName, row.executionId, row.fencingToken)) !== 'gone') continue;
-      const why = `schedule '${row.jobName}' was removed, and its run holds no lease: it is not run again`;
-      if (await history.closeOrphan(row, 'lease_lost', at, why)) logger.warn(`closed ${row.executionId} (${row.status}): ${why}`);
+      await this.close(row, 'lease_lost', at, `schedule '${row.jobName}' was removed, and its run holds no lease: it is not run again`);
     }
   }
 
-  private async closeRetryOfRemoved(row: RunRecord, at: Date): Promise<void> {
-    const why = `schedule '${row.jobName}' was removed: its next attempt, due ${row.nextAttemptAt?.toISOString()}, will not run`;
-    if (await this.deps.history.closeOrphan(row, 'dead', at, why))
+  private closeRetryOfRemoved(row: RunRecord, at: Date): Promise<void> {
+    return this.close(
+      row,
+      'dead',
+      at,
+      `schedule '${row.jobName}' was removed: its next attempt, due ${row.nextAttemptAt?.toISOString()}, will not run`,
+    );
+  }
+
+  /** Closes a row nothing will run any more, with its reason, logged. */
+  private async close(row: RunRecord, status: 'lease_lost' | 'dead', at: Date, why: string): Promise<void> {
+    if (await this.deps.history.closeOrphan(row, status, at, why))
       this.deps.logger.warn(`closed ${row.executionId} (${row.status}): ${why}`);
   }
 
