@@ -10,7 +10,8 @@ import {
 import { NestFactory } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describeError } from '../errors/error.redact.js';
 import { DISTRIBUTED_CRON_OPTION_OVERRIDES, DISTRIBUTED_CRON_SERVICE_ALIAS, LOGGER_CONTEXT } from '../nest/distributed-cron.constants.js';
@@ -112,7 +113,7 @@ export async function bootApp(modulePath: string, verbose: boolean): Promise<Loa
   const levels: LogLevel[] = verbose ? ['fatal', 'error', 'warn', 'log'] : ['fatal', 'error', 'warn'];
   let app: INestApplicationContext;
   try {
-    app = await stoppingPlainSchedules(() =>
+    app = await stoppingPlainSchedules(modulePath, () =>
       NestFactory.createApplicationContext(withCliOverrides(root), {
         logger: new StderrLogger({ logLevels: levels }),
         abortOnError: false,
@@ -164,13 +165,18 @@ function findService<T>(app: INestApplicationContext, type: Type<T>, alias: stri
  * Boots with every job that @nestjs/schedule registers stopped as it is registered. Its bootstrap
  * hook starts the app's plain `@Cron`, `@Interval` and `@Timeout` jobs while other modules'
  * hooks may still run for seconds (a loaded machine); stopped only afterwards, an every-second
- * job could tick once in a CLI process.
+ * job could tick once in a CLI process. A cron job is not even started: `cron` runs a job's tick
+ * inside `start()` when it finds the next instant already past (a busy machine between two reads
+ * of the clock), before the job reaches the registry.
  */
-async function stoppingPlainSchedules<T>(boot: () => Promise<T>): Promise<T> {
+async function stoppingPlainSchedules<T>(modulePath: string, boot: () => Promise<T>): Promise<T> {
   const registry = SchedulerRegistry.prototype;
+  const cronJob = appCronJobPrototype(modulePath);
   // The originals, called with the registry as `this` below and put back after the boot.
   // eslint-disable-next-line @typescript-eslint/unbound-method
   const { addCronJob, addInterval, addTimeout } = registry;
+  const start = cronJob?.start;
+  if (cronJob) cronJob.start = () => undefined;
   registry.addCronJob = function (this: SchedulerRegistry, ...args: Parameters<SchedulerRegistry['addCronJob']>) {
     addCronJob.apply(this, args);
     void args[1].stop();
@@ -187,6 +193,19 @@ async function stoppingPlainSchedules<T>(boot: () => Promise<T>): Promise<T> {
     return await boot();
   } finally {
     Object.assign(registry, { addCronJob, addInterval, addTimeout });
+    if (cronJob) cronJob.start = start!;
+  }
+}
+
+/** The prototype of the `CronJob` class the app's @nestjs/schedule uses (its own copy of `cron`), or undefined if not found. */
+function appCronJobPrototype(modulePath: string): { start: () => void } | undefined {
+  try {
+    const fromApp = createRequire(resolve(modulePath));
+    const fromSchedule = createRequire(dirname(fromApp.resolve('@nestjs/schedule')) + '/');
+    const { CronJob } = fromSchedule('cron') as { CronJob?: { prototype: { start: () => void } } };
+    return typeof CronJob?.prototype.start === 'function' ? CronJob.prototype : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -198,7 +217,11 @@ function stopPlainSchedules(app: INestApplicationContext): void {
   } catch {
     return; // no ScheduleModule in the app
   }
-  for (const job of registry.getCronJobs().values()) void job.stop();
+  for (const job of registry.getCronJobs().values()) {
+    void job.stop();
+    // A job with `initialDelay` is started by a timer of @nestjs/schedule's after the boot; the CLI never starts one.
+    Object.defineProperty(job, 'start', { value: () => undefined, writable: true, configurable: true });
+  }
   for (const name of registry.getIntervals()) registry.deleteInterval(name);
   for (const name of registry.getTimeouts()) registry.deleteTimeout(name);
 }

@@ -5,7 +5,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Injectable } from '@nestjs/common';
 import { parseAllDocuments } from 'yaml';
@@ -89,6 +89,14 @@ function latestThreeAm(): string {
   return slot.toISOString();
 }
 
+/** Boots the fixture as the app itself would (no CLI) and closes it at once. */
+const PLAIN_BOOT = `
+import { NestFactory } from '@nestjs/core';
+const { AppModule } = await import(${JSON.stringify(pathToFileURL(MODULE).href)});
+const app = await NestFactory.createApplicationContext(AppModule, { logger: false });
+await app.close();
+`;
+
 const rowsOf = (jobName: string) => prisma.distributedCronRun.findMany({ where: { jobName } });
 
 describe('run <job>: a Kubernetes CronJob pod', () => {
@@ -135,6 +143,22 @@ describe('run <job>: a Kubernetes CronJob pod', () => {
     const listed = await cli(app, 'jobs');
     expect(listed.code, listed.stderr).toBe(0);
     expect(starts(app, 'plain-cron')).toBe(0);
+  });
+
+  it('never ticks a plain @Cron job that `cron` would tick as it starts (a busy machine), nor one started after its initialDelay', async () => {
+    const app = { ...fixture([]), busyAtMount: true, bootstrapMs: 1_500 };
+    const listed = await cli(app, 'jobs');
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(starts(app, 'plain-cron')).toBe(0);
+    // Proof that the fault reached @nestjs/schedule's jobs: a process without the CLI ticks at once.
+    const plain = spawnSync(process.execPath, ['--input-type=module', '-e', PLAIN_BOOT], {
+      cwd: ROOT,
+      env: { ...process.env, CLI_FIXTURE: JSON.stringify(app) },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(plain.status, plain.stderr).toBe(0);
+    expect(starts(app, 'plain-cron')).toBeGreaterThan(0);
   });
 
   it("exits 1 with the row failed when the handler throws, after the job's retries; a retried pod exits 1 without a second run; replay runs attempt 2", async () => {
