@@ -143,6 +143,8 @@ export interface DynamicVariant {
   /** Runs of the measured slots without a row (library). */
   runsWithoutRow: number | null;
   rssMb: { zero: number[]; loaded: number[]; max: number[] };
+  /** process.memoryUsage() of each process at the two RSS readings, MB. */
+  memoryMb?: { zero: Array<Record<string, number>>; loaded: Array<Record<string, number>> };
   /** perSchedule: (after − before) / N; noise when its magnitude is under 1 byte. */
   redisBytes: { before: number; after: number; perSchedule: number };
   /** Redis before the upserts, after them (idle) and after the burst. */
@@ -453,6 +455,21 @@ function mergeLogged(summaries: ChildEvent[]): Array<{ count: number; example: s
   return [...byKind.values()].sort((a, b) => b.count - a.count).slice(0, 6);
 }
 
+/** process.memoryUsage() of each child, MB (rss, heapTotal, heapUsed, external, arrayBuffers). */
+let memorySeq = 0;
+async function memoryOf(children: Child[], events: ChildEvent[][]): Promise<Array<Record<string, number>>> {
+  const seq = ++memorySeq;
+  children.forEach((c) => c.send(`memory ${seq}`));
+  const answers = await Promise.all(children.map((_, k) => waitFor(events[k]!, 'memory', 30_000, (e) => e.seq === seq)));
+  return answers.map(({ rss, heapTotal, heapUsed, external, arrayBuffers }) => ({
+    rss: Number(rss),
+    heapTotal: Number(heapTotal),
+    heapUsed: Number(heapUsed),
+    external: Number(external),
+    arrayBuffers: Number(arrayBuffers),
+  }));
+}
+
 function waitFor(
   events: ChildEvent[],
   kind: string,
@@ -564,6 +581,7 @@ async function dcronVariant(run: DynamicRun, jitter: string | null): Promise<Dyn
     await Promise.all(children.map((c) => c.ready));
     await sleep(1_000);
     const rssZero = fleet.map((c) => rssMb(c.pid));
+    const memoryZero = await memoryOf(fleet, events);
     const redisBefore = await redisSnapshot(redis);
     const pgBefore = await tableBytes();
 
@@ -583,6 +601,8 @@ async function dcronVariant(run: DynamicRun, jitter: string | null): Promise<Dyn
     const quietIn = intoMinute < 20_000 ? 20_000 - intoMinute : intoMinute > 40_000 ? 80_000 - intoMinute : 0;
     await sleep(Date.now() + quietIn < realTop - 30_000 ? Math.max(2_000, quietIn) : 2_000);
     const rssLoaded = fleet.map((c) => rssMb(c.pid));
+    const memoryLoaded = await memoryOf(fleet, events);
+    log(`dynamic: memory per process, MB: with 0 ${JSON.stringify(memoryZero)}; with ${n} ${JSON.stringify(memoryLoaded)}`);
     const redisAfter = await redisSnapshot(redis);
     const pgAfter = await tableBytes();
     const table = await tableSizes(db);
@@ -687,6 +707,7 @@ async function dcronVariant(run: DynamicRun, jitter: string | null): Promise<Dyn
       rows: byStatus,
       runsWithoutRow: Math.max(0, ran - rowCount),
       rssMb: { zero: rssZero, loaded: rssLoaded, max: rssMax },
+      memoryMb: { zero: memoryZero, loaded: memoryLoaded },
       redisBytes: {
         before: redisBefore.usedMemory,
         after: redisAfter.usedMemory,

@@ -17,6 +17,8 @@ import {
   type EnabledChange,
   type ScheduleChangeCursor,
   type ScheduleDueCursor,
+  type ScheduleDueKey,
+  type ScheduleDueKeys,
   type ScheduleChanges,
   type ScheduleData,
   type ScheduleField,
@@ -287,7 +289,7 @@ async function advanceMany(prisma: PrismaClientLike, advances: Advance[]): Promi
 }
 
 /** The schedules in the app's database through its PrismaClient (prisma/migrations: `distributed_cron_schedules`). */
-export class PrismaScheduleStore implements ScheduleStore {
+export class PrismaScheduleStore implements ScheduleStore, ScheduleDueKeys {
   /** The advances of one turn, one statement (a burst settles thousands of rows a second). */
   private readonly advances = new MicroBatcher((batch: Advance[]) => advanceMany(this.prisma, batch), ADVANCE_BATCH);
   /** The upserts of one turn, one statement (an app writing thousands of schedules a second). */
@@ -379,6 +381,33 @@ export class PrismaScheduleStore implements ScheduleStore {
           limit,
         );
     return rows.map(toRecord);
+  }
+
+  async dueKeys(upTo: Date, limit: number, after?: ScheduleDueCursor): Promise<ScheduleDueKey[]> {
+    const keys = `${TABLE}.id::text AS id, ${instantOut(`${TABLE}.next_due_at`)} AS next_due_at, (${TABLE}.options -> 'jitter')::text AS jitter`;
+    const rows = after
+      ? await queryRows(
+          this.prisma,
+          `SELECT ${keys} FROM ${TABLE}
+            WHERE ${DUE_ORDER[0]} <= $1::timestamptz AND ${TABLE}.enabled AND (${DUE_ORDER.join(', ')}) > ($3::timestamptz, $4::text)
+            ORDER BY ${DUE_ORDER.join(', ')} LIMIT $2::integer`,
+          upTo,
+          limit,
+          after.nextDueAt,
+          after.id,
+        )
+      : await queryRows(
+          this.prisma,
+          `SELECT ${keys} FROM ${TABLE} WHERE ${DUE_ORDER[0]} <= $1::timestamptz AND ${TABLE}.enabled
+            ORDER BY ${DUE_ORDER.join(', ')} LIMIT $2::integer`,
+          upTo,
+          limit,
+        );
+    return rows.map((row) => ({
+      id: toText(row.id, 'id'),
+      nextDueAt: toDate(row.next_due_at, 'next_due_at'),
+      jitter: json(row.jitter, 'jitter') ?? undefined,
+    }));
   }
 
   advance(id: string, version: number, fromDueAt: Date, nextDueAt: Date | null): Promise<boolean> {

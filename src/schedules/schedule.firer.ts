@@ -7,7 +7,15 @@ import { claimAheadMs } from '../scheduling/job.timer.js';
 import { nextDue, type ResolvedSchedule } from './schedule.config.js';
 import { jitterOffset, type ScheduleExecutor } from './schedule.executor.js';
 import type { ScheduleExecutors } from './schedule.executors.js';
-import type { ScheduleDueCursor, ScheduleRecord, ScheduleStore } from './schedule.store.js';
+import {
+  readsDueKeys,
+  type ScheduleData,
+  type ScheduleDueCursor,
+  type ScheduleDueKey,
+  type ScheduleDueKeys,
+  type ScheduleRecord,
+  type ScheduleStore,
+} from './schedule.store.js';
 
 /** How often the table is read for what is due. */
 const POLL_MS = 250;
@@ -77,7 +85,10 @@ export interface SlotRoute {
 
 /** A row's `jitter` in ms, read from the row alone (checked when it was written; 0 where unreadable: the definition decides then). */
 function jitterOf(record: ScheduleRecord): number {
-  const jitter = record.options.jitter;
+  return jitterMs(record.options.jitter);
+}
+
+function jitterMs(jitter: ScheduleData | undefined): number {
   if (typeof jitter !== 'string' && typeof jitter !== 'number') return 0;
   try {
     return parseDuration(jitter, 'jitter');
@@ -225,10 +236,12 @@ export class ScheduleFirer {
     }
     let taken = handed;
     const full = (): boolean => this.handedOn.size >= MAX_IN_HAND || this.handedOn.size + this.waiting.size >= MAX_HELD;
+    const store = this.deps.store!;
     for (let page = 0; page < MAX_PAGES && taken < BATCH && !this.stopped && !full(); page++) {
-      let rows: ScheduleRecord[];
+      let rows: Array<ScheduleRecord | ScheduleDueKey>;
       try {
-        rows = await this.deps.store!.due(new Date(now + READ_AHEAD_MS), BATCH, this.cursor);
+        const upTo = new Date(now + READ_AHEAD_MS);
+        rows = readsDueKeys(store) ? await this.dueRows(store, upTo, now) : await store.due(upTo, BATCH, this.cursor);
         if (this.failing) this.deps.logger.log('the schedules table answers again: due schedules fire');
         this.failing = false;
       } catch (error) {
@@ -236,12 +249,15 @@ export class ScheduleFirer {
         this.failing = true;
         return false;
       }
-      for (const record of rows) {
+      for (const row of rows) {
         if (taken >= BATCH || full()) return true;
-        this.guarded(record, () => {
-          if (this.consider(record, now, mono)) taken++;
-        });
-        this.cursor = { nextDueAt: record.nextDueAt!, id: record.id };
+        // A key alone: a slot left to another instance (or one already held here), or a row that changed between the reads.
+        if ('version' in row) {
+          this.guarded(row, () => {
+            if (this.consider(row, now, mono)) taken++;
+          });
+        }
+        this.cursor = { nextDueAt: row.nextDueAt!, id: row.id };
       }
       if (rows.length < BATCH) {
         // All due rows read: a due set of one page is read from its start at every poll.
@@ -251,6 +267,35 @@ export class ScheduleFirer {
       taken += this.handOnWaiting(BATCH - taken);
     }
     return true;
+  }
+
+  /**
+   * A page of due rows as their keys, and the whole row (read by id, in one go) of each slot this
+   * instance may hand on: in a burst each instance reads only the definitions of its own share.
+   * A row whose slot changed between the two reads stays a key (the next poll reads it as it is).
+   */
+  private async dueRows(store: ScheduleStore & ScheduleDueKeys, upTo: Date, now: number): Promise<Array<ScheduleRecord | ScheduleDueKey>> {
+    const keys = await store.dueKeys(upTo, BATCH, this.cursor);
+    const wanted: string[] = [];
+    for (const { id, nextDueAt, jitter } of keys) {
+      const slotMs = nextDueAt.getTime();
+      const key = `${id}\n${slotMs}`;
+      if (this.handedOn.has(key) || this.waiting.has(key)) continue;
+      const left = this.leftToFirst.get(key);
+      if (left !== undefined) {
+        if (this.handsOn(id, left.startMs, now)) wanted.push(id);
+        continue;
+      }
+      const startMs = slotMs + jitterOffset(id, slotMs, jitterMs(jitter));
+      if (this.handsOn(id, startMs, now)) wanted.push(id);
+      else this.leaveToFirst(key, id, slotMs, startMs);
+    }
+    if (wanted.length === 0) return keys;
+    const records = new Map((await store.getMany(wanted)).map((record) => [record.id, record]));
+    return keys.map((key) => {
+      const record = records.get(key.id);
+      return record?.enabled && record.nextDueAt?.getTime() === key.nextDueAt.getTime() ? record : key;
+    });
   }
 
   /**

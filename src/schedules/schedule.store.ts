@@ -117,6 +117,28 @@ export interface ScheduleDueCursor {
   readonly id: string;
 }
 
+/** What ranks a due slot among the fleet's instances: a row of `due` without its definition. */
+export interface ScheduleDueKey {
+  readonly id: string;
+  readonly nextDueAt: Date;
+  /** The `jitter` option as stored (undefined when absent). */
+  readonly jitter: ScheduleData | undefined;
+}
+
+/**
+ * A store that also reads the keys of the due rows (the library's own stores): each instance reads
+ * every due row to rank its slots, and holds the definitions of only the slots it hands on, so a
+ * burst costs the fleet one definition read per slot, not one per instance.
+ */
+export interface ScheduleDueKeys {
+  /** `due`'s rows, in its order and pages, with only their keys. */
+  dueKeys(upTo: Date, limit: number, after?: ScheduleDueCursor): Promise<ScheduleDueKey[]>;
+}
+
+export function readsDueKeys(store: ScheduleStore): store is ScheduleStore & ScheduleDueKeys {
+  return typeof (store as Partial<ScheduleDueKeys>).dueKeys === 'function';
+}
+
 /** A change of `enabled` (pause, resume), against the version it was computed from. */
 export interface EnabledChange {
   readonly id: string;

@@ -5,7 +5,7 @@
  * `changedSince`), so the cases never see each other's rows.
  */
 import { describe, expect, it } from 'vitest';
-import type { ScheduleStore, ScheduleWrite } from '../../src/schedules/schedule.store.js';
+import { readsDueKeys, type ScheduleStore, type ScheduleWrite } from '../../src/schedules/schedule.store.js';
 import { uniqueName } from '../support/services.js';
 
 const at = (iso: string): Date => new Date(iso);
@@ -223,6 +223,29 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
       const page = await store.due(t(10), 100, { nextDueAt: t(1), id: `${prefix}-b` });
       expect(page.map((s) => s.id)).toEqual([`${prefix}-c`, `${prefix}-a`]);
       expect((await store.due(t(10), 100, { nextDueAt: t(1), id: `${prefix}-c` })).map((s) => s.id)).toEqual([`${prefix}-a`]);
+    });
+
+    it('dueKeys (a store that reads them): the rows of due, in its order and pages, with their due time and jitter', async ({ skip }) => {
+      const { store } = fixture();
+      if (!readsDueKeys(store)) return skip();
+      // Instants of 2000, before any other case's (its rows are removed at the end).
+      const t = (minute: number): Date => new Date(Date.UTC(2000, 0, 1, 9, minute));
+      const prefix = id();
+      await store.upsert(write(`${prefix}-c`, { nextDueAt: t(1), options: { jitter: '30s', retry: { attempts: 3 } } }), NOW);
+      await store.upsert(write(`${prefix}-a`, { nextDueAt: t(2), options: { jitter: 5_000 } }), NOW);
+      await store.upsert(write(`${prefix}-b`, { nextDueAt: t(1), options: { overlap: 'skip' } }), NOW);
+      await store.upsert(write(`${prefix}-paused`, { nextDueAt: t(0), enabled: false, options: { jitter: '1m' } }), NOW);
+      await store.upsert(write(`${prefix}-later`, { nextDueAt: t(30) }), NOW);
+      const rows = await store.due(t(10), 100);
+      const keys = await store.dueKeys(t(10), 100);
+      expect(keys).toEqual([
+        { id: `${prefix}-b`, nextDueAt: t(1), jitter: undefined },
+        { id: `${prefix}-c`, nextDueAt: t(1), jitter: '30s' },
+        { id: `${prefix}-a`, nextDueAt: t(2), jitter: 5_000 },
+      ]);
+      expect(keys.map((k) => k.id)).toEqual(rows.map((r) => r.id));
+      expect(await store.dueKeys(t(10), 1, { nextDueAt: t(1), id: `${prefix}-b` })).toEqual([keys[1]]);
+      for (const suffix of ['a', 'b', 'c', 'paused', 'later']) await store.remove(`${prefix}-${suffix}`);
     });
 
     it('advance is a compare-and-set on the due time and the version', async () => {
