@@ -461,10 +461,11 @@ async function memoryOf(children: Child[], events: ChildEvent[][]): Promise<Arra
   const seq = ++memorySeq;
   children.forEach((c) => c.send(`memory ${seq}`));
   const answers = await Promise.all(children.map((_, k) => waitFor(events[k]!, 'memory', 30_000, (e) => e.seq === seq)));
-  return answers.map(({ rss, heapTotal, heapUsed, external, arrayBuffers }) => ({
+  return answers.map(({ rss, heapTotal, heapUsed, heapLive, external, arrayBuffers }) => ({
     rss: Number(rss),
     heapTotal: Number(heapTotal),
     heapUsed: Number(heapUsed),
+    heapLive: Number(heapLive),
     external: Number(external),
     arrayBuffers: Number(arrayBuffers),
   }));
@@ -562,8 +563,10 @@ async function dcronVariant(run: DynamicRun, jitter: string | null): Promise<Dyn
     const spawn = (id: string): Child => {
       const config: DynamicInstanceConfig = { instanceId: id, redisUrl: redis.url, databaseUrl, offsetMs, jitterMs };
       const k = events.push([]) - 1;
-      const profile =
-        run.profileDir && k === 0 ? ['--cpu-prof', `--cpu-prof-dir=${run.profileDir}`, `--cpu-prof-name=${id}.cpuprofile`] : [];
+      const profile = [
+        '--expose-gc',
+        ...(run.profileDir && k === 0 ? ['--cpu-prof', `--cpu-prof-dir=${run.profileDir}`, `--cpu-prof-name=${id}.cpuprofile`] : []),
+      ];
       return spawnChild(
         `${run.buildDir}/bench/fixtures/dynamic-instance.js`,
         id,

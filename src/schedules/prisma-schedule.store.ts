@@ -117,6 +117,13 @@ function prefixedRecord(row: RawRow, prefix: string): ScheduleRecord {
   };
 }
 
+/** What ranks a due slot (`dueKeys`): its id, due time and the `jitter` option. */
+const DUE_KEY = `${TABLE}.id::text AS id, ${instantOut(`${TABLE}.next_due_at`)} AS next_due_at, (${TABLE}.options -> 'jitter')::text AS jitter`;
+
+function toDueKey(row: RawRow): ScheduleDueKey {
+  return { id: toText(row.id, 'id'), nextDueAt: toDate(row.next_due_at, 'next_due_at'), jitter: json(row.jitter, 'jitter') ?? undefined };
+}
+
 /** The record of a row selected with `columns(from)`. */
 const toRecord = (row: RawRow): ScheduleRecord => prefixedRecord(row, '');
 
@@ -384,11 +391,10 @@ export class PrismaScheduleStore implements ScheduleStore, ScheduleDueKeys {
   }
 
   async dueKeys(upTo: Date, limit: number, after?: ScheduleDueCursor): Promise<ScheduleDueKey[]> {
-    const keys = `${TABLE}.id::text AS id, ${instantOut(`${TABLE}.next_due_at`)} AS next_due_at, (${TABLE}.options -> 'jitter')::text AS jitter`;
     const rows = after
       ? await queryRows(
           this.prisma,
-          `SELECT ${keys} FROM ${TABLE}
+          `SELECT ${DUE_KEY} FROM ${TABLE}
             WHERE ${DUE_ORDER[0]} <= $1::timestamptz AND ${TABLE}.enabled AND (${DUE_ORDER.join(', ')}) > ($3::timestamptz, $4::text)
             ORDER BY ${DUE_ORDER.join(', ')} LIMIT $2::integer`,
           upTo,
@@ -398,16 +404,21 @@ export class PrismaScheduleStore implements ScheduleStore, ScheduleDueKeys {
         )
       : await queryRows(
           this.prisma,
-          `SELECT ${keys} FROM ${TABLE} WHERE ${DUE_ORDER[0]} <= $1::timestamptz AND ${TABLE}.enabled
+          `SELECT ${DUE_KEY} FROM ${TABLE} WHERE ${DUE_ORDER[0]} <= $1::timestamptz AND ${TABLE}.enabled
             ORDER BY ${DUE_ORDER.join(', ')} LIMIT $2::integer`,
           upTo,
           limit,
         );
-    return rows.map((row) => ({
-      id: toText(row.id, 'id'),
-      nextDueAt: toDate(row.next_due_at, 'next_due_at'),
-      jitter: json(row.jitter, 'jitter') ?? undefined,
-    }));
+    return rows.map(toDueKey);
+  }
+
+  async dueKeysOf(ids: readonly string[]): Promise<ScheduleDueKey[]> {
+    const rows = await queryRows(
+      this.prisma,
+      `SELECT ${DUE_KEY} FROM ${TABLE} WHERE ${TABLE}.id = ANY($1::text[]) AND ${TABLE}.enabled AND ${TABLE}.next_due_at IS NOT NULL`,
+      [...new Set(ids)],
+    );
+    return rows.map(toDueKey);
   }
 
   advance(id: string, version: number, fromDueAt: Date, nextDueAt: Date | null): Promise<boolean> {

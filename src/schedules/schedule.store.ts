@@ -133,10 +133,13 @@ export interface ScheduleDueKey {
 export interface ScheduleDueKeys {
   /** `due`'s rows, in its order and pages, with only their keys. */
   dueKeys(upTo: Date, limit: number, after?: ScheduleDueCursor): Promise<ScheduleDueKey[]>;
+  /** The keys of those of these schedules that are enabled and have a next due time, in no order. */
+  dueKeysOf(ids: readonly string[]): Promise<ScheduleDueKey[]>;
 }
 
 export function readsDueKeys(store: ScheduleStore): store is ScheduleStore & ScheduleDueKeys {
-  return typeof (store as Partial<ScheduleDueKeys>).dueKeys === 'function';
+  const keys = store as Partial<ScheduleDueKeys>;
+  return typeof keys.dueKeys === 'function' && typeof keys.dueKeysOf === 'function';
 }
 
 /** A change of `enabled` (pause, resume), against the version it was computed from. */

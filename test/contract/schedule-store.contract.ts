@@ -225,7 +225,9 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
       expect((await store.due(t(10), 100, { nextDueAt: t(1), id: `${prefix}-c` })).map((s) => s.id)).toEqual([`${prefix}-a`]);
     });
 
-    it('dueKeys (a store that reads them): the rows of due, in its order and pages, with their due time and jitter', async ({ skip }) => {
+    it('dueKeys (a store that reads them): the rows of due, in its order and pages, with their due time and jitter; by id', async ({
+      skip,
+    }) => {
       const { store } = fixture();
       if (!readsDueKeys(store)) return skip();
       // Instants of 2000, before any other case's (its rows are removed at the end).
@@ -245,7 +247,16 @@ export function scheduleStoreContract(name: string, fixture: () => ScheduleStore
       ]);
       expect(keys.map((k) => k.id)).toEqual(rows.map((r) => r.id));
       expect(await store.dueKeys(t(10), 1, { nextDueAt: t(1), id: `${prefix}-b` })).toEqual([keys[1]]);
-      for (const suffix of ['a', 'b', 'c', 'paused', 'later']) await store.remove(`${prefix}-${suffix}`);
+      // By id: those enabled with a next due time, whenever due.
+      await store.upsert(write(`${prefix}-ended`, { nextDueAt: null }), NOW);
+      const byId = await store.dueKeysOf(['a', 'b', 'c', 'paused', 'later', 'ended', 'none', 'a'].map((s) => `${prefix}-${s}`));
+      expect(byId.sort((x, y) => x.id.localeCompare(y.id))).toEqual([
+        keys[2],
+        keys[0],
+        keys[1],
+        { id: `${prefix}-later`, nextDueAt: t(30), jitter: '30s' },
+      ]);
+      for (const suffix of ['a', 'b', 'c', 'paused', 'later', 'ended']) await store.remove(`${prefix}-${suffix}`);
     });
 
     it('advance is a compare-and-set on the due time and the version', async () => {
