@@ -137,7 +137,8 @@ export function dynamicSection(
     out.push(
       'Change test: schedules running every second (`* * * * * *`) upserted from one process while the fleet runs, then paused ' +
         '4 s later. A change in effect on every instance at once shows as a first slot within 1,000 ms of the upsert (the next ' +
-        'whole second) and no slot after the pause.',
+        'whole second) and no slot more than 1 s after the pause returned: a slot claimed before it (a claim goes out up to ' +
+        '250 ms ahead of its instant) still runs.',
       '',
     );
   }
@@ -150,6 +151,13 @@ export function dynamicSection(
   // The library's share: each process with the N schedules written (before the burst) against itself with none.
   const shares = lib.flatMap((v) => v.rssMb.loaded.map((mb, k) => mb - v.rssMb.zero[k]!));
   const share = shares.length > 0 ? Math.max(...shares) : null;
+  // Process 0 wrote the schedules (the upserts); what the heap holds after a full GC (--expose-gc).
+  const writerShares = lib.map((v) => v.rssMb.loaded[0]! - v.rssMb.zero[0]!);
+  const writerShare = writerShares.length > 0 ? Math.max(...writerShares) : null;
+  const otherShares = lib.flatMap((v) => v.rssMb.loaded.slice(1).map((mb, k) => mb - v.rssMb.zero[k + 1]!));
+  const othersShare = otherShares.length > 0 ? Math.max(...otherShares) : null;
+  const lives = lib.flatMap((v) => (v.memoryMb ? v.memoryMb.loaded.map((m, k) => m.heapLive! - v.memoryMb!.zero[k]!.heapLive!) : []));
+  const liveShare = lives.length > 0 && lives.every(Number.isFinite) ? Math.max(...lives) : null;
   const targets: string[][] = [
     ['every slot once, every run a row (both)', verdict(noJitter && jitter ? Boolean(once(noJitter) && once(jitter)) : null)],
     [
@@ -163,6 +171,8 @@ export function dynamicSection(
     [
       'RSS per process with N − with 0 < 100 MB',
       `${num(share, 0)} MB (the largest of any process, both variants, before the burst): ${verdict(share === null ? null : share < 100)}; ` +
+        `the process that wrote the N schedules ${num(writerShare, 0)} MB, the others at most ${num(othersShare, 0)} MB; ` +
+        `heap after a full GC N − 0: at most ${num(liveShare, 1)} MB; ` +
         `through the burst, with what is due in hand: ${num(noJitter ? maxOf(noJitter.rssMb.max) - maxOf(noJitter.rssMb.zero) : null, 0)} MB`,
     ],
     [
@@ -175,7 +185,14 @@ export function dynamicSection(
     ],
     [
       'change in effect on every instance, p99 < 1 s',
-      `${num(noJitter?.change?.upsertToFirstSlotMs.p99, 0)} ms to the first slot, ${int(noJitter?.change?.ranAfterPause ?? 0)} after a pause: ${verdict(noJitter?.change ? noJitter.change.upsertToFirstSlotMs.p99 <= 1_000 && noJitter.change.ranAfterPause === 0 : null)}`,
+      `${num(noJitter?.change?.upsertToFirstSlotMs.p99, 0)} ms to the first slot; slots after a pause returned: ${int(noJitter?.change?.ranAfterPause ?? 0)}` +
+        `${noJitter?.change?.ranAfterPauseMaxMs == null ? '' : `, the last ${num(noJitter.change.ranAfterPauseMaxMs, 0)} ms after it (claimed before it)`}: ` +
+        verdict(
+          noJitter?.change
+            ? noJitter.change.upsertToFirstSlotMs.p99 <= 1_000 &&
+                (noJitter.change.ranAfterPause === 0 || (noJitter.change.ranAfterPauseMaxMs ?? Infinity) <= 1_000)
+            : null,
+        ),
     ],
   ];
   out.push(...grid(['target (library, N schedules)', 'measured'], targets));
