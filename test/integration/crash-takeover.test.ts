@@ -54,8 +54,10 @@ describe('crash of the instance running a job (three child processes, SIGKILL)',
     // While the dead owner's lease still lived, nothing started.
     expect(leaseLeft).toBeGreaterThan(0);
     expect(takeover.at - killedAt).toBeGreaterThanOrEqual(leaseLeft - (killedAt - readAt) - 100);
-    // Takeover is bounded by the lease plus one period, not by how long the job runs.
-    expect(takeover.at - killedAt).toBeLessThanOrEqual(LEASE_MS + PERIOD_MS + 800);
+    // Takeover is bounded by the lease plus one period, not by how long the job runs: the slot
+    // taken over is the first one whose claim (up to 250 ms ahead of its instant) came after the
+    // dead owner's lease ran out. (When it started after its instant is the machine's load.)
+    expect(new Date(takeover.scheduledAt!).getTime() - readAt).toBeLessThanOrEqual(leaseLeft + PERIOD_MS + 250 + 50);
     expect(takeover.fencingToken!).toBeGreaterThan(first.fencingToken!);
 
     // Slots that fired while the dead owner held the lease are recorded, not silently dropped.

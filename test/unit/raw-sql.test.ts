@@ -479,6 +479,20 @@ const SCHEDULES: readonly Case[] = [
       ...(await new PrismaScheduleStore(p).due(at(60_000), 500, { nextDueAt: at(0), id: 'tenant-1' })),
     ],
   ],
+  // The keys of the due rows (a page, a page after a place), and by id.
+  [
+    'dueKeys',
+    [{ id: 'tenant-42', next_due_at: String(at(60_000).getTime()), jitter: '"30s"' }],
+    async (p) => [
+      ...(await new PrismaScheduleStore(p).dueKeys(at(60_000), 500)),
+      ...(await new PrismaScheduleStore(p).dueKeys(at(60_000), 500, { nextDueAt: at(0), id: 'tenant-1' })),
+    ],
+  ],
+  [
+    'dueKeysOf',
+    [{ id: 'tenant-42', next_due_at: String(at(60_000).getTime()), jitter: null }],
+    (p) => new PrismaScheduleStore(p).dueKeysOf(['tenant-42', 'tenant-1']),
+  ],
   // The advances of a turn go as one statement; the row it moved comes back (id and the slot it left).
   [
     'advance',
