@@ -150,12 +150,12 @@ describe("the reply to the holder's release is lost after the hand-over was made
       }
       return reply;
     };
-    // Redis holds every command for 1.5 s: the release reaches it and waits there, then runs.
-    await admin.call('CLIENT', 'PAUSE', '1500', 'ALL');
+    // Redis holds every command for 2.5 s (within the 4 s lease): the release reaches it and waits there, then runs.
+    await admin.call('CLIENT', 'PAUSE', '2500', 'ALL');
     release1.open();
     await waitFor(() => releaseSentAt !== undefined && proxy!.stats.bytesUp > bytesUpAtRelease, {
       intervalMs: 1,
-      timeoutMs: 1_300,
+      timeoutMs: 2_200,
       message: 'the release has gone through the proxy to Redis',
     });
     // Its reply will be held in the proxy, then thrown away with the connection.

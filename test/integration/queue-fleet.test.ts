@@ -88,6 +88,15 @@ describe('queue mode: 2 schedulers, 3 workers and an API instance as separate pr
     expect(workers.has(manual.instanceId)).toBe(true);
     expect(manual.trigger).toBe('manual');
 
+    // A slot the dead scheduler had claimed gets its row from the survivor once that scheduler has
+    // left the fleet's member list (its entry expires): waited for, within a bound, before the
+    // survivor is stopped too (a fleet with no scheduler left records nothing more).
+    const gaplessRows = async (before: number) => {
+      const rows = (await rowsOf(TICK)).filter((row) => row.scheduledAt.getTime() < before);
+      return rows.length > 0 && rows.length === (rows.at(-1)!.scheduledAt.getTime() - rows[0]!.scheduledAt.getTime()) / 1_000 + 1;
+    };
+    await waitFor(() => gaplessRows(schedulerKilledAt + 1_000), { timeoutMs: 20_000 }).catch(() => undefined);
+
     const stopAt = Date.now();
     await Promise.all([...fleet.events.map((e) => e.instanceId)].filter((id) => !workers.has(id)).map((id) => fleet.kill(id)));
     // Let runs that started before the stop finish.
@@ -105,8 +114,6 @@ describe('queue mode: 2 schedulers, 3 workers and an API instance as separate pr
     expect(fleet.starts(MANUAL)).toHaveLength(1);
 
     // Every tick slot from the first to the stop has one row; each completed one ran once.
-    // A slot the dead scheduler had claimed gets its row from a survivor once that scheduler has
-    // left the fleet's member list (its entry expires): looked at until then, within a bound.
     const tickRows = async () => (await rowsOf(TICK)).filter((row) => row.scheduledAt.getTime() < stopAt - 2_000);
     const gapless = (rows: Awaited<ReturnType<typeof tickRows>>): boolean =>
       rows.length === (rows.at(-1)!.scheduledAt.getTime() - rows[0]!.scheduledAt.getTime()) / 1_000 + 1;
