@@ -369,32 +369,19 @@ export class PrismaScheduleStore implements ScheduleStore, ScheduleDueKeys {
   }
 
   async due(upTo: Date, limit: number, after?: ScheduleDueCursor): Promise<ScheduleRecord[]> {
-    const rows = after
-      ? await queryRows(
-          this.prisma,
-          `SELECT ${columns(TABLE)} FROM ${TABLE}
-            WHERE ${DUE_ORDER[0]} <= $1::timestamptz AND ${TABLE}.enabled AND (${DUE_ORDER.join(', ')}) > ($3::timestamptz, $4::text)
-            ORDER BY ${DUE_ORDER.join(', ')} LIMIT $2::integer`,
-          upTo,
-          limit,
-          after.nextDueAt,
-          after.id,
-        )
-      : await queryRows(
-          this.prisma,
-          `SELECT ${columns(TABLE)} FROM ${TABLE} WHERE ${DUE_ORDER[0]} <= $1::timestamptz AND ${TABLE}.enabled
-            ORDER BY ${DUE_ORDER.join(', ')} LIMIT $2::integer`,
-          upTo,
-          limit,
-        );
-    return rows.map(toRecord);
+    return (await this.duePage(columns(TABLE), upTo, limit, after)).map(toRecord);
   }
 
   async dueKeys(upTo: Date, limit: number, after?: ScheduleDueCursor): Promise<ScheduleDueKey[]> {
-    const rows = after
-      ? await queryRows(
+    return (await this.duePage(DUE_KEY, upTo, limit, after)).map(toDueKey);
+  }
+
+  /** A page of the due rows, `select` of each, in (due, id) order after `after`. */
+  private duePage(select: string, upTo: Date, limit: number, after?: ScheduleDueCursor): Promise<RawRow[]> {
+    return after
+      ? queryRows(
           this.prisma,
-          `SELECT ${DUE_KEY} FROM ${TABLE}
+          `SELECT ${select} FROM ${TABLE}
             WHERE ${DUE_ORDER[0]} <= $1::timestamptz AND ${TABLE}.enabled AND (${DUE_ORDER.join(', ')}) > ($3::timestamptz, $4::text)
             ORDER BY ${DUE_ORDER.join(', ')} LIMIT $2::integer`,
           upTo,
@@ -402,14 +389,13 @@ export class PrismaScheduleStore implements ScheduleStore, ScheduleDueKeys {
           after.nextDueAt,
           after.id,
         )
-      : await queryRows(
+      : queryRows(
           this.prisma,
-          `SELECT ${DUE_KEY} FROM ${TABLE} WHERE ${DUE_ORDER[0]} <= $1::timestamptz AND ${TABLE}.enabled
+          `SELECT ${select} FROM ${TABLE} WHERE ${DUE_ORDER[0]} <= $1::timestamptz AND ${TABLE}.enabled
             ORDER BY ${DUE_ORDER.join(', ')} LIMIT $2::integer`,
           upTo,
           limit,
         );
-    return rows.map(toDueKey);
   }
 
   async dueKeysOf(ids: readonly string[]): Promise<ScheduleDueKey[]> {
