@@ -22,7 +22,17 @@ async function fleet(name: string, expression: string, overrides: Partial<Fixtur
   instances = await Promise.all(
     [0, 1, 2].map((i) =>
       spawnInstance(
-        { instanceId: `${name}-${i}`, expression, job: { name }, workMs: 100, slackUrl: slack.url, sweepEvery: '300ms', ...overrides },
+        {
+          instanceId: `${name}-${i}`,
+          expression,
+          job: { name },
+          workMs: 100,
+          slackUrl: slack.url,
+          sweepEvery: '300ms',
+          // A fleet of its own: other files' child processes run beside it on the same Redis.
+          keyPrefix: name,
+          ...overrides,
+        },
         events,
       ),
     ),

@@ -49,6 +49,7 @@ function spawnWorker(
       workMs: 30_000,
       laterAttemptsWorkMs: 200,
       sweepEvery: '300ms',
+      schedules: true,
       ...(queues ? { queues, keyPrefix: name } : {}),
     },
     events,

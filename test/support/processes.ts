@@ -1,6 +1,6 @@
 /** Runs app instances as real child processes (compiled by scripts/build-test.sh). */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { appendFileSync, existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FixtureConfig } from '../fixtures/instance.js';
 import type { ManyJobsConfig } from '../fixtures/many-jobs.js';
@@ -52,6 +52,8 @@ export async function spawnInstance(
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4_000);
+    // TEST_CHILD_LOGS=<dir>: each child's log lines kept in <dir>/<instance>.log (tracing a failure).
+    if (process.env.TEST_CHILD_LOGS) appendFileSync(`${process.env.TEST_CHILD_LOGS}/${config.instanceId}.log`, chunk);
   });
   const ready = new Promise<void>((resolve, reject) => {
     child.once('exit', (code, signal) =>
