@@ -83,11 +83,7 @@ export interface SlotRoute {
   claim(executor: JobExecutor, slot: Date): void;
 }
 
-/** A row's `jitter` in ms, read from the row alone (checked when it was written; 0 where unreadable: the definition decides then). */
-function jitterOf(record: ScheduleRecord): number {
-  return jitterMs(record.options.jitter);
-}
-
+/** A stored `jitter` option in ms, read from the row alone (checked when it was written; 0 where unreadable: the definition decides then). */
 function jitterMs(jitter: ScheduleData | undefined): number {
   if (typeof jitter !== 'string' && typeof jitter !== 'number') return 0;
   try {
@@ -279,16 +275,7 @@ export class ScheduleFirer {
     const wanted: string[] = [];
     for (const { id, nextDueAt, jitter } of keys) {
       const slotMs = nextDueAt.getTime();
-      const key = `${id}\n${slotMs}`;
-      if (this.handedOn.has(key) || this.waiting.has(key)) continue;
-      const left = this.leftToFirst.get(key);
-      if (left !== undefined) {
-        if (this.handsOn(id, left.startMs, now)) wanted.push(id);
-        continue;
-      }
-      const startMs = slotMs + jitterOffset(id, slotMs, jitterMs(jitter));
-      if (this.handsOn(id, startMs, now)) wanted.push(id);
-      else this.leaveToFirst(key, id, slotMs, startMs);
+      if (this.mayHandOn(`${id}\n${slotMs}`, id, slotMs, jitterMs(jitter), now)) wanted.push(id);
     }
     if (wanted.length === 0) return keys;
     const records = new Map((await store.getMany(wanted)).map((record) => [record.id, record]));
@@ -362,20 +349,7 @@ export class ScheduleFirer {
     if (this.stopped || record.nextDueAt === null) return false;
     const slotMs = record.nextDueAt.getTime();
     const key = `${record.id}\n${slotMs}`;
-    if (this.handedOn.has(key) || this.waiting.has(key)) return false;
-    // Left to the instance ranked first for it: looked at again (cheaply: no definition resolved)
-    // until it is overdue, or the fleet changed and this instance is first now.
-    const left = this.leftToFirst.get(key);
-    if (left !== undefined && !this.handsOn(record.id, left.startMs, now)) return false;
-    // Ranked at its (jittered) start before its definition is resolved: in a burst, each instance
-    // resolves and holds only the slots it hands on.
-    if (left === undefined) {
-      const startMs = slotMs + jitterOffset(record.id, slotMs, jitterOf(record));
-      if (!this.handsOn(record.id, startMs, now)) {
-        this.leaveToFirst(key, record.id, slotMs, startMs);
-        return false;
-      }
-    }
+    if (!this.mayHandOn(key, record.id, slotMs, jitterMs(record.options.jitter), now)) return false;
     const schedule = this.deps.executors.resolve(record);
     if (!schedule) return false;
     const handOnAt = slotMs + jitterOffset(record.id, slotMs, schedule.jitterMs) - claimAheadMs(schedule.job.overlap);
@@ -386,6 +360,23 @@ export class ScheduleFirer {
       return false;
     }
     return this.handOn(record, schedule, key, now, mono);
+  }
+
+  /**
+   * Whether this instance may hand on the slot `key` (of schedule `id`, due at `slotMs`): not held
+   * here already, and ranked first for it at its (jittered) start or overdue. Ranked before its
+   * definition is resolved: in a burst, each instance resolves and holds only the slots it hands
+   * on; one left to the instance ranked first is looked at again (cheaply) until it is overdue, or
+   * the fleet changed and this instance is first now.
+   */
+  private mayHandOn(key: string, id: string, slotMs: number, jitterMs: number, now: number): boolean {
+    if (this.handedOn.has(key) || this.waiting.has(key)) return false;
+    const left = this.leftToFirst.get(key);
+    if (left !== undefined) return this.handsOn(id, left.startMs, now);
+    const startMs = slotMs + jitterOffset(id, slotMs, jitterMs);
+    if (this.handsOn(id, startMs, now)) return true;
+    this.leaveToFirst(key, id, slotMs, startMs);
+    return false;
   }
 
   /** Leaves a slot to the instance ranked first for it; its row is read again once it is overdue. */
