@@ -177,8 +177,12 @@ function firstCreated(requests: Array<{ executionId: string }>, created: Set<str
   });
 }
 
-/** One column of a batch statement: its name in `v`, its SQL type, and its value for a request. */
-type Column<R> = readonly [name: string, type: string, value: (request: R) => unknown];
+/**
+ * One column of a batch statement: its name in `v`, its SQL type, and its value for a request.
+ * `repeats`: a text column with few distinct values in a batch (a status, a reason shared by
+ * thousands of shed slots): sent once each, with an index per row.
+ */
+type Column<R> = readonly [name: string, type: string, value: (request: R) => unknown, repeats?: 'repeats'];
 
 /**
  * The rows of a batch as one array parameter per column (sent as an array literal in text, see
@@ -187,19 +191,51 @@ type Column<R> = readonly [name: string, type: string, value: (request: R) => un
  * dozen parameters, not thousands.
  */
 function rowsOf<R>(requests: R[], columns: ReadonlyArray<Column<R>>): { values: unknown[]; from: string } {
-  const values = columns.map(([, , value]) => requests.map(value));
-  const args = columns.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ');
-  return { values, from: `unnest(${args}) AS v(${columns.map(([name]) => name).join(', ')})` };
+  const values: unknown[] = [];
+  const args: string[] = [];
+  const names: string[] = [];
+  const outputs: string[] = [];
+  const distinct: Array<{ column: string; values: unknown[] }> = [];
+  for (const [name, type, value, repeats] of columns) {
+    names.push(name);
+    if (repeats) {
+      // Each distinct value once (1-based), each row its index: `(values)[index]` in `v`.
+      const index = new Map<unknown, number>();
+      const list: unknown[] = [];
+      values.push(
+        requests.map((request) => {
+          const v = value(request);
+          if (v === null || v === undefined) return null;
+          let at = index.get(v);
+          if (at === undefined) index.set(v, (at = list.push(v)));
+          return at;
+        }),
+      );
+      args.push(`$${values.length}::integer[]`);
+      distinct.push({ column: name, values: list });
+    } else {
+      values.push(requests.map(value));
+      args.push(`$${values.length}::${type}[]`);
+      outputs.push(`u.${name}`);
+    }
+  }
+  const unnest = `unnest(${args.join(', ')}) AS u(${names.join(', ')})`;
+  for (const { column, values: list } of distinct) {
+    values.push(list);
+    const type = columns.find(([name]) => name === column)![1];
+    outputs.push(`($${values.length}::${type}[])[u.${column}] AS ${column}`);
+  }
+  return { values, from: `(SELECT ${outputs.join(', ')} FROM ${unnest}) AS v` };
 }
 
 const BEGIN_COLUMNS: ReadonlyArray<Column<BeginRequest>> = [
   ['job_name', 'text', (r) => r.jobName],
   ['execution_id', 'text', (r) => r.executionId],
-  ['trigger', 'text', (r) => r.trigger],
+  ['trigger', 'text', (r) => r.trigger, 'repeats'],
   ['scheduled_at', 'timestamptz', (r) => r.scheduledAt],
-  ['business_date', 'text', (r) => text(r.businessDate)],
+  ['business_date', 'text', (r) => text(r.businessDate), 'repeats'],
   ['now', 'timestamptz', (r) => r.now],
-  ['instance_id', 'text', (r) => text(r.instanceId)],
+  ['instance_id', 'text', (r) => text(r.instanceId), 'repeats'],
   ['max_attempts', 'integer', (r) => int(r.maxAttempts)],
   ['fencing_token', 'bigint', (r) => r.fencingToken],
 ];
@@ -245,14 +281,13 @@ export function insertMany(prisma: PrismaClientLike, requests: BeginRequest[]): 
 const NOT_STARTED_COLUMNS: ReadonlyArray<Column<NotStartedRequest>> = [
   ['job_name', 'text', (r) => r.jobName],
   ['execution_id', 'text', (r) => r.executionId],
-  ['status', 'text', (r) => r.status],
-  ['trigger', 'text', (r) => r.trigger],
+  ['status', 'text', (r) => r.status, 'repeats'],
+  ['trigger', 'text', (r) => r.trigger, 'repeats'],
   ['scheduled_at', 'timestamptz', (r) => r.scheduledAt],
-  ['business_date', 'text', (r) => text(r.businessDate)],
-  ['instance_id', 'text', (r) => text(r.instanceId)],
+  ['business_date', 'text', (r) => text(r.businessDate), 'repeats'],
+  ['instance_id', 'text', (r) => text(r.instanceId), 'repeats'],
   ['max_attempts', 'integer', (r) => int(r.maxAttempts ?? 1)],
-  ['error', 'text', (r) => text(r.error)],
-  ['finished_at', 'timestamptz', (r) => (r.status === 'queued' ? null : r.now)],
+  ['error', 'text', (r) => text(r.error), 'repeats'],
   ['next_attempt_at', 'timestamptz', (r) => r.nextAttemptAt ?? null],
   ['now', 'timestamptz', (r) => r.now],
 ];
@@ -263,7 +298,7 @@ export function notStartedMany(prisma: PrismaClientLike, requests: NotStartedReq
     requests,
     'job_name, execution_id, status, trigger, scheduled_at, business_date, instance_id, attempt, max_attempts, error, finished_at, next_attempt_at, created_at, updated_at',
     `v.job_name, v.execution_id, v.status, v.trigger, v.scheduled_at, v.business_date, v.instance_id, 0, v.max_attempts, v.error,
-       v.finished_at, v.next_attempt_at, v.now, v.now`,
+       CASE WHEN v.status = 'queued' THEN NULL ELSE v.now END, v.next_attempt_at, v.now, v.now`,
     NOT_STARTED_COLUMNS,
   );
   return insertNew(prisma, columns, select, requests, input);
@@ -296,7 +331,7 @@ async function insertNew<R extends { executionId: string }>(
 const FINISH_COLUMNS: ReadonlyArray<Column<FinishRequest>> = [
   ['execution_id', 'text', (r) => r.executionId],
   ['fencing_token', 'bigint', (r) => r.fencingToken],
-  ['status', 'text', (r) => r.status],
+  ['status', 'text', (r) => r.status, 'repeats'],
   ['finished_at', 'timestamptz', (r) => r.finishedAt],
   ['duration_ms', 'integer', (r) => int(r.durationMs)],
   ['processed_count', 'integer', (r) => int(r.processedCount)],

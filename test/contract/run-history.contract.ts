@@ -225,6 +225,26 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         expect((await h.reads.get(`${j}:1`))!.status).toBe('running');
       });
 
+      it('calls of one turn (one batch) answer each for its own row: created, or kept, with each status and reason written', async () => {
+        const h = await setup();
+        const j = job();
+        await h.writes.begin(begin(j, 2, 5));
+        const why = (n: number): string => `not started: reason ${n % 3}`;
+        const answers = await Promise.all(
+          [1, 2, 3, 4, 5, 6].map((n) =>
+            h.writes.recordNotStarted(notStarted(j, n, n % 2 === 0 ? 'skipped_overlap' : 'skipped_overload', { error: why(n) })),
+          ),
+        );
+        expect(answers).toEqual([true, false, true, true, true, true]);
+        expect((await h.reads.get(`${j}:2`))!.status).toBe('running');
+        for (const n of [1, 3, 4, 5, 6])
+          expect(await h.reads.get(`${j}:${n}`)).toMatchObject({
+            status: n % 2 === 0 ? 'skipped_overlap' : 'skipped_overload',
+            error: why(n),
+            finishedAt: at(n),
+          });
+      });
+
       it('is not refused by the fencing floor', async () => {
         const h = await setup();
         const j = job();
