@@ -9,9 +9,6 @@ export const BUDGET_SHARE_OF_PERIOD = 0.5;
 export const MIN_BUDGET_MS = 250;
 /** Latency above the no-load latency times this counts as queueing (the limit shrinks). */
 const TOLERANCE = 2;
-/** Event-loop turns a start pipeline waits for (the claim's reply, the row's): each can wait one lag. */
-const LAG_TURNS = 2;
-
 /**
  * A scheduled slot's start budget: half the job's shortest period, at most its catch-up window
  * (a slot later than that would be a missed slot anyway), at least `MIN_BUDGET_MS`. A job every
@@ -23,17 +20,18 @@ export function startBudgetMs(job: { readonly minPeriodMs: number; readonly catc
 }
 
 /**
- * The pipeline's next limit (before clamping), from the gradient between the no-load latency
- * (`longRtt`) and the recent one (`shortRtt`): at no-load latency it grows (by about its square
- * root, smoothed), and it shrinks (at most by half per step) as latency climbs past `TOLERANCE`
- * times the no-load latency, which is queueing in Redis, the database or this event loop.
+ * The pipeline's limit after one more latency sample (before clamping), from the gradient between
+ * the no-load latency (`longRtt`) and the recent one (`shortRtt`): at no-load latency it grows (by
+ * about its square root per `limit` samples, a window), and it shrinks (at most by half per window)
+ * as latency climbs past `TOLERANCE` times the no-load latency, which is queueing in Redis, the
+ * database or this event loop. A step per window, not per sample: stepped per sample, the limit grew
+ * with the slot rate (from 32 to thousands within two seconds under overload) and then crashed back.
+ * The event loop's lag counts as queueing too: on a machine whose cores are saturated, the slots let
+ * in are what keeps the loop behind (discounted, the limit grew to thousands and every run started
+ * seconds late, holding its job into the next slots).
  */
-export function adaptedLimit(limit: number, longRtt: number, shortRtt: number, lag: number): number {
-  // Latency this event loop's lag explains (a reply waits for the loop at each of the pipeline's
-  // steps) is not queueing in Redis or the database: a smaller limit would not remove it, only
-  // throttle what the batched claims and rows carry.
-  const queueing = Math.max(longRtt, shortRtt - LAG_TURNS * lag);
-  const gradient = Math.max(0.5, Math.min(1, (TOLERANCE * longRtt) / queueing));
+export function adaptedLimit(limit: number, longRtt: number, shortRtt: number): number {
+  const gradient = Math.max(0.5, Math.min(1, (TOLERANCE * longRtt) / Math.max(longRtt, shortRtt)));
   const next = limit * gradient + Math.sqrt(limit);
-  return limit * 0.8 + next * 0.2;
+  return limit + (next - limit) / limit;
 }

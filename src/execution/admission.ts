@@ -196,7 +196,7 @@ export class Admission implements LoadSignal {
     }
     const stalled = this.stalled();
     const now = this.options.clock();
-    if (now > deadline && !stalled && this.overloaded()) {
+    if (this.pastBudget(request.slotMs, request.budgetMs)) {
       // Already past its budget when it arrives at an overloaded instance (a stalled event loop
       // fired its timer late): not started late. (Without load, a clock that jumped: it starts.)
       this.shedOne(request, this.overBudget(now - request.slotMs, request.budgetMs));
@@ -213,6 +213,14 @@ export class Admission implements LoadSignal {
     const item: Waiting = { request, seq: this.seq++, deadline };
     this.queue.splice(this.position(item), 0, item);
     this.waitingByJob.set(request.job, item);
+  }
+
+  /**
+   * Whether a slot submitted now would be shed at once: its start budget has run out and this
+   * instance is overloaded (not stalled: then it goes through and fails with its true reason).
+   */
+  pastBudget(slotMs: number, budgetMs: number): boolean {
+    return this.options.clock() > slotMs + budgetMs && !this.stalled() && this.overloaded();
   }
 
   overloaded(): boolean {
@@ -322,7 +330,7 @@ export class Admission implements LoadSignal {
     this.lastSampleAt = now;
     // A pipeline far below its limit says nothing about the limit.
     if (this.inFlight + 1 < this.limit / 2) return;
-    const next = adaptedLimit(this.limit, this.longRtt, this.shortRtt, this.lag);
+    const next = adaptedLimit(this.limit, this.longRtt, this.shortRtt);
     this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, next));
   }
 
