@@ -44,6 +44,11 @@ const OVERLOADED_LOOKS = 2;
  * slots' rows seconds late, and its receipt once the last of them is written).
  */
 const ROW_LOOK_MS = 1_000;
+/** A preferred instance with a receipt this recent before a slot is up and claiming (see `leaveToPreferred`). */
+const CLAIMING_RECENTLY_MS = 5_000;
+/** The row a watcher writes for a slot left to its preferred instance that got none (see `leaveToPreferred`). */
+const LEFT_TO_PREFERRED = (preferred: string): string =>
+  `not started: this instance was overloaded (past the slot's start budget; instance ${preferred}, ranked first for it, sent no claim receipt and wrote no row)`;
 /** Job names whose hash is kept for the ranking (the static jobs, and schedules up to the bound). */
 const MAX_JOB_HASHES = 10_000;
 /** A slot left to its preferred instance, looked at again once the head start has passed. */
@@ -89,6 +94,8 @@ export class SlotDispatcher {
   /** Receipts to send after this turn's claims: slot instant → jobs declined. */
   private receiptsDue: Map<number, { view: string; declined: string[] }> | undefined;
   private deferred: Deferred[] = [];
+  /** Per member: the latest slot instant this instance found its receipt for (see `leaveToPreferred`). */
+  private readonly receiptSeen = new Map<string, number>();
   private secondLook: Deferred[] = [];
   /** Watched slots waiting for their claimant's row receipt (see row.receipts.ts). */
   private rowWatches: Array<RowWatchGroup<JobExecutor>> = [];
@@ -106,6 +113,12 @@ export class SlotDispatcher {
     leader?: LeaderModeOptions,
     /** This instance's admission control of scheduled slots (admission.ts); none: every slot is claimed at once. */
     private readonly admission?: Admission,
+    /**
+     * Hands on the claim of a slot this instance is ranked first for (a just-started instance
+     * spreads its first bursts, see StartPacer): the slots it leaves to others, cheap to defer,
+     * are not held up behind them. Must not throw.
+     */
+    private readonly pace: (executor: JobExecutor, slot: Date, claim: () => void) => void = (_executor, _slot, claim) => claim(),
   ) {
     this.leader = leader && new LeaderMode(admission ? { ...leader, fire: (executor, slot) => this.fire(executor, slot) } : leader);
     const sendRows = fleet?.rowReceipt?.bind(fleet);
@@ -174,33 +187,54 @@ export class SlotDispatcher {
   dispatch(executor: JobExecutor, slot: Date): void {
     // `fire: false`: something else fires the job (a CronJob); its timer runs so the sweep covers it.
     if (!executor.job.fires) return;
-    if (this.leader) return this.leader.dispatch(executor, slot);
+    if (this.leader) {
+      const leader = this.leader;
+      return this.pace(executor, slot, () => leader.dispatch(executor, slot));
+    }
     const n = this.members.length;
     if (!this.fleet || n < 2 || this.myIndex < 0) {
-      this.fire(executor, slot);
+      this.pace(executor, slot, () => this.fire(executor, slot));
       return;
     }
     const slotMs = slot.getTime();
     const ranked = this.rank(executor.job.name, slotMs);
     const first = ranked[0]!;
-    if (first === this.myIndex) {
-      const declined = this.receiptFor(slotMs);
-      if (executor.hasRoom()) {
-        const rows = this.fleet.rowReceipt && this.admission?.rows;
-        if (!rows) {
-          this.fire(executor, slot);
-          return;
-        }
-        // Its watchers learn from this instance's row receipt that the slot has its row.
-        const job = executor.job.name;
-        rows.expect(job, this.jobHash(job), slotMs);
-        this.fire(executor, slot, () => rows.ended(job, slotMs));
+    const item: Deferred = {
+      executor,
+      slot,
+      preferred: this.members[first]!,
+      watcher: ranked[1] === this.myIndex || ranked[2] === this.myIndex || n <= 2,
+      view: this.view,
+      again: false,
+    };
+    // Ranked first: claimed here, its receipt sent with the claim (paced while this instance starts up).
+    if (first === this.myIndex) this.pace(executor, slot, () => this.claimFirst(item));
+    else this.defer(item);
+  }
+
+  /** A slot this instance is ranked first for: claimed now, with its receipt; declined (its pool is full), left to the others. */
+  private claimFirst(item: Deferred): void {
+    const { executor, slot } = item;
+    const slotMs = slot.getTime();
+    const declined = this.receiptFor(slotMs);
+    if (executor.hasRoom()) {
+      const rows = this.fleet!.rowReceipt && this.admission?.rows;
+      if (!rows) {
+        this.fire(executor, slot);
         return;
       }
-      declined.push(executor.job.name);
+      // Its watchers learn from this instance's row receipt that the slot has its row.
+      const job = executor.job.name;
+      rows.expect(job, this.jobHash(job), slotMs);
+      this.fire(executor, slot, () => rows.ended(job, slotMs));
+      return;
     }
-    const watcher = ranked[1] === this.myIndex || ranked[2] === this.myIndex || n <= 2;
-    this.deferred.push({ executor, slot, preferred: this.members[first]!, watcher, view: this.view, again: false });
+    declined.push(executor.job.name);
+    this.defer(item);
+  }
+
+  private defer(item: Deferred): void {
+    this.deferred.push(item);
     if (this.deferred.length === 1) setTimeout(() => void this.claimLeftovers('deferred'), PREFERRED_HEAD_START_MS);
   }
 
@@ -305,6 +339,11 @@ export class SlotDispatcher {
     } catch (error) {
       if (!this.outage) this.logger.warn(`could not read the fleet's claim receipts, claiming every slot: ${describeError(error)}`);
     }
+    for (let r = 0; r < requests.length; r++) {
+      if (!found?.[r]) continue;
+      const [instance, slotMs] = requests[r]!;
+      if (slotMs > (this.receiptSeen.get(instance) ?? Number.NEGATIVE_INFINITY)) this.receiptSeen.set(instance, slotMs);
+    }
     // Per claim receipt: the slots it stands for as this instance ranked them, and those it watches.
     const groups = this.fleet!.rowReceipts ? new Map<number, RowWatchGroup<JobExecutor>>() : undefined;
     const since = performance.now();
@@ -337,12 +376,35 @@ export class SlotDispatcher {
           group.items.push({ executor: item.executor, job, slot: item.slot });
           item.executor.checks.awaitReceipt(1);
         }
-      } else if (!this.stopped) {
+      } else if (this.stopped) {
+        // Not claimed: shutting down.
+      } else if (receipt === null && this.leaveToPreferred(item)) {
+        // Claimed here it would only be shed here (past its start budget, this instance
+        // overloaded), its row written by every instance that looked. Its preferred instance is up
+        // and claiming, only late: it runs or sheds the slot with a row; a watcher writes one if not.
+        if (item.watcher) item.executor.watchShed(item.slot, LEFT_TO_PREFERRED(item.preferred));
+        else item.executor.watch(item.slot, false);
+      } else {
         this.fire(item.executor, item.slot);
       }
     }
     for (const group of groups?.values() ?? []) if (group.items.length > 0) this.rowWatches.push(group);
     this.lookForRowsLater();
+  }
+
+  /**
+   * Whether a slot whose preferred instance sent no receipt is left to it rather than claimed
+   * here: this instance would shed it at once (overloaded, past the slot's start budget), and the
+   * preferred instance is in the member list and sent a receipt for an instant at most
+   * `CLAIMING_RECENTLY_MS` before this slot (its timers run; one that just joined, or that is gone,
+   * has its slots claimed here as before).
+   */
+  private leaveToPreferred(item: Deferred): boolean {
+    const admission = this.admission;
+    const slotMs = item.slot.getTime();
+    if (!admission || !admission.pastBudget(slotMs, item.executor.startBudgetMs)) return false;
+    const seen = this.receiptSeen.get(item.preferred);
+    return seen !== undefined && seen >= slotMs - CLAIMING_RECENTLY_MS && admission.roster.alive(item.preferred) === true;
   }
 
   /** Whether a slot whose preferred instance has no receipt at the second look gets one more (see `OVERLOADED_LOOKS`). */
@@ -430,6 +492,7 @@ export class SlotDispatcher {
       this.members = ids;
       this.seeds = ids.map((id) => fnv1a(id));
       this.myIndex = ids.indexOf(this.instanceId);
+      for (const id of this.receiptSeen.keys()) if (!ids.includes(id)) this.receiptSeen.delete(id);
       this.view = fnv1a(ids.join('\n')).toString(36);
       this.admission?.roster.update(
         entries.map((entry) => entry.slice(entry.indexOf('|') + 1)),

@@ -29,6 +29,13 @@ interface Births {
   births: Map<string, Date>;
 }
 
+/** A slot's claim, handed on at once or by the start pacer. */
+interface Claim {
+  executor: JobExecutor;
+  slot: Date;
+  claim: () => void;
+}
+
 /** The longest start-up waits for a warm database client and the fleet's member list before the timers start. */
 const WARM_UP_WAIT_MS = 2_000;
 /**
@@ -55,11 +62,8 @@ export class DistributedCronOrchestrator {
   private sweeper: RunSweeper | undefined;
   private retention: HistoryRetention | undefined;
   private dispatcher: SlotDispatcher | undefined;
-  private readonly pacer = new StartPacer<{ executor: JobExecutor; slot: Date }>(
-    ({ executor, slot }) => this.handOn(executor, slot),
-    START_SLOTS_PER_TURN,
-    START_SPREAD_MS,
-  );
+  /** Spreads the claims this instance makes first while it starts up (see `SlotDispatcher`'s `pace`). */
+  private readonly pacer = new StartPacer<Claim>((claim) => this.handOn(claim), START_SLOTS_PER_TURN, START_SPREAD_MS);
 
   constructor(
     private readonly runtime: DistributedCronRuntime,
@@ -111,6 +115,7 @@ export class DistributedCronOrchestrator {
           }
         : undefined,
       runtime.admission,
+      (executor, slot, claim) => this.pacer.add({ executor, slot, claim }),
     );
     const births = this.recordBirths();
     const schedules = this.schedules?.executors.inUse ? this.schedules : undefined;
@@ -206,7 +211,9 @@ export class DistributedCronOrchestrator {
 
   /** A slot a job's timer fired: claimed now, or after the head start of the instance preferred for it. */
   dispatch(executor: JobExecutor, slot: Date): void {
-    this.pacer.add({ executor, slot });
+    const { dispatcher } = this;
+    if (dispatcher) this.handOn({ executor, slot, claim: () => dispatcher.dispatch(executor, slot) });
+    else this.pacer.add({ executor, slot, claim: () => void executor.fire(slot) });
   }
 
   /**
@@ -233,12 +240,11 @@ export class DistributedCronOrchestrator {
     }
   }
 
-  private handOn(executor: JobExecutor, slot: Date): void {
+  private handOn({ executor, slot, claim }: Claim): void {
     try {
-      if (this.dispatcher) this.dispatcher.dispatch(executor, slot);
-      else void executor.fire(slot);
+      claim();
     } catch (error) {
-      // Paced slots are handed on outside the timer's call: an error here must not reach the host app.
+      // Called from a timer or the pacer: an error here must not reach the host app.
       this.runtime.logger.error(`job '${executor.job.name}': slot ${slot.toISOString()} not dispatched: ${describeError(error)}`);
     }
   }

@@ -309,6 +309,70 @@ describe('fleet mode: an overloaded instance and a late receipt', () => {
   });
 });
 
+/** Jobs every second (start budget 0.5 s): what was claimed here, shed here, or left to its preferred instance with a row watch. */
+function budgetJobs(count: number, tag: string) {
+  const fired = new Set<string>();
+  const shed = new Set<string>();
+  const left = new Map<string, string>();
+  const executors = Array.from({ length: count }, (_, i) => {
+    const name = `${tag}-${i}`;
+    return {
+      job: { name, fires: true },
+      startBudgetMs: 500,
+      hasRoom: () => true,
+      fire: (_slot: Date, _trigger: string, done?: (answered: boolean) => void) => {
+        fired.add(name);
+        done?.(true);
+        return Promise.resolve('ran');
+      },
+      shed: () => {
+        shed.add(name);
+        return Promise.resolve('skipped_overload');
+      },
+      watch: () => undefined,
+      watchShed: (_slot: Date, why: string) => void left.set(name, why),
+    } as unknown as JobExecutor;
+  });
+  return { executors, fired, shed, left };
+}
+
+describe('fleet mode: an overloaded instance and a slot past its start budget', () => {
+  it('leaves it to a preferred instance that is up and claiming (late with this receipt): watched for its row, not claimed and shed here too', async () => {
+    const fleet = new MemoryFleet({ a: ['a', 'b'], b: ['a', 'b'] });
+    const { dispatcher: a, admission } = await withAdmission(fleet, 'a');
+    admission.noteShed('another-job', 'not started: this instance was overloaded (test)');
+    const view = (a as unknown as { view: string }).view;
+    // b's receipt for the instant before: b's timers run.
+    const earlier = new Date(SLOT.getTime() - 1_000);
+    await fleet.receipt('b', earlier.getTime(), view, []);
+    for (const executor of budgetJobs(200, 'earlier').executors) a.dispatch(executor, earlier);
+    await sleep(200);
+    // SLOT is days ago: every slot is past its budget. b sends no receipt for it.
+    const now = budgetJobs(200, 'job');
+    for (const executor of now.executors) a.dispatch(executor, SLOT);
+    await sleep(1_300);
+    // a's own share is shed here (its admission sheds a slot past its budget); b's is left to b.
+    expect(now.fired.size).toBe(0);
+    expect(now.shed.size + now.left.size).toBe(200);
+    expect(now.left.size).toBeGreaterThan(50);
+    for (const why of now.left.values())
+      expect(why).toMatch(
+        /^not started: this instance was overloaded \(past the slot's start budget; instance b, ranked first for it, sent no claim receipt/,
+      );
+  });
+
+  it('claims it when the preferred instance sent no receipt lately (it just joined, or is gone): its row is written here', async () => {
+    const fleet = new MemoryFleet({ a: ['a', 'b'], b: ['a', 'b'] });
+    const { dispatcher: a, admission } = await withAdmission(fleet, 'a');
+    admission.noteShed('another-job', 'not started: this instance was overloaded (test)');
+    const now = budgetJobs(200, 'job');
+    for (const executor of now.executors) a.dispatch(executor, SLOT);
+    await sleep(1_300);
+    expect(now.left.size).toBe(0);
+    expect(now.shed.size).toBe(200);
+  });
+});
+
 describe('fleet mode: watchers by row receipt', () => {
   it('a watcher looks up only the rows its claimant did not vouch for', async () => {
     const fleet = new RowsFleet({ a: ['a', 'b'], b: ['a', 'b'] });
