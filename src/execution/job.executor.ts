@@ -241,14 +241,19 @@ export class JobExecutor {
       case 'paused':
         this.ctx.stats.paused++;
         return 'paused';
-      case 'overlap':
-        return skippedOverlap(
-          this.ctx,
-          slot,
-          executionId,
-          `${(await holderState(this.ctx, claim.holder, scheduledAt)).why} (overlap: skip)`,
-          trigger,
-        );
+      case 'overlap': {
+        const holder = await holderState(this.ctx, claim.holder, scheduledAt);
+        const { load } = this.ctx.deps;
+        // No run of the job was going: the holder's row was not written yet, or was final with its
+        // release still on its way, or this slot came after a later one. On an overloaded instance
+        // that is the load (a slow row write or release, a late timer), not an overlap.
+        if (trigger === 'schedule' && load?.overloaded() && (holder.starting || holder.ending || holder.late)) {
+          const why = `not started: this instance was overloaded (${holder.why}; ${load.describe()})`;
+          load.noteShed(this.ctx.job.name, why);
+          return skippedOverload(this.ctx, this.checks, slot, executionId, why);
+        }
+        return skippedOverlap(this.ctx, slot, executionId, `${holder.why} (overlap: skip)`, trigger);
+      }
       case 'queued':
         this.ctx.stats.queued++;
         await this.ctx.notStarted(
