@@ -405,6 +405,13 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
       logged: mergeLogged(summaries),
     };
     if (system === 'dcron') step.work = sumWork(summaries);
+    // Runs started per second of the window (by slot): shows whether it collapses at once or over time.
+    const ranPerSecond = new Array<number>(s.seconds).fill(0);
+    for (const [key] of delayOf) {
+      const at = Number(key.slice(key.lastIndexOf(':') + 1)) * 1000;
+      if (at >= t0 && at < t1) ranPerSecond[(at - t0) / 1000]!++;
+    }
+    log(`overload ${system} ${multiplier}× (${jobs} jobs): runs per second of the window ${ranPerSecond.join(' ')}`);
     log(
       `overload ${system} ${multiplier}× (${jobs} jobs): on time ${onTime}, late ${late}, not run ${step.notRun} of ${expectedSlots}; ` +
         `goodput ${step.goodputPerS}/s, p99 ${step.delayMs.p99} ms, dup ${duplicates}, failed ${failed}, ` +
