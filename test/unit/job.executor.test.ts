@@ -546,16 +546,21 @@ describe('a slot that finds the job lease held says what holds it', () => {
     expect(row?.error).toBe(`the previous slot's run (${PREVIOUS}) was still starting (overlap: skip)`);
   });
 
-  it('on an overloaded instance, says the load kept it from starting (skipped_overload) when no run of the job was going', async () => {
-    const shed: string[] = [];
+  /** A rig whose instance is overloaded; its shed slots' reasons go to `shed`. */
+  const overloaded = (shed: string[] = []): Rig => {
     const clock = { now: SLOT.getTime() };
     const shared = { leases: new InMemoryLeaseStore(() => clock.now), history: new InMemoryRunHistory(), clock };
-    const r = rig(
+    return rig(
       options,
       () => undefined,
       shared,
       loadSignal(() => true, shed),
     );
+  };
+
+  it('on an overloaded instance, says the load kept it from starting (skipped_overload) when no run of the job was going', async () => {
+    const shed: string[] = [];
+    const r = overloaded(shed);
     await held(r);
     expect(await r.executor.fire(SLOT)).toBe('skipped_overload');
     const row = await r.history.get(executionId);
@@ -567,14 +572,7 @@ describe('a slot that finds the job lease held says what holds it', () => {
   });
 
   it('on an overloaded instance, a run that was going is still an overlap', async () => {
-    const clock = { now: SLOT.getTime() };
-    const shared = { leases: new InMemoryLeaseStore(() => clock.now), history: new InMemoryRunHistory(), clock };
-    const r = rig(
-      options,
-      () => undefined,
-      shared,
-      loadSignal(() => true),
-    );
+    const r = overloaded();
     const claim = await held(r);
     if (claim.kind !== 'won') throw new Error(claim.kind);
     await r.history.begin({ ...runningRow('report', PREVIOUS, claim.lease.fencingToken) });
