@@ -129,10 +129,13 @@ export class JobExecutor {
     if (watcher) this.checks.watchSlot(scheduledAt);
   }
 
-  /** A slot shed by the instance ranked first for it (see `SlotDispatcher.overdue`): looked at later; no row by then gets this one. */
-  watchShed(scheduledAt: Date, why: string): void {
+  /**
+   * A slot shed, or left under load, to the instance ranked first for it (`claimant`, when known;
+   * see `SlotDispatcher`): looked at later, judged by that instance's state; no row by then gets this one.
+   */
+  watchShed(scheduledAt: Date, why: string, claimant?: string): void {
     const slot = this.ctx.job.slotInfo(scheduledAt);
-    this.checks.watchForRow(slot, executionIdOf(this.ctx, slot), 'schedule', { status: 'skipped_overload', error: why });
+    this.checks.watchForRow(slot, executionIdOf(this.ctx, slot), 'schedule', { status: 'skipped_overload', error: why }, claimant);
   }
 
   /** Stops taking slots, lets running executions finish for up to `timeoutMs`, then aborts them. */
@@ -241,19 +244,14 @@ export class JobExecutor {
       case 'paused':
         this.ctx.stats.paused++;
         return 'paused';
-      case 'overlap': {
-        const holder = await holderState(this.ctx, claim.holder, scheduledAt);
-        const { load } = this.ctx.deps;
-        // No run of the job was going: the holder's row was not written yet, or was final with its
-        // release still on its way, or this slot came after a later one. On an overloaded instance
-        // that is the load (a slow row write or release, a late timer), not an overlap.
-        if (trigger === 'schedule' && load?.overloaded() && (holder.starting || holder.ending || holder.late)) {
-          const why = `not started: this instance was overloaded (${holder.why}; ${load.describe()})`;
-          load.noteShed(this.ctx.job.name, why);
-          return skippedOverload(this.ctx, this.checks, slot, executionId, why);
-        }
-        return skippedOverlap(this.ctx, slot, executionId, `${holder.why} (overlap: skip)`, trigger);
-      }
+      case 'overlap':
+        return skippedOverlap(
+          this.ctx,
+          slot,
+          executionId,
+          `${(await holderState(this.ctx, claim.holder, scheduledAt)).why} (overlap: skip)`,
+          trigger,
+        );
       case 'queued':
         this.ctx.stats.queued++;
         await this.ctx.notStarted(

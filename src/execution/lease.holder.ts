@@ -21,7 +21,7 @@ export async function holderState(
   ctx: HolderContext,
   holder: LeaseHolder | undefined,
   scheduledAt: Date,
-): Promise<{ starting: boolean; why: string; ending?: true; late?: true }> {
+): Promise<{ starting: boolean; why: string; ending?: true }> {
   if (holder === undefined) return { starting: false, why: 'the previous run of this job was still going' };
   // A lease whose value does not name its run (a hand-over from a release, a store of your own).
   if (holder.executionId === undefined) {
@@ -47,7 +47,7 @@ export async function holderState(
   // This slot came late (its claim waited out an outage): a later slot's run, claimed ahead of its
   // own instant, holds the job. Not a previous run, and not necessarily going yet.
   if (row.scheduledAt.getTime() > scheduledAt.getTime()) {
-    return { starting: false, late: true, why: `this slot came late: a later slot's run of this job (${id}) held the job's lease` };
+    return { starting: false, why: `this slot came late: a later slot's run of this job (${id}) held the job's lease` };
   }
   if (row.status === 'running' && row.fencingToken === holder.fencingToken) {
     return { starting: false, why: `the previous run of this job (${id}) was still going` };

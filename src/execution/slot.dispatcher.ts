@@ -382,7 +382,8 @@ export class SlotDispatcher {
         // Claimed here it would only be shed here (past its start budget, this instance
         // overloaded), its row written by every instance that looked. Its preferred instance is up
         // and claiming, only late: it runs or sheds the slot with a row; a watcher writes one if not.
-        if (item.watcher) item.executor.watchShed(item.slot, LEFT_TO_PREFERRED(item.preferred));
+        // Judged by its state: once it has left the member list (it died), the row is written at once.
+        if (item.watcher) item.executor.watchShed(item.slot, LEFT_TO_PREFERRED(item.preferred), item.preferred);
         else item.executor.watch(item.slot, false);
       } else {
         this.fire(item.executor, item.slot);

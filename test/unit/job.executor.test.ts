@@ -546,40 +546,6 @@ describe('a slot that finds the job lease held says what holds it', () => {
     expect(row?.error).toBe(`the previous slot's run (${PREVIOUS}) was still starting (overlap: skip)`);
   });
 
-  /** A rig whose instance is overloaded; its shed slots' reasons go to `shed`. */
-  const overloaded = (shed: string[] = []): Rig => {
-    const clock = { now: SLOT.getTime() };
-    const shared = { leases: new InMemoryLeaseStore(() => clock.now), history: new InMemoryRunHistory(), clock };
-    return rig(
-      options,
-      () => undefined,
-      shared,
-      loadSignal(() => true, shed),
-    );
-  };
-
-  it('on an overloaded instance, says the load kept it from starting (skipped_overload) when no run of the job was going', async () => {
-    const shed: string[] = [];
-    const r = overloaded(shed);
-    await held(r);
-    expect(await r.executor.fire(SLOT)).toBe('skipped_overload');
-    const row = await r.history.get(executionId);
-    expect(row?.status).toBe('skipped_overload');
-    expect(row?.error).toBe(
-      `not started: this instance was overloaded (the previous slot's run (${PREVIOUS}) was still starting; event loop 900 ms behind)`,
-    );
-    expect(shed).toEqual([row?.error]);
-  });
-
-  it('on an overloaded instance, a run that was going is still an overlap', async () => {
-    const r = overloaded();
-    const claim = await held(r);
-    if (claim.kind !== 'won') throw new Error(claim.kind);
-    await r.history.begin({ ...runningRow('report', PREVIOUS, claim.lease.fencingToken) });
-    expect(await r.executor.fire(SLOT)).toBe('skipped_overlap');
-    expect((await r.history.get(executionId))?.error).toBe(`the previous run of this job (${PREVIOUS}) was still going (overlap: skip)`);
-  });
-
   it('names the previous run when it was going', async () => {
     const r = rig(options);
     const claim = await held(r);
