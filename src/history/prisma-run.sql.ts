@@ -195,7 +195,7 @@ function rowsOf<R>(requests: R[], columns: ReadonlyArray<Column<R>>): { values: 
   const args: string[] = [];
   const names: string[] = [];
   const outputs: string[] = [];
-  const distinct: Array<{ column: string; values: unknown[] }> = [];
+  const distinct: Array<{ name: string; type: string; list: unknown[] }> = [];
   for (const [name, type, value, repeats] of columns) {
     names.push(name);
     if (repeats) {
@@ -212,7 +212,7 @@ function rowsOf<R>(requests: R[], columns: ReadonlyArray<Column<R>>): { values: 
         }),
       );
       args.push(`$${values.length}::integer[]`);
-      distinct.push({ column: name, values: list });
+      distinct.push({ name, type, list });
     } else {
       values.push(requests.map(value));
       args.push(`$${values.length}::${type}[]`);
@@ -220,10 +220,9 @@ function rowsOf<R>(requests: R[], columns: ReadonlyArray<Column<R>>): { values: 
     }
   }
   const unnest = `unnest(${args.join(', ')}) AS u(${names.join(', ')})`;
-  for (const { column, values: list } of distinct) {
+  for (const { name, type, list } of distinct) {
     values.push(list);
-    const type = columns.find(([name]) => name === column)![1];
-    outputs.push(`($${values.length}::${type}[])[u.${column}] AS ${column}`);
+    outputs.push(`($${values.length}::${type}[])[u.${name}] AS ${name}`);
   }
   return { values, from: `(SELECT ${outputs.join(', ')} FROM ${unnest}) AS v` };
 }

@@ -211,9 +211,16 @@ export class DistributedCronOrchestrator {
 
   /** A slot a job's timer fired: claimed now, or after the head start of the instance preferred for it. */
   dispatch(executor: JobExecutor, slot: Date): void {
-    const { dispatcher } = this;
-    if (dispatcher) this.handOn({ executor, slot, claim: () => dispatcher.dispatch(executor, slot) });
-    else this.pacer.add({ executor, slot, claim: () => void executor.fire(slot) });
+    if (!this.dispatcher) {
+      this.pacer.add({ executor, slot, claim: () => void executor.fire(slot) });
+      return;
+    }
+    // Every slot of every job, on every instance: no object or closure per slot here.
+    try {
+      this.dispatcher.dispatch(executor, slot);
+    } catch (error) {
+      this.notDispatched(executor, slot, error);
+    }
   }
 
   /**
@@ -244,9 +251,13 @@ export class DistributedCronOrchestrator {
     try {
       claim();
     } catch (error) {
-      // Called from a timer or the pacer: an error here must not reach the host app.
-      this.runtime.logger.error(`job '${executor.job.name}': slot ${slot.toISOString()} not dispatched: ${describeError(error)}`);
+      this.notDispatched(executor, slot, error);
     }
+  }
+
+  /** Called from a timer or the pacer: an error here must not reach the host app. */
+  private notDispatched(executor: JobExecutor, slot: Date, error: unknown): void {
+    this.runtime.logger.error(`job '${executor.job.name}': slot ${slot.toISOString()} not dispatched: ${describeError(error)}`);
   }
 
   /** Stops the timers and the sweep, lets running executions finish (up to shutdownTimeout), closes the queues. */
