@@ -3,6 +3,7 @@ import { OverloadEpisode, seconds } from './overload.episode.js';
 import { adaptedLimit } from './admission.estimates.js';
 import { FleetRoster } from './fleet.roster.js';
 import { RowTallies, type RowNotes } from './row.receipts.js';
+import { fnv1a, mix } from './hash.js';
 
 export { EPISODE_QUIET_MS } from './overload.episode.js';
 export { BUDGET_SHARE_OF_PERIOD, MIN_BUDGET_MS, startBudgetMs } from './admission.estimates.js';
@@ -102,6 +103,8 @@ interface Waiting {
   readonly request: SlotRequest;
   readonly seq: number;
   readonly deadline: number;
+  /** Among the slots of one instant, who goes first: the jobs shed here most times in a row, then a draw (see `turnOf`). */
+  readonly turn: number;
 }
 
 /**
@@ -114,9 +117,11 @@ export class Admission implements LoadSignal {
   private minLimit: number;
   private maxLimit: number;
   private inFlight = 0;
-  /** Waiting slots in slot order (then arrival order). */
+  /** Waiting slots in slot order (then in turn: see `turnOf`). */
   private queue: Waiting[] = [];
   private readonly waitingByJob = new Map<string, Waiting>();
+  /** Jobs whose slots were shed here, each with how many in a row (until one is let in): they go first next time. */
+  private readonly shedStreaks = new Map<string, number>();
   private seq = 0;
   /** Latency of the start pipeline: recent (fast average) and no-load (slow average, pulled down fast). */
   private shortRtt = 0;
@@ -210,7 +215,7 @@ export class Admission implements LoadSignal {
     // prediction from a measured rate shed far more than the pipeline could have started under
     // load (the rate measured while the machine was saturated understates what a quieter second
     // starts).
-    const item: Waiting = { request, seq: this.seq++, deadline };
+    const item: Waiting = { request, seq: this.seq++, deadline, turn: this.turnOf(request) };
     this.queue.splice(this.position(item), 0, item);
     this.waitingByJob.set(request.job, item);
   }
@@ -277,9 +282,22 @@ export class Admission implements LoadSignal {
       this.queue = kept;
     }
     this.episode.end(false, this.queue.length);
+    if (this.shedStreaks.size > 0 && this.queue.length === 0 && !this.overloaded()) this.shedStreaks.clear();
+  }
+
+  /**
+   * The order of a waiting slot among those of its instant (lower first). In arrival order the
+   * same jobs (those the timers reach last) would be shed at every slot while the others ran; a
+   * job shed here k times in a row goes before those shed fewer times, and within a streak a draw
+   * that changes with every slot decides, so no job is kept out for long.
+   */
+  private turnOf(request: SlotRequest): number {
+    const streak = Math.min(this.shedStreaks.get(request.job) ?? 0, 1023);
+    return (1023 - streak) * 2 ** 32 + mix(fnv1a(request.job) ^ request.slotMs);
   }
 
   private admit(request: SlotRequest): void {
+    this.shedStreaks.delete(request.job);
     this.inFlight++;
     const admittedAt = this.options.clock();
     let ended = false;
@@ -341,8 +359,10 @@ export class Admission implements LoadSignal {
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       const other = this.queue[mid]!;
-      if (other.request.slotMs < item.request.slotMs || (other.request.slotMs === item.request.slotMs && other.seq < item.seq))
-        lo = mid + 1;
+      const before =
+        other.request.slotMs < item.request.slotMs ||
+        (other.request.slotMs === item.request.slotMs && (other.turn < item.turn || (other.turn === item.turn && other.seq < item.seq)));
+      if (before) lo = mid + 1;
       else hi = mid;
     }
     return lo;
@@ -359,6 +379,7 @@ export class Admission implements LoadSignal {
   }
 
   private shedOne(request: SlotRequest, why: string): void {
+    this.shedStreaks.set(request.job, (this.shedStreaks.get(request.job) ?? 0) + 1);
     this.noteShed(request.job, why);
     request.shed(why);
   }
