@@ -94,8 +94,8 @@ export class SlotDispatcher {
   /** Receipts to send after this turn's claims: slot instant → jobs declined. */
   private receiptsDue: Map<number, { view: string; declined: string[] }> | undefined;
   private deferred: Deferred[] = [];
-  /** Per member: the latest slot instant this instance found its receipt for (see `leaveToPreferred`). */
-  private readonly receiptSeen = new Map<string, number>();
+  /** Per member: the earliest and the latest slot instant this instance found its receipt for (see `leaveToPreferred`). */
+  private readonly receiptSeen = new Map<string, { first: number; last: number }>();
   private secondLook: Deferred[] = [];
   /** Watched slots waiting for their claimant's row receipt (see row.receipts.ts). */
   private rowWatches: Array<RowWatchGroup<JobExecutor>> = [];
@@ -342,7 +342,10 @@ export class SlotDispatcher {
     for (let r = 0; r < requests.length; r++) {
       if (!found?.[r]) continue;
       const [instance, slotMs] = requests[r]!;
-      if (slotMs > (this.receiptSeen.get(instance) ?? Number.NEGATIVE_INFINITY)) this.receiptSeen.set(instance, slotMs);
+      const seen = this.receiptSeen.get(instance);
+      if (!seen) this.receiptSeen.set(instance, { first: slotMs, last: slotMs });
+      else if (slotMs > seen.last) seen.last = slotMs;
+      else if (slotMs < seen.first) seen.first = slotMs;
     }
     // Per claim receipt: the slots it stands for as this instance ranked them, and those it watches.
     const groups = this.fleet!.rowReceipts ? new Map<number, RowWatchGroup<JobExecutor>>() : undefined;
@@ -405,7 +408,11 @@ export class SlotDispatcher {
     const slotMs = item.slot.getTime();
     if (!admission || !admission.pastBudget(slotMs, item.executor.startBudgetMs)) return false;
     const seen = this.receiptSeen.get(item.preferred);
-    return seen !== undefined && seen >= slotMs - CLAIMING_RECENTLY_MS && admission.roster.alive(item.preferred) === true;
+    // Claiming at this slot's instant: a receipt for an instant at or before it. An instance whose
+    // timers started after it (a fleet starting up: it joined the member list seconds before its
+    // timers ran) never fires the slot: its receipts for later instants do not stand for it.
+    if (seen === undefined || seen.first > slotMs || seen.last < slotMs - CLAIMING_RECENTLY_MS) return false;
+    return admission.roster.alive(item.preferred) === true;
   }
 
   /** Whether a slot whose preferred instance has no receipt at the second look gets one more (see `OVERLOADED_LOOKS`). */

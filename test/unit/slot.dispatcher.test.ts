@@ -373,6 +373,26 @@ describe('fleet mode: an overloaded instance and a slot past its start budget', 
   });
 });
 
+describe('fleet mode: a preferred instance whose timers started after the slot', () => {
+  it('claims it here: receipts the preferred sent only for later instants do not stand for this slot', async () => {
+    const fleet = new MemoryFleet({ a: ['a', 'b'], b: ['a', 'b'] });
+    const { dispatcher: a, admission } = await withAdmission(fleet, 'a');
+    admission.noteShed('another-job', 'not started: this instance was overloaded (test)');
+    const view = (a as unknown as { view: string }).view;
+    // b joined the member list before its timers ran: its first receipt is for the instant after SLOT.
+    const later = new Date(SLOT.getTime() + 1_000);
+    await fleet.receipt('b', later.getTime(), view, []);
+    for (const executor of budgetJobs(200, 'later').executors) a.dispatch(executor, later);
+    await sleep(200);
+    const now = budgetJobs(200, 'job');
+    for (const executor of now.executors) a.dispatch(executor, SLOT);
+    await sleep(1_300);
+    // Nothing is left to b, which never fires SLOT: each slot gets its row here.
+    expect(now.left.size).toBe(0);
+    expect(now.shed.size).toBe(200);
+  });
+});
+
 describe('fleet mode: watchers by row receipt', () => {
   it('a watcher looks up only the rows its claimant did not vouch for', async () => {
     const fleet = new RowsFleet({ a: ['a', 'b'], b: ['a', 'b'] });
