@@ -88,6 +88,8 @@ export class ExecutorContext {
   readonly inFlight = new Set<Promise<unknown>>();
   /** The abort controllers of the handlers running now. */
   readonly running = new Set<AbortController>();
+  /** Executions here whose handler has ended while their result or release is still on its way. */
+  readonly ending = new Set<string>();
   /** Aborts when the app shuts down: no new slot, no new attempt. */
   readonly stopping = new AbortController();
   /** A release handed the lease to a queued slot: start it (set by the executor). */

@@ -9,19 +9,27 @@ import type { ExecutorContext } from './executor.context.js';
  */
 
 /** What the holder's questions read of the job's executor context. */
-type HolderContext = Pick<ExecutorContext, 'job' | 'db' | 'historyTimeoutMs'> & {
+type HolderContext = Pick<ExecutorContext, 'job' | 'db' | 'historyTimeoutMs' | 'ending'> & {
   readonly deps: Pick<ExecutorContext['deps'], 'history'>;
 };
+
+/** What a slot that found its job's lease held learns of the holder. */
+export interface HolderState {
+  /** The holder's run has not started its handler yet (its row is not written). */
+  starting: boolean;
+  /** The holder's handler has ended: its result or its release is on its way. */
+  ending?: true;
+  /** The holder is the run of another slot than the previous one (this slot came late). */
+  late?: true;
+  /** The reason a slot that did not start because of it gives. */
+  why: string;
+}
 
 /**
  * What holds the job's lease, as the lease's value and the holder's row tell: whether it is a
  * run that has not started its handler yet, and why a slot that found it there did not start.
  */
-export async function holderState(
-  ctx: HolderContext,
-  holder: LeaseHolder | undefined,
-  scheduledAt: Date,
-): Promise<{ starting: boolean; why: string; ending?: true }> {
+export async function holderState(ctx: HolderContext, holder: LeaseHolder | undefined, scheduledAt: Date): Promise<HolderState> {
   if (holder === undefined) return { starting: false, why: 'the previous run of this job was still going' };
   // A lease whose value does not name its run (a hand-over from a release, a store of your own).
   if (holder.executionId === undefined) {
@@ -41,15 +49,19 @@ export async function holderState(
     return { starting: false, why: `the job's lease was held by the run of ${id}` };
   }
   if (row === undefined) {
-    const which = isPreviousSlot(ctx, id, scheduledAt) ? "the previous slot's run" : "another slot's run of this job";
-    return { starting: true, why: `${which} (${id}) was still starting` };
+    if (isPreviousSlot(ctx, id, scheduledAt)) return { starting: true, why: `the previous slot's run (${id}) was still starting` };
+    return { starting: true, late: true, why: `another slot's run of this job (${id}) was still starting` };
   }
   // This slot came late (its claim waited out an outage): a later slot's run, claimed ahead of its
   // own instant, holds the job. Not a previous run, and not necessarily going yet.
   if (row.scheduledAt.getTime() > scheduledAt.getTime()) {
-    return { starting: false, why: `this slot came late: a later slot's run of this job (${id}) held the job's lease` };
+    return { starting: false, late: true, why: `this slot came late: a later slot's run of this job (${id}) held the job's lease` };
   }
   if (row.status === 'running' && row.fencingToken === holder.fencingToken) {
+    // Its run is here: whether its handler has ended is known, not guessed from the row.
+    if (ctx.ending.has(id)) {
+      return { starting: false, ending: true, why: `the previous run of this job (${id}) had ended and was writing its result` };
+    }
     return { starting: false, why: `the previous run of this job (${id}) was still going` };
   }
   if (row.status === 'running') {

@@ -203,6 +203,9 @@ export async function execute(
         : null;
 
   const succeeded = outcome.status === 'completed' || outcome.status === 'completed_with_errors';
+  // Until its release has landed, a slot of this job that finds the lease held by this run here
+  // knows that its handler has ended (see `holderState`).
+  ctx.ending.add(executionId);
   const finishing = recordFinish(ctx, executionId, keeper.lease, outcome.status, durationMs, counts, error, nextAttemptAt);
   // The handler has ended. If its row is still being written when the job's next slot comes near
   // (a loaded database), the job is let go of then, so that slot does not wait for this write; the
@@ -235,6 +238,7 @@ export async function execute(
     recorded: written,
   });
   endedStreak += await ctx.releaseAndContinue(keeper.lease, succeeded);
+  ctx.ending.delete(executionId);
 
   if (!written) return;
   const event = { executionId, scheduledAt: slot.scheduledAt, attempt, maxAttempts: job.maxAttempts, status: outcome.status, durationMs };

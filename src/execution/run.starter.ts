@@ -4,6 +4,7 @@ import type { LeaseKeeper } from '../leasing/lease.keeper.js';
 import type { StaleFence } from '../history/run-history.js';
 import type { ExecutorContext, ExecutorDeps, Started } from './executor.context.js';
 import { releaseUnit, roomToStart } from './pool.gate.js';
+import { startBudgetMs } from './admission.estimates.js';
 
 /*
  * Starting a run: the row that says it started (new, or the next attempt of an existing one),
@@ -137,9 +138,15 @@ async function continueExisting(
       ctx.stats.alreadyDone++;
       return 'already_done';
     }
+  } else if (row.attempt === 0 && row.status === 'skipped_overload' && requested === 'schedule' && pastStartBudget(ctx, row, now)) {
+    // Shed under overload, and now past its start budget here too: started this late, it would
+    // hold the job into its next slots. Its row already says why it did not start.
+    ctx.stats.alreadyDone++;
+    return 'already_done';
   } else if (row.attempt === 0 && (row.status === 'failed' || row.status === 'lease_lost' || row.status === 'skipped_overload')) {
     // A slot that never started (an outage, a claimant that vanished, or an instance that shed it
-    // under overload): its first real attempt. One instance's overload never loses a slot another can run.
+    // under overload): its first real attempt. One instance's overload never loses a slot another
+    // can run in time.
     trigger = requested;
   } else if (ctx.retryDue(row, now)) {
     trigger = row.status === 'lease_lost' || row.status === 'aborted' ? 'recover' : 'retry';
@@ -155,6 +162,12 @@ async function continueExisting(
     return 'already_done';
   }
   return restarted;
+}
+
+/** Whether a scheduled slot would start past its start budget now (see `startBudgetMs`). */
+function pastStartBudget(ctx: Pick<ExecutorContext, 'job'>, row: RunRecord, now: Date): boolean {
+  const budgetMs = startBudgetMs({ minPeriodMs: ctx.job.schedule.minPeriodMs, catchUpWindowMs: ctx.job.catchUp.windowMs });
+  return now.getTime() > row.scheduledAt.getTime() + budgetMs;
 }
 
 /** What restarting a row reads of the job's executor context. */

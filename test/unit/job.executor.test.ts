@@ -373,6 +373,22 @@ describe('JobExecutor on in-memory adapters', () => {
     expect(await r.history.get('report:2026-05-01T11:00:00Z')).toMatchObject({ status: 'skipped_overload', attempt: 0 });
   });
 
+  it('a slot another instance shed, claimed here past its start budget, is not started late: its row keeps saying why', async () => {
+    const r = rig();
+    await shedBy(r, 'instance-b', executionId, SLOT);
+    // An hourly job's start budget is half an hour: 40 minutes on, the run would start too late.
+    r.clock.now = SLOT.getTime() + 40 * 60_000;
+    expect(await r.executor.fire(SLOT)).toBe('already_done');
+    expect(r.calls).toHaveLength(0);
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'skipped_overload', attempt: 0, instanceId: 'instance-b' });
+    // Within its budget the same row is the slot's first attempt, run here.
+    const within = rig();
+    await shedBy(within, 'instance-b', executionId, SLOT);
+    within.clock.now = SLOT.getTime() + 60_000;
+    expect(await within.executor.fire(SLOT)).toBe('ran');
+    expect(await within.history.get(executionId)).toMatchObject({ status: 'completed', attempt: 1 });
+  });
+
   it('past start-up, an admitted slot whose claim is answered late runs late (no collapse under steady load)', async () => {
     const clock = { now: SLOT.getTime() - 250 };
     const leases = lateReplies(clock);
@@ -535,6 +551,51 @@ describe('a slot that finds the job lease held says what holds it', () => {
     setTimeout(() => void r.leases.release(claim.lease, { leaseMs: 2_000, doneMs: 0, succeeded: false }), 1_400);
     expect(await r.executor.fire(SLOT)).toBe('ran');
     expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
+  });
+
+  it('a previous run that had ended, whose release never came within the start budget: skipped_overload saying so, not an overlap', async () => {
+    const r = rig(options);
+    const claim = await held(r);
+    if (claim.kind !== 'won') throw new Error(claim.kind);
+    await shedBy(r, 'instance-b', PREVIOUS, new Date(SLOT.getTime() - 3_600_000));
+    expect(await r.executor.fire(SLOT)).toBe('skipped_overload');
+    const row = await r.history.get(executionId);
+    expect(row).toMatchObject({ status: 'skipped_overload', attempt: 0 });
+    expect(row?.error).toMatch(
+      new RegExp(
+        `^not started in time: the job's lease was still held \\d+ ms after this slot's instant: the previous run of this job \\(${PREVIOUS}\\) had ended \\(skipped_overload\\) and was letting go of the lease$`,
+      ),
+    );
+    expect(r.calls).toHaveLength(0);
+  });
+
+  it('a run of this instance whose handler has ended is waited for while it writes its result, never called "still going"', async () => {
+    // The previous slot's run is here, its row still says running: its handler has ended and its
+    // finish write is slow. The next slot waits for it and runs once the lease is let go of.
+    let finishes = 0;
+    const history = new InMemoryRunHistory();
+    const finish = history.finish.bind(history);
+    history.finish = async (input) => {
+      if (finishes++ === 0) await new Promise((resolve) => setTimeout(resolve, 1_300));
+      return finish(input);
+    };
+    const clock = { now: SLOT.getTime() - 3_600_000 };
+    const leases = new InMemoryLeaseStore(() => clock.now);
+    // Its release is as slow (a loaded Redis): the job's lease stays held past the settle time.
+    const release = leases.release.bind(leases);
+    leases.release = async (lease, releaseOptions) => {
+      await new Promise((resolve) => setTimeout(resolve, 1_300));
+      return release(lease, releaseOptions);
+    };
+    // A lease longer than the hour the clock jumps, so the previous run still holds it then.
+    const r = rig({ lease: 7_200_000 }, () => undefined, { clock, leases, history });
+    const previous = r.executor.fire(new Date(clock.now));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    clock.now = SLOT.getTime();
+    expect(await r.executor.fire(SLOT)).toBe('ran');
+    expect(await previous).toBe('ran');
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
+    expect(r.calls).toHaveLength(2);
   });
 
   it("says the previous slot's run was still starting when it never wrote its row within the start budget", async () => {

@@ -15,6 +15,7 @@ function context(rows: RunRecord[]): Parameters<typeof holderState>[0] {
     },
     historyTimeoutMs: 5_000,
     db: (_what: string, call: () => Promise<unknown>) => call(),
+    ending: new Set<string>(),
     deps: { history: { get: (id: string) => Promise.resolve(rows.find((r) => r.executionId === id)) } },
   } as unknown as Parameters<typeof holderState>[0];
 }
@@ -43,6 +44,6 @@ describe('what a skipped slot says held its job', () => {
 
   it('a later slot claimed ahead with no row yet: another slot\'s run was starting, never "the previous slot\'s"', async () => {
     const state = await holderState(context([]), { executionId: 'job:44', fencingToken: 23 }, new Date('2026-12-02T01:43:42Z'));
-    expect(state).toEqual({ starting: true, why: "another slot's run of this job (job:44) was still starting" });
+    expect(state).toEqual({ starting: true, late: true, why: "another slot's run of this job (job:44) was still starting" });
   });
 });
