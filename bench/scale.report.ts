@@ -183,6 +183,8 @@ export function scaleSection(scale: ScaleResult | undefined, bullmq: FleetStepRe
 }
 
 const notCompletedOf = (run: ColdStartRun): number => Object.values(run.notCompleted).reduce((a, b) => a + b, 0);
+/** Slots after a job's first run that neither ran nor were shed as not started in time (an overlap skip, no row, a failure). */
+const untrueOf = (run: ColdStartRun): number => notCompletedOf(run) - (run.notCompleted['skipped_overload'] ?? 0);
 
 /** The seconds of a run up to its last slot that did not complete (at least the first three). */
 function troubled(run: ColdStartRun): ColdStartRun['seconds'] {
@@ -436,10 +438,12 @@ function targets(scale: ScaleResult, bullmq: FleetStepResult[] | undefined, core
   if (scale.coldstart) {
     const c = scale.coldstart;
     const together = c.runs.filter(startedTogether);
-    const clean = together.filter((run) => notCompletedOf(run) === 0).length;
+    const clean = together.filter((run) => untrueOf(run) === 0).length;
     rows.push([
-      `no cold-start skips: ${c.instances} processes with ${int(c.jobs)} jobs each start together, every slot after a job’s first run completes (fleet mode)`,
-      `${clean} of ${together.length} runs clean; not completed: ${together.map((run) => int(notCompletedOf(run))).join(', ')}`,
+      `no cold-start skips: ${c.instances} processes with ${int(c.jobs)} jobs each start together, every slot after a job’s first run runs or is shed with a true row (\`skipped_overload\`: not started in time), none skipped as an overlap, none without a row (fleet mode)`,
+      `${clean} of ${together.length} runs clean; overlaps or no row: ${together.map((run) => int(untrueOf(run))).join(', ')}; shed: ${together
+        .map((run) => int(run.notCompleted['skipped_overload'] ?? 0))
+        .join(', ')}`,
       verdict(together.length > 0 && clean === together.length),
       coldStartWhy(c, cores),
     ]);
