@@ -226,18 +226,14 @@ export class JobExecutor {
         // thousands of jobs would be the load that keeps the runs from finishing.
         await sleep(Math.max(1, settleUntil - performance.now()));
         // A holder that has not started its handler yet (its row is not written: a slow INSERT
-        // while the fleet starts up), whose row is final and whose release has not landed yet, or
-        // that started past its own start budget (held up by load, it may end any moment), is not
-        // a run that overlaps in its own time; one whose row says running may have ended on a
-        // loaded instance, its row and release on their way. Give it up to the start budget,
-        // looking once per settle time, so a slow row write, release or start does not skip the
-        // slots after it; a run still going then is an overlap.
+        // while the fleet starts up), or whose row is final and whose release has not landed yet,
+        // is not a run that is going: give it up to the start budget, looking once per settle
+        // time, so a slow row write or release does not skip the slots after it.
         const budgetEnd = startUntil ?? settleUntil + holderBudgetMs(this.ctx, scheduledAt) - settleMs(this.ctx, scheduledAt);
         if (performance.now() < budgetEnd && !this.ctx.stopping.signal.aborted) {
           const holder = await holderState(this.ctx, claim.holder, scheduledAt);
           const next = Math.min(budgetEnd, performance.now() + settleMs(this.ctx, scheduledAt));
-          if (holder.starting || holder.ending || holder.delayed || holder.going)
-            return this.fireSlot(scheduledAt, trigger, next, budgetEnd);
+          if (holder.starting || holder.ending) return this.fireSlot(scheduledAt, trigger, next, budgetEnd);
         }
         return this.fireSlot(scheduledAt, trigger, settleUntil);
       }
@@ -250,15 +246,10 @@ export class JobExecutor {
         return 'paused';
       case 'overlap': {
         const holder = await holderState(this.ctx, claim.holder, scheduledAt);
-        if (
-          (holder.starting || holder.ending || holder.late || holder.delayed) &&
-          trigger === 'schedule' &&
-          !this.ctx.stopping.signal.aborted
-        ) {
-          // What held the job was the load, not a run that overlapped: the slot came late
-          // (another slot's run holds the job), or it waited out its start budget for a previous
-          // run that was itself late (still starting, or started past its own budget) or for a
-          // release that a loaded Redis or instance had not delivered. A slot not started in time.
+        if ((holder.ending || holder.late) && trigger === 'schedule' && !this.ctx.stopping.signal.aborted) {
+          // No earlier run of the job was going: the slot came late (another slot's run holds the
+          // job), or it waited out its start budget for a release that a loaded Redis or instance
+          // had not delivered. Not an overlap: a slot not started in time.
           const lateMs = Math.round(this.ctx.deps.clock() - scheduledAt.getTime());
           const why = `not started in time: the job's lease was still held ${lateMs} ms after this slot's instant: ${holder.why}`;
           return skippedOverload(this.ctx, this.checks, slot, executionId, why);

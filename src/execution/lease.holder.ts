@@ -1,7 +1,6 @@
 import type { RunRecord } from '../distributed-cron.interfaces.js';
 import type { LeaseHolder } from '../leasing/lease.store.js';
 import type { ExecutorContext } from './executor.context.js';
-import { startBudgetMs } from './admission.estimates.js';
 
 /*
  * What a slot that found its job's lease held learns of the holder: whether it is a run that has
@@ -22,10 +21,6 @@ export interface HolderState {
   ending?: true;
   /** The holder is the run of another slot than the previous one (this slot came late). */
   late?: true;
-  /** The holder's run is going, but it started past its own start budget: held up by load, it may end any moment. */
-  delayed?: true;
-  /** The holder's run is going, as its row says (it may have ended on another instance, its row and release not written yet). */
-  going?: true;
   /** The reason a slot that did not start because of it gives. */
   why: string;
 }
@@ -67,19 +62,7 @@ export async function holderState(ctx: HolderContext, holder: LeaseHolder | unde
     if (ctx.ending.has(id)) {
       return { starting: false, ending: true, why: `the previous run of this job (${id}) had ended and was writing its result` };
     }
-    const startedLateMs = row.startedAt ? row.startedAt.getTime() - row.scheduledAt.getTime() : 0;
-    if (
-      startedLateMs > 0 &&
-      startedLateMs > startBudgetMs({ minPeriodMs: ctx.job.schedule.minPeriodMs, catchUpWindowMs: ctx.job.catchUp.windowMs })
-    ) {
-      const late = `${(startedLateMs / 1000).toFixed(1)} s`;
-      return {
-        starting: false,
-        delayed: true,
-        why: `the previous run of this job (${id}), started ${late} after its slot, was still going`,
-      };
-    }
-    return { starting: false, going: true, why: `the previous run of this job (${id}) was still going` };
+    return { starting: false, why: `the previous run of this job (${id}) was still going` };
   }
   if (row.status === 'running') {
     return {

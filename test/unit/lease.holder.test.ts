@@ -27,7 +27,7 @@ describe('what a skipped slot says held its job', () => {
   it('a running earlier slot: the previous run was still going', async () => {
     const ctx = context([running('job:40', '2026-12-02T01:43:40Z', 22)]);
     const state = await holderState(ctx, { executionId: 'job:40', fencingToken: 22 }, new Date('2026-12-02T01:43:42Z'));
-    expect(state).toEqual({ starting: false, going: true, why: 'the previous run of this job (job:40) was still going' });
+    expect(state).toEqual({ starting: false, why: 'the previous run of this job (job:40) was still going' });
   });
 
   it('a later slot claimed ahead while this late slot waited: never "the previous run was still going"', async () => {
