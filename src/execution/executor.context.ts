@@ -12,6 +12,7 @@ import type { QueueLink } from '../topology/queue.step.js';
 import type { ResourcePool, ResourcePools } from './resource.pool.js';
 import { withDeadline } from '../promise.deadline.js';
 import type { LoadSignal } from './admission.js';
+import { startBudgetMs } from './admission.estimates.js';
 
 export interface ExecutorDeps {
   readonly leases: LeaseStore;
@@ -92,6 +93,8 @@ export class ExecutorContext {
   readonly ending = new Set<string>();
   /** Aborts when the app shuts down: no new slot, no new attempt. */
   readonly stopping = new AbortController();
+  /** How late a scheduled slot may start before it is shed (see `startBudgetMs`). */
+  readonly startBudgetMs: number;
   /** A release handed the lease to a queued slot: start it (set by the executor). */
   onHandedOver: (slot: SlotInfo, executionId: string, keeper: LeaseKeeper) => void = () => undefined;
 
@@ -106,6 +109,7 @@ export class ExecutorContext {
     readonly deps: ExecutorDeps,
   ) {
     this.events = deps.events ?? new RunEventSink(deps.logger);
+    this.startBudgetMs = startBudgetMs({ minPeriodMs: job.schedule.minPeriodMs, catchUpWindowMs: job.catchUp.windowMs });
     this.pool = job.pool === undefined ? undefined : deps.pools?.get(job.pool);
     if (job.pool !== undefined && !this.pool) throw new Error(`job '${job.name}': pool '${job.pool}' was not given to its executor`);
   }

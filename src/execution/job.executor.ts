@@ -15,7 +15,6 @@ import { manualFindsBusy, recordSuperseded, skippedOverlap } from './slot.outcom
 import { SweepChecks, VANISHED_CLAIM, type StartAgain } from './sweep.checks.js';
 import { enqueueAgain, handOff, replayOnQueue, runStep } from './queue.steps.js';
 import type { QueueStep, StepResult } from '../topology/queue.step.js';
-import { startBudgetMs } from './admission.js';
 import { executionIdOf, shedSlot, skippedOverload, StartPhases } from './start.phase.js';
 import { LeaseStoreTimeoutError } from '../leasing/redis.errors.js';
 
@@ -53,7 +52,7 @@ export class JobExecutor {
     // Queue mode: the sweep puts what is due on the job's queue; a worker runs it (runQueued).
     const again: StartAgain = (row, trigger, deadFence) => startAgain(this.ctx, this.slotWait, row, trigger, deadFence);
     this.checks = new SweepChecks(this.ctx, job.queue ? enqueueAgain(this.ctx) : again);
-    this.startBudgetMs = startBudgetMs({ minPeriodMs: job.schedule.minPeriodMs, catchUpWindowMs: job.catchUp.windowMs });
+    this.startBudgetMs = this.ctx.startBudgetMs;
     this.phases = new StartPhases(this.ctx, this.startBudgetMs);
   }
 

@@ -4,7 +4,6 @@ import type { LeaseKeeper } from '../leasing/lease.keeper.js';
 import type { StaleFence } from '../history/run-history.js';
 import type { ExecutorContext, ExecutorDeps, Started } from './executor.context.js';
 import { releaseUnit, roomToStart } from './pool.gate.js';
-import { startBudgetMs } from './admission.estimates.js';
 
 /*
  * Starting a run: the row that says it started (new, or the next attempt of an existing one),
@@ -138,7 +137,12 @@ async function continueExisting(
       ctx.stats.alreadyDone++;
       return 'already_done';
     }
-  } else if (row.attempt === 0 && row.status === 'skipped_overload' && requested === 'schedule' && pastStartBudget(ctx, row, now)) {
+  } else if (
+    row.attempt === 0 &&
+    row.status === 'skipped_overload' &&
+    requested === 'schedule' &&
+    now.getTime() > row.scheduledAt.getTime() + ctx.startBudgetMs
+  ) {
     // Shed under overload, and now past its start budget here too: started this late, it would
     // hold the job into its next slots. Its row already says why it did not start.
     ctx.stats.alreadyDone++;
@@ -162,12 +166,6 @@ async function continueExisting(
     return 'already_done';
   }
   return restarted;
-}
-
-/** Whether a scheduled slot would start past its start budget now (see `startBudgetMs`). */
-function pastStartBudget(ctx: Pick<ExecutorContext, 'job'>, row: RunRecord, now: Date): boolean {
-  const budgetMs = startBudgetMs({ minPeriodMs: ctx.job.schedule.minPeriodMs, catchUpWindowMs: ctx.job.catchUp.windowMs });
-  return now.getTime() > row.scheduledAt.getTime() + budgetMs;
 }
 
 /** What restarting a row reads of the job's executor context. */
