@@ -277,11 +277,17 @@ async function withAdmission(fleet: FleetCoordination, id: string): Promise<{ di
   return { dispatcher, admission };
 }
 
-/** Instance a of a fleet of two (a and b), overloaded, with the slots of 200 jobs at SLOT dispatched. */
-async function overloadedA() {
+/** Instance a of a fleet of two (a and b), overloaded (it has shed a slot). */
+async function overloadedFleetOfTwo(): Promise<{ fleet: MemoryFleet; a: SlotDispatcher }> {
   const fleet = new MemoryFleet({ a: ['a', 'b'], b: ['a', 'b'] });
   const { dispatcher: a, admission } = await withAdmission(fleet, 'a');
   admission.noteShed('another-job', 'not started: this instance was overloaded (test)');
+  return { fleet, a };
+}
+
+/** Instance a of a fleet of two (a and b), overloaded, with the slots of 200 jobs at SLOT dispatched. */
+async function overloadedA() {
+  const { fleet, a } = await overloadedFleetOfTwo();
   const onA = jobs(200);
   for (const executor of onA.executors) a.dispatch(executor, SLOT);
   return { fleet, a, onA };
@@ -338,9 +344,7 @@ function budgetJobs(count: number, tag: string) {
 
 describe('fleet mode: an overloaded instance and a slot past its start budget', () => {
   it('leaves it to a preferred instance that is up and claiming (late with this receipt): watched for its row, not claimed and shed here too', async () => {
-    const fleet = new MemoryFleet({ a: ['a', 'b'], b: ['a', 'b'] });
-    const { dispatcher: a, admission } = await withAdmission(fleet, 'a');
-    admission.noteShed('another-job', 'not started: this instance was overloaded (test)');
+    const { fleet, a } = await overloadedFleetOfTwo();
     const view = (a as unknown as { view: string }).view;
     // b's receipt for the instant before: b's timers run.
     const earlier = new Date(SLOT.getTime() - 1_000);
@@ -362,9 +366,7 @@ describe('fleet mode: an overloaded instance and a slot past its start budget', 
   });
 
   it('claims it when the preferred instance sent no receipt lately (it just joined, or is gone): its row is written here', async () => {
-    const fleet = new MemoryFleet({ a: ['a', 'b'], b: ['a', 'b'] });
-    const { dispatcher: a, admission } = await withAdmission(fleet, 'a');
-    admission.noteShed('another-job', 'not started: this instance was overloaded (test)');
+    const { a } = await overloadedFleetOfTwo();
     const now = budgetJobs(200, 'job');
     for (const executor of now.executors) a.dispatch(executor, SLOT);
     await sleep(1_300);
@@ -375,9 +377,7 @@ describe('fleet mode: an overloaded instance and a slot past its start budget', 
 
 describe('fleet mode: a preferred instance whose timers started after the slot', () => {
   it('claims it here: receipts the preferred sent only for later instants do not stand for this slot', async () => {
-    const fleet = new MemoryFleet({ a: ['a', 'b'], b: ['a', 'b'] });
-    const { dispatcher: a, admission } = await withAdmission(fleet, 'a');
-    admission.noteShed('another-job', 'not started: this instance was overloaded (test)');
+    const { fleet, a } = await overloadedFleetOfTwo();
     const view = (a as unknown as { view: string }).view;
     // b joined the member list before its timers ran: its first receipt is for the instant after SLOT.
     const later = new Date(SLOT.getTime() + 1_000);
