@@ -21,8 +21,6 @@ export interface LostClaim {
   overloaded?: boolean;
   /** The instance that claimed the slot (another one): the one ranked first, whose receipt said it claimed it. */
   claimant?: string;
-  /** The claimant was still in the member list when the check waited longer. */
-  claimantUp?: boolean;
 }
 
 export const VANISHED_CLAIM =
@@ -224,24 +222,24 @@ export class SweepChecks {
    * run by the sweep.
    */
   async recordVanishedClaim(claim: LostClaim, now: number = performance.now()): Promise<void> {
-    if (now - claim.since < OVERLOAD_WAIT_LEASES * this.ctx.job.leaseMs) {
-      // Judged by the claimant's state when the member list says it: a claimant still up records
-      // the slot itself (late, when it is overloaded, whatever this instance's own load); one that
-      // left the list may have vanished with it. Not known: this instance's own load decides.
-      const up = claim.claimant === undefined ? undefined : this.ctx.deps.load?.roster?.alive(claim.claimant);
-      if (up ?? this.ctx.deps.load?.overloaded()) {
-        this.returnLostClaim({ ...claim, overloaded: true, claimantUp: up, checkAfter: now + this.ctx.job.leaseMs });
-        return;
-      }
+    // Judged by the claimant's state as the member list says it now: a claimant still up records
+    // the slot itself (late, when it is overloaded, whatever this instance's own load); one that
+    // left the list may have vanished with it. Not known: this instance's own load decides.
+    const up = claim.claimant === undefined ? undefined : this.ctx.deps.load?.roster?.alive(claim.claimant);
+    if (now - claim.since < OVERLOAD_WAIT_LEASES * this.ctx.job.leaseMs && (up ?? this.ctx.deps.load?.overloaded())) {
+      this.returnLostClaim({ ...claim, overloaded: true, checkAfter: now + this.ctx.job.leaseMs });
+      return;
     }
     const { status } = claim.why;
     const later = Math.round((now - claim.since) / 1000);
     const error =
       !claim.overloaded || claim.why.error !== VANISHED_CLAIM
         ? claim.why.error
-        : claim.claimantUp
+        : up === true
           ? `claimed by instance ${claim.claimant}, which was still up but had recorded no row for it ${later} s later (too slow to record it under load)`
-          : `claimed by an instance that had recorded no row for it ${later} s later, while this fleet was overloaded (its claimant was too slow to record it, or stopped)`;
+          : up === false
+            ? `claimed by instance ${claim.claimant}, which left the fleet (stopped renewing its membership) without recording a row for it`
+            : `claimed by an instance that had recorded no row for it ${later} s later, while this fleet was overloaded (its claimant was too slow to record it, or stopped)`;
     const recover = status === 'lease_lost' && this.ctx.job.recover && this.ctx.withinRecoveryWindow(claim.slot.scheduledAt);
     const inserted = await this.ctx.notStarted(
       claim.slot,

@@ -500,6 +500,18 @@ describe("a watched slot without a row is judged by its claimant's state, not th
     expect(row?.error).toBe(VANISHED_CLAIM);
   });
 
+  it('a claimant up at one look and gone at the next is recorded as having left, not as still up', async () => {
+    const { r, t0, roster } = watching();
+    await check(r, t0 + 5 * LEASE_MS);
+    expect(await r.history.get(executionId)).toBeUndefined();
+    // Killed: its entry in the member list runs out.
+    roster.update(['instance-a', 'instance-c'], () => 'instance-c');
+    await check(r, t0 + 7 * LEASE_MS);
+    const row = await r.history.get(executionId);
+    expect(row).toMatchObject({ status: 'lease_lost', attempt: 0 });
+    expect(row?.error).toBe('claimed by instance instance-b, which left the fleet (stopped renewing its membership) without recording a row for it');
+  });
+
   it('a claimant still up ten leases on without a row: recorded, naming it, without saying it stopped', async () => {
     const { r, t0 } = watching();
     await check(r, t0 + 5 * LEASE_MS);
