@@ -245,10 +245,11 @@ export class JobExecutor {
         return 'paused';
       case 'overlap': {
         const holder = await holderState(this.ctx, claim.holder, scheduledAt);
-        if ((holder.ending || holder.late) && trigger === 'schedule' && !this.ctx.stopping.signal.aborted) {
+        if ((holder.starting || holder.ending || holder.late) && trigger === 'schedule' && !this.ctx.stopping.signal.aborted) {
           // No earlier run of the job was going: the slot came late (another slot's run holds the
-          // job), or it waited out its start budget for a release that a loaded Redis or instance
-          // had not delivered. Not an overlap: a slot not started in time.
+          // job), or it waited out its start budget for a run that had not started its handler
+          // (its row not written) or for a release that a loaded Redis or instance had not
+          // delivered. Not an overlap: a slot not started in time.
           const lateMs = Math.round(this.ctx.deps.clock() - scheduledAt.getTime());
           const why = `not started in time: the job's lease was still held ${lateMs} ms after this slot's instant: ${holder.why}`;
           return skippedOverload(this.ctx, this.checks, slot, executionId, why);

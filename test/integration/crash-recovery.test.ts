@@ -53,19 +53,26 @@ async function fleet(name: string, expression: string, overrides: Partial<Fixtur
 
 /**
  * The fleet, with a job that fires once a few seconds after all three instances are up. On a loaded
- * machine starting three processes can take longer than the lead: a fleet that was up only after
- * the instant (no instance there to fire it) is started again with a longer lead.
+ * machine starting three processes can take longer than the lead: a fleet that was not up before
+ * the instant is killed and a new one, with a job of its own (a new name: nothing of the first one
+ * carries over), started with a longer lead. Returns the job's name and instant.
  */
-async function oneShotFleet(name: string, overrides: Partial<FixtureConfig>, events: FixtureEvent[]): Promise<{ at: Date }> {
+async function oneShotFleet(
+  prefix: string,
+  overrides: (name: string) => Partial<FixtureConfig>,
+  events: FixtureEvent[],
+): Promise<{ name: string; at: Date }> {
   for (const leadMs of [6_000, 10_000, 15_000]) {
+    const name = uniqueName(prefix);
     const { expression, at } = oneShot(leadMs);
-    await fleet(name, expression, overrides, events);
-    if (Date.now() < at.getTime() - 1_000) return { at };
+    await fleet(name, expression, overrides(name), events);
+    // Up before the claim that comes 250 ms ahead of the instant (with a margin): the slot fires here.
+    if (Date.now() < at.getTime() - 500) return { name, at };
     await Promise.all(instances.map((i) => i.kill()));
     instances = [];
     events.length = 0;
   }
-  throw new Error(`${name}: three instances did not start within 15 s`);
+  throw new Error(`${prefix}: three instances did not start within 15 s`);
 }
 
 /** How long to wait for the one-shot slot's run to start: until a few seconds past its instant. */
@@ -75,11 +82,10 @@ const row = (executionId: string) => prisma.distributedCronRun.findUnique({ wher
 
 describe('crash recovery across child processes', () => {
   it('re-runs the execution of a killed holder once, on a survivor, with recover: true', async () => {
-    const name = uniqueName('recover');
     const events: FixtureEvent[] = [];
     const { at } = await oneShotFleet(
-      name,
-      { job: { name, lease: '2s', renewEvery: '500ms', recover: true }, workMs: 30_000, laterAttemptsWorkMs: 200 },
+      'recover',
+      (name) => ({ job: { name, lease: '2s', renewEvery: '500ms', recover: true }, workMs: 30_000, laterAttemptsWorkMs: 200 }),
       events,
     );
 
@@ -127,9 +133,8 @@ describe('crash recovery across child processes', () => {
   });
 
   it('closes the execution of a killed holder as lease_lost, with one alert, with recover: false', async () => {
-    const name = uniqueName('no-recover');
     const events: FixtureEvent[] = [];
-    const { at } = await oneShotFleet(name, { job: { name, lease: '2s', renewEvery: '500ms' }, workMs: 30_000 }, events);
+    const { name, at } = await oneShotFleet('no-recover', (name) => ({ job: { name, lease: '2s', renewEvery: '500ms' }, workMs: 30_000 }), events);
 
     const first = await waitFor(() => events.find((e) => e.event === 'start'), untilStarted(at));
     await instances.find((i) => i.id === first.instanceId)!.kill('SIGKILL');
@@ -141,12 +146,11 @@ describe('crash recovery across child processes', () => {
   });
 
   it('performs a retry on another instance when the instance that failed is killed before the retry is due', async () => {
-    const name = uniqueName('retry-elsewhere');
     const events: FixtureEvent[] = [];
     // A short lease: if the kill lands between the result and the release, the lease expires soon anyway.
     const { at } = await oneShotFleet(
-      name,
-      { job: { name, lease: '2s', renewEvery: '500ms', retry: { attempts: 2, backoff: '2s' } }, workMs: 100, failAttempts: 1 },
+      'retry-elsewhere',
+      (name) => ({ job: { name, lease: '2s', renewEvery: '500ms', retry: { attempts: 2, backoff: '2s' } }, workMs: 100, failAttempts: 1 }),
       events,
     );
 

@@ -188,7 +188,7 @@ describe('JobExecutor on in-memory adapters', () => {
   it('overlap skip: a slot that finds the previous run holding the lease is recorded as skipped_overlap', async () => {
     const r = rig({ overlap: 'skip' });
     const previous = 'report:2026-05-01T09:00:00Z';
-    await r.leases.claim({
+    const claim = await r.leases.claim({
       jobName: 'report',
       executionId: previous,
       overlap: 'skip',
@@ -196,6 +196,9 @@ describe('JobExecutor on in-memory adapters', () => {
       slotMs: 10_000,
       queued: { executionId: previous, scheduledAt: SLOT.getTime() - 3_600_000, businessDate: '2026-05-01' },
     });
+    if (claim.kind !== 'won') throw new Error(claim.kind);
+    // Its run is going: its row says running.
+    await r.history.begin({ ...runningRow('report', previous, claim.lease.fencingToken) });
     expect(await r.executor.fire(SLOT)).toBe('skipped_overlap');
     expect(r.calls).toHaveLength(0);
     expect(await r.history.get(executionId)).toMatchObject({ status: 'skipped_overlap', attempt: 0, fencingToken: null });
@@ -610,13 +613,15 @@ describe('a slot that finds the job lease held says what holds it', () => {
     expect(r.calls).toHaveLength(2);
   });
 
-  it("says the previous slot's run was still starting when it never wrote its row within the start budget", async () => {
+  it("records a slot not started in time, not an overlap, when the previous slot's run never wrote its row within the start budget", async () => {
     const r = rig(options);
     await held(r);
-    expect(await r.executor.fire(SLOT)).toBe('skipped_overlap');
+    expect(await r.executor.fire(SLOT)).toBe('skipped_overload');
     const row = await r.history.get(executionId);
-    expect(row?.status).toBe('skipped_overlap');
-    expect(row?.error).toBe(`the previous slot's run (${PREVIOUS}) was still starting (overlap: skip)`);
+    expect(row?.status).toBe('skipped_overload');
+    expect(row?.error).toMatch(
+      new RegExp(`^not started in time: the job's lease was still held \\d+ ms after this slot's instant: the previous slot's run \\(${PREVIOUS}\\) was still starting$`),
+    );
   });
 
   it('names the previous run when it was going', async () => {
