@@ -7,13 +7,18 @@
  */
 export class FleetRoster {
   private live = new Set<string>();
+  private busy = new Set<string>();
   /** False until the list was read, and while it cannot be: nothing is known of the others then. */
   private known = false;
   private firstOf: ((job: string, slotMs: number) => string | undefined) | undefined;
 
-  /** The member list as just read (instance IDs of every group), and who is ranked first for a slot. */
-  update(instanceIds: Iterable<string>, firstOf: (job: string, slotMs: number) => string | undefined): void {
+  /**
+   * The member list as just read (instance IDs of every group), who is ranked first for a slot,
+   * and which instances said they were overloaded when they last renewed their entry.
+   */
+  update(instanceIds: Iterable<string>, firstOf: (job: string, slotMs: number) => string | undefined, overloaded: Iterable<string> = []): void {
     this.live = new Set(instanceIds);
+    this.busy = new Set(overloaded);
     this.firstOf = firstOf;
     this.known = true;
   }
@@ -27,6 +32,11 @@ export class FleetRoster {
   /** The instance that claims this slot first, when the list is known. */
   claimantOf(job: string, slotMs: number): string | undefined {
     return this.known ? this.firstOf?.(job, slotMs) : undefined;
+  }
+
+  /** Whether the instance said it was overloaded when it last renewed its entry in the member list; undefined: not known. */
+  overloaded(instanceId: string): boolean | undefined {
+    return this.known ? this.busy.has(instanceId) : undefined;
   }
 
   /** Whether the instance is in the member list (it renewed its entry within the entry's life); undefined: not known. */

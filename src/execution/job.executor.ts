@@ -232,7 +232,7 @@ export class JobExecutor {
         if (performance.now() < budgetEnd && !this.ctx.stopping.signal.aborted) {
           const holder = await holderState(this.ctx, claim.holder, scheduledAt);
           const next = Math.min(budgetEnd, performance.now() + settleMs(this.ctx, scheduledAt));
-          if (holder.starting || holder.ending) return this.fireSlot(scheduledAt, trigger, next, budgetEnd);
+          if (holder.starting || holder.ending || holder.overloaded) return this.fireSlot(scheduledAt, trigger, next, budgetEnd);
         }
         return this.fireSlot(scheduledAt, trigger, settleUntil);
       }
@@ -245,11 +245,13 @@ export class JobExecutor {
         return 'paused';
       case 'overlap': {
         const holder = await holderState(this.ctx, claim.holder, scheduledAt);
-        if ((holder.starting || holder.ending || holder.late) && trigger === 'schedule' && !this.ctx.stopping.signal.aborted) {
-          // No earlier run of the job was going: the slot came late (another slot's run holds the
-          // job), or it waited out its start budget for a run that had not started its handler
-          // (its row not written) or for a release that a loaded Redis or instance had not
-          // delivered. Not an overlap: a slot not started in time.
+        const notGoing = holder.starting || holder.ending || holder.late || holder.overloaded;
+        if (notGoing && trigger === 'schedule' && !this.ctx.stopping.signal.aborted) {
+          // No earlier run of the job was going, as far as can be told: the slot came late
+          // (another slot's run holds the job), or it waited out its start budget for a run that
+          // had not started its handler (its row not written), for a release that a loaded Redis
+          // or instance had not delivered, or for a run on an overloaded instance, whose end
+          // waits its turn there. Not an overlap: a slot not started in time.
           const lateMs = Math.round(this.ctx.deps.clock() - scheduledAt.getTime());
           const why = `not started in time: the job's lease was still held ${lateMs} ms after this slot's instant: ${holder.why}`;
           return skippedOverload(this.ctx, this.checks, slot, executionId, why);

@@ -10,7 +10,7 @@ import type { ExecutorContext } from './executor.context.js';
 
 /** What the holder's questions read of the job's executor context. */
 type HolderContext = Pick<ExecutorContext, 'job' | 'db' | 'historyTimeoutMs' | 'ending'> & {
-  readonly deps: Pick<ExecutorContext['deps'], 'history'>;
+  readonly deps: Pick<ExecutorContext['deps'], 'history' | 'instanceId' | 'load'>;
 };
 
 /** What a slot that found its job's lease held learns of the holder. */
@@ -21,6 +21,11 @@ export interface HolderState {
   ending?: true;
   /** The holder is the run of another slot than the previous one (this slot came late). */
   late?: true;
+  /**
+   * The holder's run is on an instance that said it was overloaded (this one, or another in the
+   * fleet's member list): its handler may have ended long ago, its end waiting its turn there.
+   */
+  overloaded?: true;
   /** The reason a slot that did not start because of it gives. */
   why: string;
 }
@@ -61,6 +66,14 @@ export async function holderState(ctx: HolderContext, holder: LeaseHolder | unde
     // Its run is here: whether its handler has ended is known, not guessed from the row.
     if (ctx.ending.has(id)) {
       return { starting: false, ending: true, why: `the previous run of this job (${id}) had ended and was writing its result` };
+    }
+    const here = row.instanceId === ctx.deps.instanceId;
+    if (here ? ctx.deps.load?.overloaded() : ctx.deps.load?.roster?.overloaded(row.instanceId)) {
+      return {
+        starting: false,
+        overloaded: true,
+        why: `the previous run of this job (${id}) had not let go of it: its instance (${here ? 'this one' : row.instanceId}) was overloaded`,
+      };
     }
     return { starting: false, why: `the previous run of this job (${id}) was still going` };
   }

@@ -13,6 +13,10 @@ export const PREFERRED_HEAD_START_MS = 80;
 /** How often an instance renews its entry in the fleet's member list, and how long an entry lives. */
 const MEMBER_EVERY_MS = 2_000;
 const MEMBER_TTL_MS = 3 * MEMBER_EVERY_MS;
+/** The start of an overloaded instance's second entry in the member list: `'!busy|<group>|<instanceId>'`. */
+const BUSY = '!busy|';
+/** How often an instance that said it was not overloaded looks whether it has become so (then renews its entry at once). */
+const BUSY_LOOK_MS = 250;
 /** How long start-up waits for the first member list (Redis may be down: then every instance claims every slot). */
 const FIRST_BEAT_WAIT_MS = 500;
 /**
@@ -88,6 +92,9 @@ export class SlotDispatcher {
   private readonly jobHashes = new Map<string, number>();
   private readonly ranked = new Int32Array(3);
   private heartbeat: NodeJS.Timeout | undefined;
+  /** Whether this instance's last renewal of its entry said it was overloaded. */
+  private saidBusy = false;
+  private busyLook: NodeJS.Timeout | undefined;
   private outage = false;
   /** performance.now() of the last read of the member list. */
   private listReadAt = 0;
@@ -150,6 +157,17 @@ export class SlotDispatcher {
       this.heartbeat.unref();
     };
     again(0);
+    // Overload begins between renewals: said at once, so that the others waiting for a run of
+    // this instance to let go of its job know why it is late (see `holderState`).
+    const admission = this.admission;
+    if (admission) {
+      this.busyLook = setInterval(() => {
+        if (this.stopped || this.saidBusy || !admission.overloaded()) return;
+        this.saidBusy = true;
+        void this.beat();
+      }, BUSY_LOOK_MS);
+      this.busyLook.unref();
+    }
     await Promise.race([first, sleep(FIRST_BEAT_WAIT_MS, undefined, { ref: false })]);
   }
 
@@ -169,6 +187,7 @@ export class SlotDispatcher {
     this.admission?.stop();
     clearTimeout(this.heartbeat);
     this.heartbeat = undefined;
+    clearInterval(this.busyLook);
     clearTimeout(this.rowTimer);
     for (const group of this.rowWatches) {
       for (const item of group.items) {
@@ -491,9 +510,13 @@ export class SlotDispatcher {
 
   private async beat(): Promise<void> {
     try {
-      const entries = await this.fleet!.heartbeat(this.member(), MEMBER_TTL_MS);
+      const busy = this.admission?.overloaded() ?? false;
+      this.saidBusy = busy;
+      const all = await this.fleet!.heartbeat(this.member(), MEMBER_TTL_MS, busy);
       if (this.stopped) return;
       this.listReadAt = performance.now();
+      const entries = all.filter((entry) => !entry.startsWith(BUSY));
+      const overloaded = all.filter((entry) => entry.startsWith(BUSY)).map((entry) => entry.slice(entry.indexOf('|', BUSY.length) + 1));
       const prefix = `${this.group}|`;
       const ids = entries.filter((entry) => entry.startsWith(prefix)).map((entry) => entry.slice(prefix.length));
       ids.sort();
@@ -505,6 +528,7 @@ export class SlotDispatcher {
       this.admission?.roster.update(
         entries.map((entry) => entry.slice(entry.indexOf('|') + 1)),
         (job, slotMs) => this.firstFor(job, slotMs),
+        overloaded,
       );
       if (this.outage) this.logger.log('the fleet member list is back: each slot is claimed by one instance first again');
       this.outage = false;

@@ -7,8 +7,11 @@ import { loadScript, type RedisScriptRunner } from './redis-script.runner.js';
  * arbiter; this only decides who tries first, so a wrong or missing answer costs time, never a run.
  */
 export interface FleetCoordination {
-  /** Renews this instance's entry (`'<group>|<instanceId>'`) and returns every live entry. */
-  heartbeat(member: string, ttlMs: number): Promise<string[]>;
+  /**
+   * Renews this instance's entry (`'<group>|<instanceId>'`), with whether it is overloaded, and
+   * returns every live entry; an overloaded instance's also as `'!busy|<group>|<instanceId>'`.
+   */
+  heartbeat(member: string, ttlMs: number, busy?: boolean): Promise<string[]>;
   leave(member: string): Promise<void>;
   /**
    * Records that this instance, ranking with the member list `view` (its hash), sent the claims
@@ -60,12 +63,13 @@ export class RedisFleetCoordination implements FleetCoordination {
     private readonly prefix: string,
   ) {}
 
-  async heartbeat(member: string, ttlMs: number): Promise<string[]> {
-    return (await this.runner.run('fleet heartbeat', FLEET_SCRIPTS.members, [this.membersKey()], [member, ttlMs, '1'])) as string[];
+  async heartbeat(member: string, ttlMs: number, busy = false): Promise<string[]> {
+    const args = [member, ttlMs, '1', busy ? '1' : '0'];
+    return (await this.runner.run('fleet heartbeat', FLEET_SCRIPTS.members, [this.membersKey()], args)) as string[];
   }
 
   async leave(member: string): Promise<void> {
-    await this.runner.run('fleet leave', FLEET_SCRIPTS.members, [this.membersKey()], [member, 60_000, '0']);
+    await this.runner.run('fleet leave', FLEET_SCRIPTS.members, [this.membersKey()], [member, 60_000, '0', '0']);
   }
 
   /** The values of `keys`, in order: one MGET, or on a Cluster one GET each (the instances' keys live on different slots). */

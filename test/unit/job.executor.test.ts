@@ -633,6 +633,48 @@ describe('a slot that finds the job lease held says what holds it', () => {
     expect((await r.history.get(executionId))?.error).toBe(`the previous run of this job (${PREVIOUS}) was still going (overlap: skip)`);
   });
 
+  it("records a slot not started in time, not an overlap, when the previous run's instance said it was overloaded", async () => {
+    // instance-gone, which runs the previous slot, renewed its member entry saying it was overloaded.
+    const roster = new FleetRoster();
+    roster.update(['instance-a', 'instance-gone'], () => undefined, ['instance-gone']);
+    const r = rig(options, () => undefined, undefined, loadSignal(() => false, [], roster));
+    const claim = await held(r);
+    if (claim.kind !== 'won') throw new Error(claim.kind);
+    await r.history.begin({ ...runningRow('report', PREVIOUS, claim.lease.fencingToken) });
+    const started = performance.now();
+    expect(await r.executor.fire(SLOT)).toBe('skipped_overload');
+    // It waited for it within its start budget (half the hour's period, at most the history's deadline).
+    expect(performance.now() - started).toBeGreaterThanOrEqual(1_000);
+    const row = await r.history.get(executionId);
+    expect(row?.status).toBe('skipped_overload');
+    expect(row?.error).toMatch(
+      /^not started in time: the job's lease was still held \d+ ms after this slot's instant: the previous run of this job \(report:2026-05-01T09:00:00Z\) had not let go of it: its instance \(instance-gone\) was overloaded$/,
+    );
+  });
+
+  it('runs when the previous run on an overloaded instance lets go within the start budget', async () => {
+    const roster = new FleetRoster();
+    roster.update(['instance-a', 'instance-gone'], () => undefined, ['instance-gone']);
+    const r = rig(options, () => undefined, undefined, loadSignal(() => false, [], roster));
+    const claim = await held(r);
+    if (claim.kind !== 'won') throw new Error(claim.kind);
+    await r.history.begin({ ...runningRow('report', PREVIOUS, claim.lease.fencingToken) });
+    setTimeout(() => void r.leases.release(claim.lease, { leaseMs: 2_000, doneMs: 1_000, succeeded: true }), 1_400);
+    expect(await r.executor.fire(SLOT)).toBe('ran');
+    expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
+  });
+
+  it('still says the previous run was going when its instance did not say it was overloaded', async () => {
+    const roster = new FleetRoster();
+    roster.update(['instance-a', 'instance-gone'], () => undefined, ['instance-a']);
+    const r = rig(options, () => undefined, undefined, loadSignal(() => false, [], roster));
+    const claim = await held(r);
+    if (claim.kind !== 'won') throw new Error(claim.kind);
+    await r.history.begin({ ...runningRow('report', PREVIOUS, claim.lease.fencingToken) });
+    expect(await r.executor.fire(SLOT)).toBe('skipped_overlap');
+    expect((await r.history.get(executionId))?.error).toBe(`the previous run of this job (${PREVIOUS}) was still going (overlap: skip)`);
+  });
+
   it('does not say a run was going when the lease does not name its run', async () => {
     const clock = { now: SLOT.getTime() };
     const leases = new InMemoryLeaseStore(() => clock.now);
