@@ -16,7 +16,11 @@ export class FleetRoster {
    * The member list as just read (instance IDs of every group), who is ranked first for a slot,
    * and which instances said they were overloaded when they last renewed their entry.
    */
-  update(instanceIds: Iterable<string>, firstOf: (job: string, slotMs: number) => string | undefined, overloaded: Iterable<string> = []): void {
+  update(
+    instanceIds: Iterable<string>,
+    firstOf: (job: string, slotMs: number) => string | undefined,
+    overloaded: Iterable<string> = [],
+  ): void {
     this.live = new Set(instanceIds);
     this.busy = new Set(overloaded);
     this.firstOf = firstOf;

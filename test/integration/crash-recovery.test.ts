@@ -134,7 +134,11 @@ describe('crash recovery across child processes', () => {
 
   it('closes the execution of a killed holder as lease_lost, with one alert, with recover: false', async () => {
     const events: FixtureEvent[] = [];
-    const { name, at } = await oneShotFleet('no-recover', (name) => ({ job: { name, lease: '2s', renewEvery: '500ms' }, workMs: 30_000 }), events);
+    const { name, at } = await oneShotFleet(
+      'no-recover',
+      (name) => ({ job: { name, lease: '2s', renewEvery: '500ms' }, workMs: 30_000 }),
+      events,
+    );
 
     const first = await waitFor(() => events.find((e) => e.event === 'start'), untilStarted(at));
     await instances.find((i) => i.id === first.instanceId)!.kill('SIGKILL');

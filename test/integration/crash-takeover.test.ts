@@ -91,7 +91,8 @@ describe('crash of the instance running a job (three child processes, SIGKILL)',
     for (const r of skipped) {
       const where = `${r.scheduledAt.toISOString()}: ${r.status}: ${r.error}`;
       if (r.status === 'skipped_overlap') expect(r.error, where).toContain(first.executionId);
-      else if (r.status === 'lease_lost') expect(r.error, where).toMatch(new RegExp(`^claimed by (instance ${victim.id}, which left|an instance that never)`));
+      else if (r.status === 'lease_lost')
+        expect(r.error, where).toMatch(new RegExp(`^claimed by (instance ${victim.id}, which left|an instance that never)`));
       else expect(r.status, where).toBe('skipped_overload');
     }
     // A survivor notices the dead owner and closes its row: nothing stays 'running' forever.

@@ -512,7 +512,9 @@ describe("a watched slot without a row is judged by its claimant's state, not th
     await check(r, t0 + 7 * LEASE_MS);
     const row = await r.history.get(executionId);
     expect(row).toMatchObject({ status: 'lease_lost', attempt: 0 });
-    expect(row?.error).toBe('claimed by instance instance-b, which left the fleet (stopped renewing its membership) without recording a row for it');
+    expect(row?.error).toBe(
+      'claimed by instance instance-b, which left the fleet (stopped renewing its membership) without recording a row for it',
+    );
   });
 
   it('a claimant still up ten leases on without a row: recorded, naming it, without saying it stopped', async () => {
@@ -620,7 +622,9 @@ describe('a slot that finds the job lease held says what holds it', () => {
     const row = await r.history.get(executionId);
     expect(row?.status).toBe('skipped_overload');
     expect(row?.error).toMatch(
-      new RegExp(`^not started in time: the job's lease was still held \\d+ ms after this slot's instant: the previous slot's run \\(${PREVIOUS}\\) was still starting$`),
+      new RegExp(
+        `^not started in time: the job's lease was still held \\d+ ms after this slot's instant: the previous slot's run \\(${PREVIOUS}\\) was still starting$`,
+      ),
     );
   });
 
@@ -637,7 +641,12 @@ describe('a slot that finds the job lease held says what holds it', () => {
     // instance-gone, which runs the previous slot, renewed its member entry saying it was overloaded.
     const roster = new FleetRoster();
     roster.update(['instance-a', 'instance-gone'], () => undefined, ['instance-gone']);
-    const r = rig(options, () => undefined, undefined, loadSignal(() => false, [], roster));
+    const r = rig(
+      options,
+      () => undefined,
+      undefined,
+      loadSignal(() => false, [], roster),
+    );
     const claim = await held(r);
     if (claim.kind !== 'won') throw new Error(claim.kind);
     await r.history.begin({ ...runningRow('report', PREVIOUS, claim.lease.fencingToken) });
@@ -655,7 +664,12 @@ describe('a slot that finds the job lease held says what holds it', () => {
   it('runs when the previous run on an overloaded instance lets go within the start budget', async () => {
     const roster = new FleetRoster();
     roster.update(['instance-a', 'instance-gone'], () => undefined, ['instance-gone']);
-    const r = rig(options, () => undefined, undefined, loadSignal(() => false, [], roster));
+    const r = rig(
+      options,
+      () => undefined,
+      undefined,
+      loadSignal(() => false, [], roster),
+    );
     const claim = await held(r);
     if (claim.kind !== 'won') throw new Error(claim.kind);
     await r.history.begin({ ...runningRow('report', PREVIOUS, claim.lease.fencingToken) });
@@ -667,7 +681,12 @@ describe('a slot that finds the job lease held says what holds it', () => {
   it('still says the previous run was going when its instance did not say it was overloaded', async () => {
     const roster = new FleetRoster();
     roster.update(['instance-a', 'instance-gone'], () => undefined, ['instance-a']);
-    const r = rig(options, () => undefined, undefined, loadSignal(() => false, [], roster));
+    const r = rig(
+      options,
+      () => undefined,
+      undefined,
+      loadSignal(() => false, [], roster),
+    );
     const claim = await held(r);
     if (claim.kind !== 'won') throw new Error(claim.kind);
     await r.history.begin({ ...runningRow('report', PREVIOUS, claim.lease.fencingToken) });
