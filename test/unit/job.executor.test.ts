@@ -637,10 +637,10 @@ describe('a slot that finds the job lease held says what holds it', () => {
     expect((await r.history.get(executionId))?.error).toBe(`the previous run of this job (${PREVIOUS}) was still going (overlap: skip)`);
   });
 
-  it("records a slot not started in time, not an overlap, when the previous run's instance said it was overloaded", async () => {
-    // instance-gone, which runs the previous slot, renewed its member entry saying it was overloaded.
+  /** The previous slot's run holds the job and its row says running on instance-gone; `overloaded`: who said so in the member list. */
+  async function previousRunningOn(overloaded: string[]) {
     const roster = new FleetRoster();
-    roster.update(['instance-a', 'instance-gone'], () => undefined, ['instance-gone']);
+    roster.update(['instance-a', 'instance-gone'], () => undefined, overloaded);
     const r = rig(
       options,
       () => undefined,
@@ -650,6 +650,11 @@ describe('a slot that finds the job lease held says what holds it', () => {
     const claim = await held(r);
     if (claim.kind !== 'won') throw new Error(claim.kind);
     await r.history.begin({ ...runningRow('report', PREVIOUS, claim.lease.fencingToken) });
+    return { r, claim };
+  }
+
+  it("records a slot not started in time, not an overlap, when the previous run's instance said it was overloaded", async () => {
+    const { r } = await previousRunningOn(['instance-gone']);
     const started = performance.now();
     expect(await r.executor.fire(SLOT)).toBe('skipped_overload');
     // It waited for it within its start budget (half the hour's period, at most the history's deadline).
@@ -662,34 +667,14 @@ describe('a slot that finds the job lease held says what holds it', () => {
   });
 
   it('runs when the previous run on an overloaded instance lets go within the start budget', async () => {
-    const roster = new FleetRoster();
-    roster.update(['instance-a', 'instance-gone'], () => undefined, ['instance-gone']);
-    const r = rig(
-      options,
-      () => undefined,
-      undefined,
-      loadSignal(() => false, [], roster),
-    );
-    const claim = await held(r);
-    if (claim.kind !== 'won') throw new Error(claim.kind);
-    await r.history.begin({ ...runningRow('report', PREVIOUS, claim.lease.fencingToken) });
+    const { r, claim } = await previousRunningOn(['instance-gone']);
     setTimeout(() => void r.leases.release(claim.lease, { leaseMs: 2_000, doneMs: 1_000, succeeded: true }), 1_400);
     expect(await r.executor.fire(SLOT)).toBe('ran');
     expect(await r.history.get(executionId)).toMatchObject({ status: 'completed' });
   });
 
   it('still says the previous run was going when its instance did not say it was overloaded', async () => {
-    const roster = new FleetRoster();
-    roster.update(['instance-a', 'instance-gone'], () => undefined, ['instance-a']);
-    const r = rig(
-      options,
-      () => undefined,
-      undefined,
-      loadSignal(() => false, [], roster),
-    );
-    const claim = await held(r);
-    if (claim.kind !== 'won') throw new Error(claim.kind);
-    await r.history.begin({ ...runningRow('report', PREVIOUS, claim.lease.fencingToken) });
+    const { r } = await previousRunningOn(['instance-a']);
     expect(await r.executor.fire(SLOT)).toBe('skipped_overlap');
     expect((await r.history.get(executionId))?.error).toBe(`the previous run of this job (${PREVIOUS}) was still going (overlap: skip)`);
   });
