@@ -42,7 +42,9 @@ export class JobExecutor {
   /** In a Redis outage: slots not run (nor logged) since its first; undefined when Redis answers. */
   private outageSlots: number | undefined;
   /** How late a scheduled slot may start before admission control sheds it (see `startBudgetMs`). */
-  readonly startBudgetMs: number;
+  get startBudgetMs(): number {
+    return this.ctx.startBudgetMs;
+  }
   /** Scheduled slots in admission's start pipeline, and this instance's start-up. */
   private readonly phases: StartPhases;
 
@@ -52,8 +54,7 @@ export class JobExecutor {
     // Queue mode: the sweep puts what is due on the job's queue; a worker runs it (runQueued).
     const again: StartAgain = (row, trigger, deadFence) => startAgain(this.ctx, this.slotWait, row, trigger, deadFence);
     this.checks = new SweepChecks(this.ctx, job.queue ? enqueueAgain(this.ctx) : again);
-    this.startBudgetMs = this.ctx.startBudgetMs;
-    this.phases = new StartPhases(this.ctx, this.startBudgetMs);
+    this.phases = new StartPhases(this.ctx);
   }
 
   get job(): JobConfig {
@@ -247,7 +248,7 @@ export class JobExecutor {
         const holder = await holderState(this.ctx, claim.holder, scheduledAt);
         const notGoing = holder.starting || holder.ending || holder.late || holder.overloaded;
         if (notGoing && trigger === 'schedule' && !this.ctx.stopping.signal.aborted) {
-          // No earlier run of the job was going, as far as can be told: the slot came late
+          // Nothing shows that an earlier run of the job was going: the slot came late
           // (another slot's run holds the job), or it waited out its start budget for a run that
           // had not started its handler (its row not written), for a release that a loaded Redis
           // or instance had not delivered, or for a run on an overloaded instance, whose end

@@ -10,7 +10,7 @@ import type { SweepChecks } from './sweep.checks.js';
  */
 
 /** What the start phase reads of the job's executor context. */
-type StartContext = Pick<ExecutorContext, 'job' | 'deps'>;
+type StartContext = Pick<ExecutorContext, 'job' | 'deps' | 'startBudgetMs'>;
 /** What a slot shed because of the load reads of it. */
 type ShedContext = Pick<ExecutorContext, 'job' | 'stats' | 'events' | 'reportTrigger' | 'notStarted'>;
 
@@ -26,11 +26,7 @@ export class StartPhases {
   /** performance.now() from which a claim answered while not overloaded ends the start-up. */
   private warmFrom = 0;
 
-  /** `budgetMs`: how late a scheduled slot may start before admission control sheds it (see `startBudgetMs`). */
-  constructor(
-    private readonly ctx: StartContext,
-    private readonly budgetMs: number,
-  ) {}
+  constructor(private readonly ctx: StartContext) {}
 
   /** See `JobExecutor.startingUp`. */
   startingUp(atLeastMs: number, atMostMs: number): void {
@@ -63,7 +59,7 @@ export class StartPhases {
     const load = this.ctx.deps.load;
     const ms = load?.claimDeadlineMs(Math.floor((this.ctx.job.leaseMs - this.ctx.job.renewMs) / 2));
     if (ms === undefined || trigger !== 'schedule') return ms;
-    const left = scheduledAt.getTime() + this.budgetMs - this.ctx.deps.clock();
+    const left = scheduledAt.getTime() + this.ctx.startBudgetMs - this.ctx.deps.clock();
     return Math.max(MIN_CLAIM_WAIT_MS, Math.min(ms, left));
   }
 
@@ -85,9 +81,9 @@ export class StartPhases {
       return undefined;
     }
     const lateMs = this.ctx.deps.clock() - scheduledAt.getTime();
-    if (lateMs <= this.budgetMs) return undefined;
+    if (lateMs <= this.ctx.startBudgetMs) return undefined;
     const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
-    return `not started: this instance was overloaded (its claim was answered ${seconds(lateMs)} after the slot, past its start budget of ${seconds(this.budgetMs)}; ${load.describe()})`;
+    return `not started: this instance was overloaded (its claim was answered ${seconds(lateMs)} after the slot, past its start budget of ${seconds(this.ctx.startBudgetMs)}; ${load.describe()})`;
   }
 }
 
