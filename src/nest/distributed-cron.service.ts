@@ -7,7 +7,7 @@ import { DistributedCronArgumentError } from '../errors/distributed-cron-argumen
 import type { JobExecutor, JobStats } from '../execution/job.executor.js';
 import { defaultExecutionId } from '../config/job.config.js';
 import type { HistoryFilter, RunReads, SweepQueries } from '../history/run-history.js';
-import type { JobFlags, LeaderInfo, LeaseStore } from '../leasing/lease.store.js';
+import type { JobFlags, LeaderInfo, LeaseStore, LeaseView } from '../leasing/lease.store.js';
 import {
   DISTRIBUTED_CRON_CLOCK,
   DISTRIBUTED_CRON_INSTANCE_ID,
@@ -63,7 +63,8 @@ export interface BackfillOptions {
    * `'skip'`: trigger each slot at once; while another run of the job is going, the job's
    * `overlap` policy decides, so under the default `overlap: 'skip'` the slot is recorded
    * `skipped_overlap` (and stays so: backfill runs only slots without a row). `'wait'`: before each
-   * slot, wait until no run of the job is going anywhere in the fleet. Either way, backfills of
+   * slot, wait until no run of the job is going anywhere in the fleet and none holds its lease
+   * (a run that has just ended lets go of it after writing its row). Either way, backfills of
    * the same job on several instances take turns slot by slot and never skip each other's slots.
    * @default 'skip'
    */
@@ -101,7 +102,7 @@ export class DistributedCronService implements BeforeApplicationShutdown {
     @Inject(DISTRIBUTED_CRON_RUN_READS) private readonly reads: RunReads,
     /** Which slots of a backfill have a row; which runs of a job are going. */
     @Inject(DISTRIBUTED_CRON_SWEEP_QUERIES) private readonly sweeps: Pick<SweepQueries, 'existing' | 'running'>,
-    @Inject(DISTRIBUTED_CRON_LEASE_STORE) private readonly leases: Pick<LeaseStore, 'owner'>,
+    @Inject(DISTRIBUTED_CRON_LEASE_STORE) private readonly leases: Pick<LeaseStore, 'owner'> & Partial<LeaseView>,
     @Inject(DISTRIBUTED_CRON_JOB_FLAGS) private readonly flags: Pick<JobFlags, 'setPaused' | 'isPaused'>,
     @Inject(DISTRIBUTED_CRON_LEADERSHIP) private readonly leadership: LeadershipSeat,
     @Inject(DISTRIBUTED_CRON_CLOCK) private readonly clock: () => number,
@@ -351,8 +352,14 @@ export class DistributedCronService implements BeforeApplicationShutdown {
     }
   }
 
-  /** Whether a run of the job holds its lease anywhere in the fleet. */
+  /**
+   * Whether a run of the job holds its lease anywhere in the fleet. The job's lease itself is
+   * asked first (a store that can tell): a run whose row is already final may not have let go of
+   * it yet, and a slot fired into it would be recorded as an overlap.
+   */
   private async busy(executor: JobExecutor): Promise<boolean> {
+    const { leases } = this;
+    if (leases.leaseState !== undefined && (await leases.leaseState(executor.job.name, [])).holder !== undefined) return true;
     const rows = await this.sweeps.running([executor.job.name], 10, []);
     for (const row of rows) {
       if (row.fencingToken !== null && (await this.leases.owner(row.jobName, row.executionId, row.fencingToken)) === 'alive') return true;

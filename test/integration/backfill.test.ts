@@ -5,6 +5,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { DistributedCronService, type CronContext, type FireOutcome } from '../../src/index.js';
+import { DEFAULT_KEY_PREFIX } from '../../src/config/store.options.js';
+import { KeyBuilder } from '../../src/leasing/lease.store.js';
 import { jobProvider, startApp, type Handler, type RunningApp } from '../support/app.js';
 import { integrationSetup } from '../support/integration.setup.js';
 import { uniqueName, waitFor } from '../support/services.js';
@@ -157,6 +159,31 @@ describe('backfill', () => {
       ['2031-06-01T09:00:00Z', 'backfill', 'completed'],
       ['2031-06-01T10:00:00Z', 'manual', 'completed'],
     ]);
+  });
+
+  it("with overlap 'wait' waits for the job's lease itself, not only for a running row", async () => {
+    // A run whose row is already final but whose release has not landed yet: the job's lease is
+    // held while no row says running. Firing into it would record the slot as an overlap.
+    const name = uniqueName('releasing');
+    const runs: string[] = [];
+    const [app] = await startFleetAt('2031-06-01T10:30:00Z', 1, name, (ctx: CronContext) => {
+      runs.push(iso(ctx.scheduledAt));
+    });
+    await existingRow(name, '10:00:00', 'completed');
+    const leaseKey = new KeyBuilder(DEFAULT_KEY_PREFIX).lease(name);
+    expect(await app!.redis.set(leaseKey, `999:releasing|${name}:2031-06-01T10:00:00Z`, 'PX', 10_000)).toBe('OK');
+
+    let waited: Array<[string, FireOutcome]> | undefined;
+    const waiting = app!.cron.backfill(name, at('08:00:00'), at('09:00:00'), { overlap: 'wait' }).then((slots) => {
+      waited = slots.map((slot) => [iso(slot.scheduledAt), slot.outcome]);
+    });
+    await sleep(600);
+    expect(waited).toBeUndefined();
+    expect(runs).toEqual([]);
+    await app!.redis.del(leaseKey);
+    await waiting;
+    expect(waited).toEqual([['2031-06-01T08:00:00Z', 'ran']]);
+    expect(runs).toEqual(['2031-06-01T08:00:00Z']);
   });
 
   it('checks its arguments, naming the method, the job and the parameter', async () => {
