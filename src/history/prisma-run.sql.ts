@@ -308,6 +308,9 @@ export function notStartedMany(prisma: PrismaClientLike, requests: NotStartedReq
  * `select` lists the values of `columns` from the request rows (`v.<name>`), and `where` filters
  * them before they are inserted.
  */
+const byExecutionId = (a: { executionId: string }, b: { executionId: string }): number =>
+  a.executionId < b.executionId ? -1 : a.executionId > b.executionId ? 1 : 0;
+
 async function insertNew<R extends { executionId: string }>(
   prisma: PrismaClientLike,
   columns: string,
@@ -316,7 +319,10 @@ async function insertNew<R extends { executionId: string }>(
   input: ReadonlyArray<Column<R>>,
   where = 'TRUE',
 ): Promise<boolean[]> {
-  const { values, from } = rowsOf(requests, input);
+  // In execution-ID order: two instances inserting the same slots' rows (a shed slot's row, written
+  // by its first instance and a watcher) take the unique keys in the same order, and cannot
+  // deadlock (the batch PostgreSQL would abort is then sent again one row at a time).
+  const { values, from } = rowsOf(requests.length > 1 ? [...requests].sort(byExecutionId) : requests, input);
   const rows = await queryRows(
     prisma,
     `INSERT INTO ${TABLE} (${columns})

@@ -83,6 +83,52 @@ describe('PrismaRunHistory batching', () => {
   });
 });
 
+describe('PrismaRunHistory under contention', () => {
+  it('two instances recording the same slots in opposite orders do not deadlock: one statement each, each row created once', async () => {
+    // Under overload the instance ranked first and a watcher may both write a shed slot's row; two
+    // batches taking the same unique keys in opposite orders deadlock, and the one PostgreSQL
+    // aborts is sent again one row at a time.
+    const counter = (): { client: PrismaClientLike; statements: () => number } => {
+      let statements = 0;
+      const client = new Proxy(prisma, {
+        get(target, key, receiver) {
+          const value = Reflect.get(target, key, receiver) as unknown;
+          if (key !== '$queryRawUnsafe' || typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            statements++;
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      }) as unknown as PrismaClientLike;
+      return { client, statements: () => statements };
+    };
+    for (let round = 0; round < 4; round++) {
+      const job = `contract-contend-${round}-${Date.now().toString(36)}`;
+      const requests = Array.from({ length: 2_000 }, (_, n) => ({
+        jobName: job,
+        executionId: `${job}:${String(n).padStart(5, '0')}`,
+        scheduledAt: new Date(Date.UTC(2026, 2, 1, 10, 0, n)),
+        businessDate: '2026-03-01',
+        trigger: 'schedule' as const,
+        status: 'skipped_overload' as const,
+        error: 'not started: this instance was overloaded',
+        now: new Date(Date.UTC(2026, 2, 1, 10, 0, n)),
+      }));
+      const a = counter();
+      const b = counter();
+      const [historyA, historyB] = [new PrismaRunHistory(a.client), new PrismaRunHistory(b.client)];
+      const [first, second] = await Promise.all([
+        Promise.all(requests.map((r) => historyA.recordNotStarted({ ...r, instanceId: 'a' }))),
+        Promise.all([...requests].reverse().map((r) => historyB.recordNotStarted({ ...r, instanceId: 'b' }))),
+      ]);
+      const created = new Map<string, number>();
+      requests.forEach((r, i) => created.set(r.executionId, Number(first[i]) + Number(second[requests.length - 1 - i])));
+      expect([...created.values()].every((count) => count === 1)).toBe(true);
+      expect([a.statements(), b.statements()]).toEqual([1, 1]);
+    }
+  });
+});
+
 describe('PrismaRunHistory and schedules', () => {
   it("writes a schedule's slot with its schedule id, a static job's with none, in one batch", async () => {
     const history = new PrismaRunHistory(prisma);
