@@ -413,6 +413,9 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
     }
     log(`overload ${system} ${multiplier}× (${jobs} jobs): runs per second of the window ${ranPerSecond.join(' ')}`);
     log(
+      `overload ${system} ${multiplier}× (${jobs} jobs): RSS MB per second, largest process: ${rss.map((row) => Math.round(Math.max(...row.filter(Number.isFinite)))).join(' ')}`,
+    );
+    log(
       `overload ${system} ${multiplier}× (${jobs} jobs): on time ${onTime}, late ${late}, not run ${step.notRun} of ${expectedSlots}; ` +
         `goodput ${step.goodputPerS}/s, p99 ${step.delayMs.p99} ms, dup ${duplicates}, failed ${failed}, ` +
         `back on time after ${backOnTimeS ?? '–'} s${byStatus ? `, rows ${JSON.stringify(byStatus)}` : ''}`,

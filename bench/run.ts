@@ -16,6 +16,7 @@
  *   npm run bench -- --only overload --overload-knee 2000   the knee given instead of probed first
  *   npm run bench -- --only overload --overload-knee 2000 --overload-steps 2 --overload-no-bullmq [--profile]
  *                                      one step, the library only (with --profile: a CPU profile of its first process)
+ *                                      (--overload-seconds <s>: a longer overload phase, to see whether RSS levels off)
  *   npm run bench -- --only dynamic [--dynamic-schedules 5000] [--dynamic-no-bullmq]
  *                                      run-time schedules (default 100,000, quick 5,000) with and without jitter, and BullMQ
  *   npm run bench -- --only dynamic --dynamic-idle-only --dynamic-schedules 1000000
@@ -135,6 +136,7 @@ function parseArgs(argv: string[]): Settings {
       ...(quick ? OVERLOAD_QUICK : OVERLOAD_FULL),
       knee,
       ...(overloadSteps ? { multipliers: overloadSteps } : {}),
+      ...(value('--overload-seconds') ? { seconds: Number(value('--overload-seconds')) } : {}),
       ...(argv.includes('--overload-no-bullmq') ? { bullmq: false } : {}),
     },
     dynamic: {
