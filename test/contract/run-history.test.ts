@@ -33,23 +33,23 @@ afterAll(async () => {
 
 runHistoryContract('PrismaRunHistory', () => eachPort(new PrismaRunHistory(prisma)));
 
-describe('PrismaRunHistory batching', () => {
-  /** The history on a client that counts the statements it is sent. */
-  function counted(): { history: PrismaRunHistory; statements: () => number } {
-    let statements = 0;
-    const counting = new Proxy(prisma, {
-      get(target, key, receiver) {
-        const value = Reflect.get(target, key, receiver) as unknown;
-        if (key !== '$queryRawUnsafe' || typeof value !== 'function') return value;
-        return (...args: unknown[]) => {
-          statements++;
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    }) as unknown as PrismaClientLike;
-    return { history: new PrismaRunHistory(counting), statements: () => statements };
-  }
+/** The history on a client that counts the statements it is sent. */
+function counted(): { history: PrismaRunHistory; statements: () => number } {
+  let statements = 0;
+  const counting = new Proxy(prisma, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (key !== '$queryRawUnsafe' || typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        statements++;
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  }) as unknown as PrismaClientLike;
+  return { history: new PrismaRunHistory(counting), statements: () => statements };
+}
 
+describe('PrismaRunHistory batching', () => {
   it('answers the lookups of a turn (the catch-up of every job at start-up) with one statement', async () => {
     const { history, statements } = counted();
     const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => history.existing([`batch-lookup-${i}:1`])));
@@ -88,20 +88,6 @@ describe('PrismaRunHistory under contention', () => {
     // Under overload the instance ranked first and a watcher may both write a shed slot's row; two
     // batches taking the same unique keys in opposite orders deadlock, and the one PostgreSQL
     // aborts is sent again one row at a time.
-    const counter = (): { client: PrismaClientLike; statements: () => number } => {
-      let statements = 0;
-      const client = new Proxy(prisma, {
-        get(target, key, receiver) {
-          const value = Reflect.get(target, key, receiver) as unknown;
-          if (key !== '$queryRawUnsafe' || typeof value !== 'function') return value;
-          return (...args: unknown[]) => {
-            statements++;
-            return (value as (...a: unknown[]) => unknown).apply(target, args);
-          };
-        },
-      }) as unknown as PrismaClientLike;
-      return { client, statements: () => statements };
-    };
     for (let round = 0; round < 4; round++) {
       const job = `contract-contend-${round}-${Date.now().toString(36)}`;
       const requests = Array.from({ length: 2_000 }, (_, n) => ({
@@ -114,12 +100,11 @@ describe('PrismaRunHistory under contention', () => {
         error: 'not started: this instance was overloaded',
         now: new Date(Date.UTC(2026, 2, 1, 10, 0, n)),
       }));
-      const a = counter();
-      const b = counter();
-      const [historyA, historyB] = [new PrismaRunHistory(a.client), new PrismaRunHistory(b.client)];
+      const a = counted();
+      const b = counted();
       const [first, second] = await Promise.all([
-        Promise.all(requests.map((r) => historyA.recordNotStarted({ ...r, instanceId: 'a' }))),
-        Promise.all([...requests].reverse().map((r) => historyB.recordNotStarted({ ...r, instanceId: 'b' }))),
+        Promise.all(requests.map((r) => a.history.recordNotStarted({ ...r, instanceId: 'a' }))),
+        Promise.all([...requests].reverse().map((r) => b.history.recordNotStarted({ ...r, instanceId: 'b' }))),
       ]);
       const created = new Map<string, number>();
       requests.forEach((r, i) => created.set(r.executionId, Number(first[i]) + Number(second[requests.length - 1 - i])));
