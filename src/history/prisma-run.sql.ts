@@ -303,14 +303,15 @@ export function notStartedMany(prisma: PrismaClientLike, requests: NotStartedReq
   return insertNew(prisma, columns, select, requests, input);
 }
 
+/** Orders requests by execution ID (code-unit order, the same on every instance). */
+const byExecutionId = (a: { executionId: string }, b: { executionId: string }): number =>
+  a.executionId < b.executionId ? -1 : a.executionId > b.executionId ? 1 : 0;
+
 /**
  * `INSERT … ON CONFLICT (execution_id) DO NOTHING` of one row per request, in one statement:
  * `select` lists the values of `columns` from the request rows (`v.<name>`), and `where` filters
  * them before they are inserted.
  */
-const byExecutionId = (a: { executionId: string }, b: { executionId: string }): number =>
-  a.executionId < b.executionId ? -1 : a.executionId > b.executionId ? 1 : 0;
-
 async function insertNew<R extends { executionId: string }>(
   prisma: PrismaClientLike,
   columns: string,

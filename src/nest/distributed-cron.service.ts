@@ -362,7 +362,7 @@ export class DistributedCronService implements BeforeApplicationShutdown {
     if (leases.leaseState !== undefined && (await leases.leaseState(executor.job.name, [])).holder !== undefined) return true;
     const rows = await this.sweeps.running([executor.job.name], 10, []);
     for (const row of rows) {
-      if (row.fencingToken !== null && (await this.leases.owner(row.jobName, row.executionId, row.fencingToken)) === 'alive') return true;
+      if (row.fencingToken !== null && (await leases.owner(row.jobName, row.executionId, row.fencingToken)) === 'alive') return true;
     }
     return false;
   }
