@@ -38,7 +38,13 @@ describe('the timeline after an instance is SIGKILLed', () => {
       dashboard: operatorsOnly,
     });
 
-    const first = await waitFor(() => events.find((e) => e.event === 'start'), { timeoutMs: 15_000, message: 'a first run' });
+    // A run that starts once the fleet and the page are up: one that began while the others were
+    // still booting may have ended before the kill.
+    const upAt = Date.now();
+    const first = await waitFor(() => events.find((e) => e.event === 'start' && e.at >= upAt), {
+      timeoutMs: 15_000,
+      message: 'a first run',
+    });
     await new Promise((resolve) => setTimeout(resolve, RENEW_MS + 300));
     const victim = instances.find((i) => i.id === first.instanceId)!;
     const killedAt = Date.now();

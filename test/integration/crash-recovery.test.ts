@@ -117,10 +117,20 @@ describe('crash recovery across child processes', () => {
       events,
     );
 
-    const first = await waitFor(() => events.find((e) => e.event === 'start'), { timeoutMs: 10_000, message: 'the run starts' });
+    // A run that starts once the whole fleet is up: one that began on the first instance while the
+    // others were still booting may have ended by now.
+    const upAt = Date.now();
+    const first = await waitFor(() => events.find((e) => e.event === 'start' && e.at >= upAt), {
+      timeoutMs: 10_000,
+      message: 'a run starts',
+    });
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const killedAt = Date.now();
     await instances.find((i) => i.id === first.instanceId)!.kill('SIGKILL');
+    expect(
+      events.filter((e) => e.event === 'end' && e.executionId === first.executionId),
+      'the run was still going when killed',
+    ).toEqual([]);
     const rerun = await waitFor(() => events.find((e) => e.event === 'start' && e.executionId === first.executionId && e.attempt === 2), {
       timeoutMs: 15_000,
       message: 'a survivor re-runs the killed execution',

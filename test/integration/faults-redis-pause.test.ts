@@ -120,7 +120,12 @@ describe('an owner SIGSTOPped past its lease, then SIGCONTed while the next owne
     );
     instances.push(...spawned);
 
-    const first = await waitFor(() => events.find((e) => e.event === 'start'), { timeoutMs: 15_000, message: 'a first run' });
+    // A run that starts once both are up: one that began while the other was still booting may have ended.
+    const upAt = Date.now();
+    const first = await waitFor(() => events.find((e) => e.event === 'start' && e.at >= upAt), {
+      timeoutMs: 15_000,
+      message: 'a first run',
+    });
     const owner = spawned.find((i) => i.id === first.instanceId)!;
     const other = spawned.find((i) => i.id !== first.instanceId)!;
     owner.process.kill('SIGSTOP');

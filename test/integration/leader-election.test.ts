@@ -41,14 +41,27 @@ interface Instance {
   warnings: string[];
 }
 
-/** One instance's elector, with its own client; `viaProxy` puts the proxy between it and Redis. */
-function instance(id: string, prefix: string, timing: { leaseMs: number; renewMs: number }, viaProxy = false): Instance {
+/**
+ * One instance's elector, with its own client; `viaProxy` puts the proxy between it and Redis.
+ * Each Redis call may take `timeoutMs` (by default the renewal interval, at most 1 s).
+ */
+function instance(
+  id: string,
+  prefix: string,
+  timing: { leaseMs: number; renewMs: number },
+  viaProxy = false,
+  timeoutMs = Math.min(1_000, timing.renewMs),
+): Instance {
   const url = viaProxy ? `redis://127.0.0.1:${proxy.port}` : server.url;
   const client = new Redis(url, { maxRetriesPerRequest: 1 }).on('error', () => undefined);
   clients.push(client);
   const warnings: string[] = [];
-  const logger: LoggerService = { log: () => undefined, warn: (m: unknown) => void warnings.push(String(m)), error: () => undefined };
-  const e = new LeaderElector(new RedisLeaseStore(client, prefix, Math.min(1_000, timing.renewMs)), id, timing, logger);
+  const logger: LoggerService = {
+    log: () => undefined,
+    warn: (m: unknown) => void warnings.push(String(m)),
+    error: (m: unknown) => void warnings.push(String(m)),
+  };
+  const e = new LeaderElector(new RedisLeaseStore(client, prefix, timeoutMs), id, timing, logger);
   electors.push(e);
   const changes: Instance['changes'] = [];
   e.onChange((change) => void changes.push({ ...change, at: performance.now() }));
@@ -56,6 +69,14 @@ function instance(id: string, prefix: string, timing: { leaseMs: number; renewMs
 }
 
 const leaders = (all: Instance[]): Instance[] => all.filter((i) => i.e.isLeader);
+
+/** The instances that lead now; throws (the reason a waitFor reports) with what each logged while none does. */
+function someLeaders(all: Instance[]): Instance[] {
+  const now = leaders(all);
+  if (now.length > 0) return now;
+  const logged = all.map((i) => `${i.id}: ${i.warnings.slice(-3).join(' / ') || 'nothing logged'}`);
+  throw new Error(`nobody leads; ${logged.join('; ')}`);
+}
 
 /** Blocks this thread (every elector's event loop) for `ms`, like a long GC pause or SIGSTOP. */
 function freezeEventLoop(ms: number): void {
@@ -65,11 +86,12 @@ function freezeEventLoop(ms: number): void {
 describe('leader election on Redis', () => {
   it('exactly one of three instances leads; when it stops, another leads at once, not after its lease', async () => {
     const prefix = uniqueName('elect');
-    // A lease far longer than the waits below: a takeover seen here came from the resignation.
+    // A lease far longer than the waits below: a takeover seen here came from the resignation. A
+    // Redis call may take a second (a loaded machine), longer than the renewal interval.
     const timing = { leaseMs: 30_000, renewMs: 300 };
-    const all = ['a', 'b', 'c'].map((id) => instance(id, prefix, timing));
+    const all = ['a', 'b', 'c'].map((id) => instance(id, prefix, timing, false, 1_000));
     for (const i of all) i.e.start();
-    const [first] = await waitFor(() => (leaders(all).length > 0 ? leaders(all) : undefined), { message: 'a leader' });
+    const [first] = await waitFor(() => someLeaders(all), { message: 'a leader' });
     await sleep(4 * timing.renewMs);
     expect(leaders(all).map((i) => i.id)).toEqual([first!.id]);
     expect(await first!.e.current()).toEqual({ instanceId: first!.id, fencingToken: first!.e.fencingToken });
@@ -79,7 +101,7 @@ describe('leader election on Redis', () => {
     await first!.e.stop();
     expect(first!.e.isLeader).toBe(false);
     const rest = all.filter((i) => i !== first);
-    const [next] = await waitFor(() => (leaders(rest).length > 0 ? leaders(rest) : undefined), {
+    const [next] = await waitFor(() => someLeaders(rest), {
       // Far shorter than the lease: only the resignation can have freed the leadership in time.
       timeoutMs: 10_000,
       message: 'another leader after the resignation',
