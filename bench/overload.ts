@@ -59,7 +59,9 @@ export const OVERLOAD_FULL: OverloadSettings = {
   probeSizes: [1_000, 2_000, 3_000],
   probeSeconds: 8,
   instances: 5,
-  seconds: 15,
+  // Long enough for the heaps to level off (about 30 s at 2× here): whether RSS grows with the
+  // backlog is judged on the last third of the phase against the third before it.
+  seconds: 45,
   recoverySeconds: 12,
   warmup: 2,
   grace: 3,
@@ -74,6 +76,8 @@ export interface RssFigures {
   startMb: number;
   endMb: number;
   maxMb: number;
+  /** One sample a second from the start of the overload phase (index = seconds since its start) to the end of the recovery phase. */
+  seriesMb?: number[];
 }
 
 export interface OverloadStep {
@@ -380,8 +384,14 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
     }
 
     const rssFigures: RssFigures[] = children.map((_, i) => {
-      const series = rss.map((row) => row[i]!).filter(Number.isFinite);
-      return { startMb: series[0] ?? Number.NaN, endMb: series.at(-1) ?? Number.NaN, maxMb: Math.max(...series) };
+      const samples = rss.map((row) => row[i]!);
+      const series = samples.filter(Number.isFinite);
+      return {
+        startMb: series[0] ?? Number.NaN,
+        endMb: series.at(-1) ?? Number.NaN,
+        maxMb: Math.max(...series),
+        seriesMb: samples.map((mb) => (Number.isFinite(mb) ? Math.round(mb) : Number.NaN)),
+      };
     });
     const step: OverloadStep = {
       system,

@@ -1,0 +1,47 @@
+/**
+ * The overload benchmark's "RSS bounded" verdict (bench/overload.report.ts): a heap that warms up
+ * early in the overload phase and then levels off passes; one that grows with the backlog to the
+ * end of the phase, or after the load drops, does not.
+ */
+import { describe, expect, it } from 'vitest';
+import { rssLevelled } from '../../bench/overload.report.js';
+
+/** 45 s of overload then 12 s of recovery, one sample a second, from `at(second)`. */
+function figures(at: (second: number) => number): Parameters<typeof rssLevelled>[0] {
+  const seriesMb = Array.from({ length: 45 + 13 }, (_, s) => at(s));
+  return { startMb: seriesMb[0]!, endMb: seriesMb.at(-1)!, maxMb: Math.max(...seriesMb), seriesMb };
+}
+
+describe('overload bench: RSS bounded', () => {
+  it('passes a heap that doubles while it warms up over the first 25 s, then stays level', () => {
+    expect(
+      rssLevelled(
+        figures((s) => (s < 25 ? 250 + 10 * s : 500 + (s % 3) * 8)),
+        45,
+      ),
+    ).toBe(true);
+  });
+
+  it('misses RSS that keeps growing with the backlog to the end of the phase', () => {
+    expect(
+      rssLevelled(
+        figures((s) => 300 + 6 * Math.min(s, 45)),
+        45,
+      ),
+    ).toBe(false);
+  });
+
+  it('misses RSS that goes on rising after the load drops back', () => {
+    expect(
+      rssLevelled(
+        figures((s) => (s < 45 ? 400 : 400 + 20 * (s - 44))),
+        45,
+      ),
+    ).toBe(false);
+  });
+
+  it('judges a result without the series by its end against its start', () => {
+    expect(rssLevelled({ startMb: 240, endMb: 300, maxMb: 300 }, 15)).toBe(false);
+    expect(rssLevelled({ startMb: 240, endMb: 280, maxMb: 290 }, 15)).toBe(true);
+  });
+});
