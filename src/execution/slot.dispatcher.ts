@@ -51,8 +51,10 @@ const ROW_LOOK_MS = 1_000;
 /** A preferred instance with a receipt this recent before a slot is up and claiming (see `leaveToPreferred`). */
 const CLAIMING_RECENTLY_MS = 5_000;
 /** The row a watcher writes for a slot left to its preferred instance that got none (see `leaveToPreferred`). */
-const LEFT_TO_PREFERRED = (preferred: string): string =>
-  `not started: this instance was overloaded (past the slot's start budget; instance ${preferred}, ranked first for it, sent no claim receipt and wrote no row)`;
+const LEFT_TO_PREFERRED = (preferred: string, receiptRead: boolean): string =>
+  receiptRead
+    ? `not started: this instance was overloaded (past the slot's start budget; instance ${preferred}, ranked first for it, sent no claim receipt and wrote no row)`
+    : `not started: this instance was overloaded (past the slot's start budget; instance ${preferred}, ranked first for it, wrote no row, and its claim receipt could not be read in time)`;
 /** Job names whose hash is kept for the ranking (the static jobs, and schedules up to the bound). */
 const MAX_JOB_HASHES = 10_000;
 /** A slot left to its preferred instance, looked at again once the head start has passed. */
@@ -96,6 +98,8 @@ export class SlotDispatcher {
   private saidBusy = false;
   private busyLook: NodeJS.Timeout | undefined;
   private outage = false;
+  /** Reading the claim receipts failed the last time (logged once until a read succeeds). */
+  private receiptsUnread = false;
   /** performance.now() of the last read of the member list. */
   private listReadAt = 0;
   /** Receipts to send after this turn's claims: slot instant → jobs declined. */
@@ -355,8 +359,15 @@ export class SlotDispatcher {
     let found: Array<Receipt | null> | undefined;
     try {
       found = await this.fleet!.receipts(requests);
+      this.receiptsUnread = false;
     } catch (error) {
-      if (!this.outage) this.logger.warn(`could not read the fleet's claim receipts, claiming every slot: ${describeError(error)}`);
+      // Once until a read succeeds again: under load every turn's read may time out.
+      if (!this.outage && !this.receiptsUnread) {
+        this.receiptsUnread = true;
+        this.logger.warn(
+          `could not read the fleet's claim receipts, claiming their slots here (a slot past its start budget on this overloaded instance is left to the live instance ranked first for it, and watched for its row): ${describeError(error)}`,
+        );
+      }
     }
     for (let r = 0; r < requests.length; r++) {
       if (!found?.[r]) continue;
@@ -400,12 +411,15 @@ export class SlotDispatcher {
         }
       } else if (this.stopped) {
         // Not claimed: shutting down.
-      } else if (receipt === null && this.leaveToPreferred(item)) {
+      } else if ((receipt === null || found === undefined) && this.leaveToPreferred(item)) {
         // Claimed here it would only be shed here (past its start budget, this instance
         // overloaded), its row written by every instance that looked. Its preferred instance is up
         // and claiming, only late: it runs or sheds the slot with a row; a watcher writes one if not.
         // Judged by its state: once it has left the member list (it died), the row is written at once.
-        if (item.watcher) item.executor.watchShed(item.slot, LEFT_TO_PREFERRED(item.preferred), item.preferred);
+        // (Receipts that could not be read on an overloaded instance, not in an outage: admission
+        // does not count an outage as load, so a slot is then claimed here and fails closed.)
+        const why = LEFT_TO_PREFERRED(item.preferred, found !== undefined);
+        if (item.watcher) item.executor.watchShed(item.slot, why, item.preferred);
         else item.executor.watch(item.slot, false);
       } else {
         this.fire(item.executor, item.slot);
@@ -418,9 +432,15 @@ export class SlotDispatcher {
   /**
    * Whether a slot whose preferred instance sent no receipt is left to it rather than claimed
    * here: this instance would shed it at once (overloaded, past the slot's start budget), and the
-   * preferred instance is in the member list and sent a receipt for an instant at most
-   * `CLAIMING_RECENTLY_MS` before this slot (its timers run; one that just joined, or that is gone,
-   * has its slots claimed here as before).
+   * preferred instance is in the member list, sent a receipt for an instant at or before this
+   * slot (its timers ran then), and either sent one at most `CLAIMING_RECENTLY_MS` before this
+   * slot or said, renewing its entry, that it is overloaded. One that just joined, or that is
+   * gone, has its slots claimed here as before.
+   *
+   * An overloaded preferred instance works through its slots late, however far behind, and
+   * records the ones it sheds (its timer hands a slot too old to fire to `overdue`): claimed here
+   * as well, each such slot would be shed and written by every instance that looked, and that
+   * work would keep the whole fleet behind.
    */
   private leaveToPreferred(item: Deferred): boolean {
     const admission = this.admission;
@@ -430,7 +450,8 @@ export class SlotDispatcher {
     // Claiming at this slot's instant: a receipt for an instant at or before it. An instance whose
     // timers started after it (a fleet starting up: it joined the member list seconds before its
     // timers ran) never fires the slot: its receipts for later instants do not stand for it.
-    if (seen === undefined || seen.first > slotMs || seen.last < slotMs - CLAIMING_RECENTLY_MS) return false;
+    if (seen === undefined || seen.first > slotMs) return false;
+    if (seen.last < slotMs - CLAIMING_RECENTLY_MS && admission.roster.overloaded(item.preferred) !== true) return false;
     return admission.roster.alive(item.preferred) === true;
   }
 

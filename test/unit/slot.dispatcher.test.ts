@@ -20,11 +20,14 @@ const SLOT = new Date('2026-12-01T00:00:00Z');
 /** Member lists as each instance sees them, and the receipts written. */
 class MemoryFleet implements FleetCoordination {
   readonly receiptsWritten = new Map<string, Receipt>();
+  /** Instances whose entry says they are overloaded. */
+  readonly busy = new Set<string>();
   constructor(private readonly views: Record<string, string[]>) {}
 
   heartbeat(member: string): Promise<string[]> {
     const id = member.slice(GROUP.length + 1);
-    return Promise.resolve(this.views[id]!.map((other) => `${GROUP}|${other}`));
+    const entries = this.views[id]!.map((other) => `${GROUP}|${other}`);
+    return Promise.resolve([...entries, ...[...this.busy].map((other) => `!busy|${GROUP}|${other}`)]);
   }
   leave(): Promise<void> {
     return Promise.resolve();
@@ -363,6 +366,64 @@ describe('fleet mode: an overloaded instance and a slot past its start budget', 
       expect(why).toMatch(
         /^not started: this instance was overloaded \(past the slot's start budget; instance b, ranked first for it, sent no claim receipt/,
       );
+  });
+
+  it('leaves it to a preferred instance that said it is overloaded, however far behind its receipts are', async () => {
+    const { fleet, a } = await overloadedFleetOfTwo();
+    const view = (a as unknown as { view: string }).view;
+    // b's last receipt is for an instant 20 s before SLOT; its entry says it is overloaded.
+    const longBefore = new Date(SLOT.getTime() - 20_000);
+    await fleet.receipt('b', longBefore.getTime(), view, []);
+    for (const executor of budgetJobs(200, 'before').executors) a.dispatch(executor, longBefore);
+    fleet.busy.add('b');
+    await a.refresh();
+    await sleep(200);
+    const now = budgetJobs(200, 'job');
+    for (const executor of now.executors) a.dispatch(executor, SLOT);
+    await sleep(1_300);
+    // a sheds its own share; b's is left to b (watched for its row), not shed here too.
+    expect(now.fired.size).toBe(0);
+    expect(now.shed.size + now.left.size).toBe(200);
+    expect(now.left.size).toBeGreaterThan(50);
+
+    // The same, but b's entry does not say it is overloaded: a receipt 20 s old does not show it
+    // claiming, so its slots are claimed (and shed, with their rows) here.
+    fleet.busy.delete('b');
+    await a.refresh();
+    const next = new Date(SLOT.getTime() + 1_000);
+    const then = budgetJobs(200, 'next');
+    for (const executor of then.executors) a.dispatch(executor, next);
+    await sleep(1_300);
+    expect(then.left.size).toBe(0);
+    expect(then.shed.size).toBe(200);
+  });
+
+  it('leaves it to the preferred instance when the receipts cannot be read in time on this overloaded instance; claims it when not overloaded', async () => {
+    const { fleet, a } = await overloadedFleetOfTwo();
+    const view = (a as unknown as { view: string }).view;
+    const earlier = new Date(SLOT.getTime() - 1_000);
+    await fleet.receipt('b', earlier.getTime(), view, []);
+    for (const executor of budgetJobs(200, 'earlier').executors) a.dispatch(executor, earlier);
+    await sleep(200);
+    // Reading the receipts now times out (this instance is too far behind to get the reply in time).
+    fleet.receipts = () => Promise.reject(new Error('Redis did not answer receipts within 1000 ms'));
+    const now = budgetJobs(200, 'job');
+    for (const executor of now.executors) a.dispatch(executor, SLOT);
+    await sleep(1_300);
+    expect(now.fired.size).toBe(0);
+    expect(now.shed.size + now.left.size).toBe(200);
+    expect(now.left.size).toBeGreaterThan(50);
+    for (const why of now.left.values())
+      expect(why).toMatch(/ranked first for it, wrote no row, and its claim receipt could not be read in time\)$/);
+
+    // Not overloaded, the same slots are claimed here: they start, or fail closed with their reason.
+    const { dispatcher: c } = await withAdmission(fleet, 'a');
+    const fresh = budgetJobs(200, 'fresh');
+    const recent = new Date(Math.floor(Date.now() / 1000) * 1000);
+    for (const executor of fresh.executors) c.dispatch(executor, recent);
+    await sleep(600);
+    expect(fresh.left.size).toBe(0);
+    expect(fresh.fired.size).toBe(200);
   });
 
   it('claims it when the preferred instance sent no receipt lately (it just joined, or is gone): its row is written here', async () => {
