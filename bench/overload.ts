@@ -53,7 +53,7 @@ export const OVERLOAD_QUICK: OverloadSettings = {
   bullmq: true,
 };
 
-/** About 7 minutes with the probe, 5 with the knee given (each step also bootstraps thousands of jobs in 5 processes). */
+/** About 10 minutes with the probe, 8 with the knee given (`done in 477 s`; each step also bootstraps thousands of jobs in 5 processes). */
 export const OVERLOAD_FULL: OverloadSettings = {
   multipliers: [1, 2, 4],
   probeSizes: [1_000, 2_000, 3_000],
