@@ -345,76 +345,66 @@ function budgetJobs(count: number, tag: string) {
   return { executors, fired, shed, left };
 }
 
+/** b sends a receipt for `at`, and a sees it (it dispatches that instant's slots and looks for receipts). */
+async function receiptFromB(fleet: MemoryFleet, a: SlotDispatcher, at: Date): Promise<void> {
+  await fleet.receipt('b', at.getTime(), (a as unknown as { view: string }).view, []);
+  for (const executor of budgetJobs(200, `at${at.getTime()}`).executors) a.dispatch(executor, at);
+  await sleep(200);
+}
+
+/** The slots of 200 jobs at `slot` dispatched on a, once the looks for receipts are over. */
+async function dispatched(a: SlotDispatcher, slot: Date, tag: string): Promise<ReturnType<typeof budgetJobs>> {
+  const jobs = budgetJobs(200, tag);
+  for (const executor of jobs.executors) a.dispatch(executor, slot);
+  await sleep(1_300);
+  return jobs;
+}
+
+/** None claimed: a's own share shed here (its admission sheds a slot past its budget), b's left to b, watched for its row. */
+function expectLeftToB(jobs: ReturnType<typeof budgetJobs>, why: RegExp): void {
+  expect(jobs.fired.size).toBe(0);
+  expect(jobs.shed.size + jobs.left.size).toBe(200);
+  expect(jobs.left.size).toBeGreaterThan(50);
+  for (const reason of jobs.left.values()) expect(reason).toMatch(why);
+}
+
+const NO_RECEIPT =
+  /^not started: this instance was overloaded \(past the slot's start budget; instance b, ranked first for it, sent no claim receipt/;
+
 describe('fleet mode: an overloaded instance and a slot past its start budget', () => {
   it('leaves it to a preferred instance that is up and claiming (late with this receipt): watched for its row, not claimed and shed here too', async () => {
     const { fleet, a } = await overloadedFleetOfTwo();
-    const view = (a as unknown as { view: string }).view;
-    // b's receipt for the instant before: b's timers run.
-    const earlier = new Date(SLOT.getTime() - 1_000);
-    await fleet.receipt('b', earlier.getTime(), view, []);
-    for (const executor of budgetJobs(200, 'earlier').executors) a.dispatch(executor, earlier);
-    await sleep(200);
-    // SLOT is days ago: every slot is past its budget. b sends no receipt for it.
-    const now = budgetJobs(200, 'job');
-    for (const executor of now.executors) a.dispatch(executor, SLOT);
-    await sleep(1_300);
-    // a's own share is shed here (its admission sheds a slot past its budget); b's is left to b.
-    expect(now.fired.size).toBe(0);
-    expect(now.shed.size + now.left.size).toBe(200);
-    expect(now.left.size).toBeGreaterThan(50);
-    for (const why of now.left.values())
-      expect(why).toMatch(
-        /^not started: this instance was overloaded \(past the slot's start budget; instance b, ranked first for it, sent no claim receipt/,
-      );
+    // b's receipt for the instant before: b's timers run. SLOT is days ago: every slot is past its budget.
+    await receiptFromB(fleet, a, new Date(SLOT.getTime() - 1_000));
+    expectLeftToB(await dispatched(a, SLOT, 'job'), NO_RECEIPT);
   });
 
   it('leaves it to a preferred instance that said it is overloaded, however far behind its receipts are', async () => {
     const { fleet, a } = await overloadedFleetOfTwo();
-    const view = (a as unknown as { view: string }).view;
     // b's last receipt is for an instant 20 s before SLOT; its entry says it is overloaded.
-    const longBefore = new Date(SLOT.getTime() - 20_000);
-    await fleet.receipt('b', longBefore.getTime(), view, []);
-    for (const executor of budgetJobs(200, 'before').executors) a.dispatch(executor, longBefore);
+    await receiptFromB(fleet, a, new Date(SLOT.getTime() - 20_000));
     fleet.busy.add('b');
     await a.refresh();
-    await sleep(200);
-    const now = budgetJobs(200, 'job');
-    for (const executor of now.executors) a.dispatch(executor, SLOT);
-    await sleep(1_300);
-    // a sheds its own share; b's is left to b (watched for its row), not shed here too.
-    expect(now.fired.size).toBe(0);
-    expect(now.shed.size + now.left.size).toBe(200);
-    expect(now.left.size).toBeGreaterThan(50);
+    expectLeftToB(await dispatched(a, SLOT, 'job'), NO_RECEIPT);
 
     // The same, but b's entry does not say it is overloaded: a receipt 20 s old does not show it
     // claiming, so its slots are claimed (and shed, with their rows) here.
     fleet.busy.delete('b');
     await a.refresh();
-    const next = new Date(SLOT.getTime() + 1_000);
-    const then = budgetJobs(200, 'next');
-    for (const executor of then.executors) a.dispatch(executor, next);
-    await sleep(1_300);
+    const then = await dispatched(a, new Date(SLOT.getTime() + 1_000), 'next');
     expect(then.left.size).toBe(0);
     expect(then.shed.size).toBe(200);
   });
 
   it('leaves it to the preferred instance when the receipts cannot be read in time on this overloaded instance; claims it when not overloaded', async () => {
     const { fleet, a } = await overloadedFleetOfTwo();
-    const view = (a as unknown as { view: string }).view;
-    const earlier = new Date(SLOT.getTime() - 1_000);
-    await fleet.receipt('b', earlier.getTime(), view, []);
-    for (const executor of budgetJobs(200, 'earlier').executors) a.dispatch(executor, earlier);
-    await sleep(200);
+    await receiptFromB(fleet, a, new Date(SLOT.getTime() - 1_000));
     // Reading the receipts now times out (this instance is too far behind to get the reply in time).
     fleet.receipts = () => Promise.reject(new Error('Redis did not answer receipts within 1000 ms'));
-    const now = budgetJobs(200, 'job');
-    for (const executor of now.executors) a.dispatch(executor, SLOT);
-    await sleep(1_300);
-    expect(now.fired.size).toBe(0);
-    expect(now.shed.size + now.left.size).toBe(200);
-    expect(now.left.size).toBeGreaterThan(50);
-    for (const why of now.left.values())
-      expect(why).toMatch(/ranked first for it, wrote no row, and its claim receipt could not be read in time\)$/);
+    expectLeftToB(
+      await dispatched(a, SLOT, 'job'),
+      /ranked first for it, wrote no row, and its claim receipt could not be read in time\)$/,
+    );
 
     // Not overloaded, the same slots are claimed here: they start, or fail closed with their reason.
     const { dispatcher: c } = await withAdmission(fleet, 'a');
@@ -428,9 +418,7 @@ describe('fleet mode: an overloaded instance and a slot past its start budget', 
 
   it('claims it when the preferred instance sent no receipt lately (it just joined, or is gone): its row is written here', async () => {
     const { a } = await overloadedFleetOfTwo();
-    const now = budgetJobs(200, 'job');
-    for (const executor of now.executors) a.dispatch(executor, SLOT);
-    await sleep(1_300);
+    const now = await dispatched(a, SLOT, 'job');
     expect(now.left.size).toBe(0);
     expect(now.shed.size).toBe(200);
   });
@@ -439,15 +427,9 @@ describe('fleet mode: an overloaded instance and a slot past its start budget', 
 describe('fleet mode: a preferred instance whose timers started after the slot', () => {
   it('claims it here: receipts the preferred sent only for later instants do not stand for this slot', async () => {
     const { fleet, a } = await overloadedFleetOfTwo();
-    const view = (a as unknown as { view: string }).view;
     // b joined the member list before its timers ran: its first receipt is for the instant after SLOT.
-    const later = new Date(SLOT.getTime() + 1_000);
-    await fleet.receipt('b', later.getTime(), view, []);
-    for (const executor of budgetJobs(200, 'later').executors) a.dispatch(executor, later);
-    await sleep(200);
-    const now = budgetJobs(200, 'job');
-    for (const executor of now.executors) a.dispatch(executor, SLOT);
-    await sleep(1_300);
+    await receiptFromB(fleet, a, new Date(SLOT.getTime() + 1_000));
+    const now = await dispatched(a, SLOT, 'job');
     // Nothing is left to b, which never fires SLOT: each slot gets its row here.
     expect(now.left.size).toBe(0);
     expect(now.shed.size).toBe(200);
