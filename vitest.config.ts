@@ -33,7 +33,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'suite',
-          include: ['test/**/*.test.ts'],
+          include: ['test/**/*.test.ts', 'bench/**/*.test.ts'],
           exclude: [...PROCESS_HEAVY, ...SCALE],
           maxWorkers: 4,
           sequence: { groupOrder: 0 },

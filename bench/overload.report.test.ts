@@ -4,7 +4,7 @@
  * end of the phase, or after the load drops, does not.
  */
 import { describe, expect, it } from 'vitest';
-import { rssLevelled } from '../../bench/overload.report.js';
+import { rssLevelled } from './overload.report.js';
 
 /** 45 s of overload then 12 s of recovery, one sample a second, from `at(second)`. */
 function figures(at: (second: number) => number): Parameters<typeof rssLevelled>[0] {
