@@ -22,14 +22,19 @@ const rssOf = (s: OverloadStep): string => {
   const figures = `${num(start, 0)} / ${num(end, 0)} / ${num(max, 0)}`;
   // The largest process's maxima by third of the overload phase: levelled off, or still growing.
   const largest = s.rss.reduce((a, b) => (b.maxMb > a.maxMb ? b : a));
-  const series = largest.seriesMb;
-  if (!series) return figures;
-  const third = Math.floor(s.seconds / 3);
-  const thirds = [0, 1, 2].map((k) =>
-    Math.max(...series.slice(s.seconds - (3 - k) * third, s.seconds - (2 - k) * third).filter(Number.isFinite)),
-  );
-  return `${figures}; by third ${thirds.map((mb) => num(mb, 0)).join(' / ')}`;
+  if (!largest.seriesMb) return figures;
+  return `${figures}; by third ${maxByThird(largest.seriesMb, s.seconds)
+    .map((mb) => num(mb, 0))
+    .join(' / ')}`;
 };
+
+/** The largest sample in each third of the overload phase (its first `overloadSeconds` samples); -Infinity: none. */
+function maxByThird(seriesMb: number[], overloadSeconds: number): [number, number, number] {
+  const third = Math.floor(overloadSeconds / 3);
+  const maxOf = (k: number): number =>
+    Math.max(...seriesMb.slice(overloadSeconds - (3 - k) * third, overloadSeconds - (2 - k) * third).filter(Number.isFinite));
+  return [maxOf(0), maxOf(1), maxOf(2)];
+}
 const outcomes = (s: OverloadStep): string => {
   if (!s.byStatus) return `${int(s.onTime + s.late)} processed, ${int(s.notRun)} never produced or not processed`;
   return Object.entries(s.byStatus)
@@ -51,11 +56,8 @@ export function rssLevelled(r: RssFigures, overloadSeconds: number): boolean {
   const slack = (mb: number): number => Math.max(mb * 0.1, RSS_SLACK_MB);
   const series = r.seriesMb;
   if (!series) return r.endMb <= Math.max(1.2 * r.startMb, r.startMb + RSS_SLACK_MB);
-  const third = Math.floor(overloadSeconds / 3);
-  const maxOf = (from: number, to: number): number => Math.max(...series.slice(from, to).filter(Number.isFinite));
-  const before = maxOf(overloadSeconds - 2 * third, overloadSeconds - third);
-  const last = maxOf(overloadSeconds - third, overloadSeconds);
-  const after = maxOf(overloadSeconds, series.length);
+  const [, before, last] = maxByThird(series, overloadSeconds);
+  const after = Math.max(...series.slice(overloadSeconds).filter(Number.isFinite));
   if (!Number.isFinite(before) || !Number.isFinite(last)) return false;
   const level = before + slack(before);
   return last <= level && !(after > Math.max(last, level));

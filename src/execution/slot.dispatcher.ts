@@ -52,9 +52,9 @@ const ROW_LOOK_MS = 1_000;
 const CLAIMING_RECENTLY_MS = 5_000;
 /** The row a watcher writes for a slot left to its preferred instance that got none (see `leaveToPreferred`). */
 const LEFT_TO_PREFERRED = (preferred: string, receiptRead: boolean): string =>
-  receiptRead
-    ? `not started: this instance was overloaded (past the slot's start budget; instance ${preferred}, ranked first for it, sent no claim receipt and wrote no row)`
-    : `not started: this instance was overloaded (past the slot's start budget; instance ${preferred}, ranked first for it, wrote no row, and its claim receipt could not be read in time)`;
+  `not started: this instance was overloaded (past the slot's start budget; instance ${preferred}, ranked first for it, ${
+    receiptRead ? 'sent no claim receipt and wrote no row' : 'wrote no row, and its claim receipt could not be read in time'
+  })`;
 /** Job names whose hash is kept for the ranking (the static jobs, and schedules up to the bound). */
 const MAX_JOB_HASHES = 10_000;
 /** A slot left to its preferred instance, looked at again once the head start has passed. */

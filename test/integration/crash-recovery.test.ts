@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
+import { spawnInstance, startBeforeSlot, type ChildInstance, type FixtureEvent } from '../support/processes.js';
 import { integrationSetup } from '../support/integration.setup.js';
 import { uniqueName, waitFor } from '../support/services.js';
 import type { FixtureConfig } from '../fixtures/instance.js';
@@ -51,33 +51,24 @@ async function fleet(name: string, expression: string, overrides: Partial<Fixtur
   );
 }
 
-/**
- * The fleet, with a job that fires once a few seconds after all three instances are up. On a loaded
- * machine starting three processes can take longer than the lead: a fleet that was not up before
- * the instant is killed and a new one, with a job of its own (a new name: nothing of the first one
- * carries over), started with a lead longer than that start took. Returns the job's name and instant.
- */
+/** The fleet, with a job of its own that fires once a few seconds after all three instances are up. */
 async function oneShotFleet(
   prefix: string,
   overrides: (name: string) => Partial<FixtureConfig>,
   events: FixtureEvent[],
 ): Promise<{ name: string; at: Date }> {
-  let leadMs = 6_000;
-  const tookMs: number[] = [];
-  for (let attempt = 0; attempt < 4; attempt++) {
-    const name = uniqueName(prefix);
-    const { expression, at } = oneShot(leadMs);
-    const began = Date.now();
-    await fleet(name, expression, overrides(name), events);
-    // Up before the claim that comes 250 ms ahead of the instant (with a margin): the slot fires here.
-    if (Date.now() < at.getTime() - 500) return { name, at };
-    tookMs.push(Date.now() - began);
-    await Promise.all(instances.map((i) => i.kill()));
-    instances = [];
-    events.length = 0;
-    leadMs = Math.max(1.5 * leadMs, 1.5 * tookMs.at(-1)! + 2_000);
-  }
-  throw new Error(`${prefix}: three instances were not up before their slot in 4 tries (they took ${tookMs.join(', ')} ms to start)`);
+  const { name, at } = await startBeforeSlot(
+    async (leadMs) => {
+      events.length = 0;
+      const name = uniqueName(prefix);
+      const { expression, at } = oneShot(leadMs);
+      await fleet(name, expression, overrides(name), events);
+      return { name, at: at.getTime(), instances };
+    },
+    // Up before the claim that comes 250 ms ahead of the instant (with a margin): the slot fires there.
+    { leadMs: 6_000, marginMs: 500 },
+  );
+  return { name, at: new Date(at) };
 }
 
 /** How long to wait for the one-shot slot's run to start: until a few seconds past its instant. */

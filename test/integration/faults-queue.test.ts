@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { CronContext, DistributedCronOptions } from '../../src/index.js';
 import { closeAll, jobProvider, startApp, startFleet, type Handler, type RunningApp } from '../support/app.js';
 import { executionIdOf, gate, keysOf } from '../support/faults-kit.js';
-import { spawnInstance, type ChildInstance, type FixtureEvent } from '../support/processes.js';
+import { spawnInstance, startBeforeSlot, type ChildInstance, type FixtureEvent } from '../support/processes.js';
 import { integrationSetup } from '../support/integration.setup.js';
 import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -55,30 +55,27 @@ describe('the holder dies while a slot waits (overlap: queue, recover: false, ch
 
   it('the waiting slot has a queued row from the moment it queued, and runs once on a survivor when the lease frees up', async () => {
     const events: FixtureEvent[] = [];
-    // Two slots 3 s apart in the same minute, far enough ahead for three processes to start. On a
-    // loaded machine they can take longer than the lead: a fleet not up a second before slot 1 is
-    // killed, and a new one, with a job of its own (a new name), started with a longer lead.
-    let name = '';
-    let t1 = 0;
-    for (const leadMs of [10_000, 15_000, 20_000]) {
-      name = uniqueName('queue-holder-dies');
-      t1 = Math.ceil((Date.now() + leadMs) / 1_000) * 1_000;
-      const second = new Date(t1).getUTCSeconds();
-      if (second > 55) t1 += (60 - second) * 1_000;
-      const t2 = t1 + 3_000;
-      const job = { name, overlap: 'queue' as const, lease: '2s', renewEvery: '500ms' };
-      // Only the holder schedules slot 1 (so it is the one running it when it dies); all three schedule slot 2.
-      instances = await Promise.all([
-        spawnInstance({ instanceId: `${name}-holder`, expression: cronAt(t1, t2), job, workMs: 60_000, sweepEvery: '300ms' }, events),
-        spawnInstance({ instanceId: `${name}-1`, expression: cronAt(t2), job, workMs: 200, sweepEvery: '300ms' }, events),
-        spawnInstance({ instanceId: `${name}-2`, expression: cronAt(t2), job, workMs: 200, sweepEvery: '300ms' }, events),
-      ]);
-      if (Date.now() < t1 - 1_000) break;
-      await Promise.all(instances.map((i) => i.kill()));
-      instances = [];
-      events.length = 0;
-    }
-    if (instances.length === 0) throw new Error('three instances did not start within 20 s');
+    // Two slots 3 s apart in the same minute, far enough ahead for three processes to start (a
+    // fleet not up a second before slot 1 is started again with a longer lead).
+    const { name, at: t1 } = await startBeforeSlot(
+      async (leadMs) => {
+        events.length = 0;
+        const name = uniqueName('queue-holder-dies');
+        let t1 = Math.ceil((Date.now() + leadMs) / 1_000) * 1_000;
+        const second = new Date(t1).getUTCSeconds();
+        if (second > 55) t1 += (60 - second) * 1_000;
+        const t2 = t1 + 3_000;
+        const job = { name, overlap: 'queue' as const, lease: '2s', renewEvery: '500ms' };
+        // Only the holder schedules slot 1 (so it is the one running it when it dies); all three schedule slot 2.
+        instances = await Promise.all([
+          spawnInstance({ instanceId: `${name}-holder`, expression: cronAt(t1, t2), job, workMs: 60_000, sweepEvery: '300ms' }, events),
+          spawnInstance({ instanceId: `${name}-1`, expression: cronAt(t2), job, workMs: 200, sweepEvery: '300ms' }, events),
+          spawnInstance({ instanceId: `${name}-2`, expression: cronAt(t2), job, workMs: 200, sweepEvery: '300ms' }, events),
+        ]);
+        return { name, at: t1, instances };
+      },
+      { leadMs: 10_000, marginMs: 1_000 },
+    );
     const t2 = t1 + 3_000;
     const [id1, id2] = [executionIdOf(name, new Date(t1)), executionIdOf(name, new Date(t2))];
     const holder = instances[0]!;
@@ -103,7 +100,7 @@ describe('the holder dies while a slot waits (overlap: queue, recover: false, ch
     expect(done).toMatchObject({ status: 'completed', attempt: 1, instanceId: starts[0]!.instanceId });
     // The killed run itself is closed as lease_lost (recover: false), not left running.
     await waitFor(async () => (await statusOf(id1)) === 'lease_lost', { timeoutMs: 10_000, message: 'slot 1 closed as lease_lost' });
-  });
+  }, 180_000); // a fleet started again with a longer lead (a loaded machine) takes minutes
 });
 
 describe("the reply to the holder's release is lost after the hand-over was made (overlap: queue)", () => {
