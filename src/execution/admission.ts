@@ -233,9 +233,15 @@ export class Admission implements LoadSignal {
     return !this.stalled() && (this.episode.active || this.queue.length > 0);
   }
 
-  /** Slots are in the pipeline and nothing answered for `STALL_MS`: an outage of Redis or the database, not load. */
+  /**
+   * Slots are in the pipeline and nothing answered for `STALL_MS`: an outage of Redis or the
+   * database, not load. Not while the event loop lags: answers then wait to be read behind this
+   * instance's own work, and letting every slot through (thousands of claims at once) would turn
+   * load into a collapse.
+   */
   private stalled(): boolean {
-    return this.inFlight > 0 && this.options.clock() - this.lastAnswerAt > Math.max(STALL_MS, 3 * this.shortRtt);
+    if (this.inFlight === 0 || this.lag >= LAG_OVERLOAD_MS) return false;
+    return this.options.clock() - this.lastAnswerAt > Math.max(STALL_MS, 3 * this.shortRtt);
   }
 
   claimDeadlineMs(capMs: number): number | undefined {

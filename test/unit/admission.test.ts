@@ -215,6 +215,27 @@ describe('admission', () => {
     expect(admission.reading()).toMatchObject({ waiting: 1 });
   });
 
+  it('does not take the missing answers of a lagging event loop for an outage: the limit holds', () => {
+    const { submit, startLog, shed, clock, admission } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    submit('stuck', clock.now);
+    // The event loop is 400 ms late for the check (a synchronous stretch of work): this instance
+    // is too busy to read its answers, which says nothing about Redis or the database.
+    admission.check();
+    const until = performance.now() + 500;
+    while (performance.now() < until) {
+      // busy
+    }
+    clock.now += 100;
+    admission.check();
+    submit('waits', clock.now + 5_000, 10_000);
+    clock.now += 2_001;
+    expect(admission.overloaded()).toBe(true);
+    submit('next', clock.now + 5_000, 10_000);
+    expect(startLog).toEqual(['stuck']);
+    expect(admission.reading()).toMatchObject({ inFlight: 1, waiting: 2 });
+    expect(shed).toEqual([]);
+  });
+
   it('raises its limit while latency stays at its no-load level and lowers it when latency climbs', () => {
     const { submit, finishAll, clock, admission } = rig({ initialLimit: 16, minLimit: 4, maxLimit: 1_000 });
     const fill = (n: number): void => {
