@@ -62,6 +62,11 @@ export interface LoadSignal {
    * false for the others (counted in the episode's last line, not logged one by one).
    */
   noteUnrecorded(): boolean;
+  /**
+   * Redis or the database answered one of this instance's calls (a claim, a row write): it is
+   * up, however slowly the start pipeline moves (see `stalled`).
+   */
+  heard(from: 'redis' | 'database'): void;
   /** Who is up in the fleet and who claims a slot first: a watcher judges a claim by its claimant's state. */
   readonly roster?: FleetRoster;
   /** Where a slot's row is noted as written, for the row receipts of the slots this instance claims first. */
@@ -134,6 +139,8 @@ export class Admission implements LoadSignal {
    */
   /** When a slot's start pipeline last got its answers (see `stalled`). */
   private lastAnswerAt: number;
+  /** When Redis, and the database, last answered a call of this instance (see `heard`). */
+  private readonly heardAt = { redis: 0, database: 0 };
   /** Event-loop lag, ms (smoothed), measured by the check timer. */
   private lag = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -168,6 +175,7 @@ export class Admission implements LoadSignal {
   start(): void {
     if (this.timer) return;
     this.lastAnswerAt = this.options.clock();
+    this.heardAt.redis = this.heardAt.database = this.lastAnswerAt;
     this.expectedTick = performance.now() + CHECK_EVERY_MS;
     this.timer = setInterval(() => this.check(), CHECK_EVERY_MS);
     this.timer.unref();
@@ -234,14 +242,22 @@ export class Admission implements LoadSignal {
   }
 
   /**
-   * Slots are in the pipeline and nothing answered for `STALL_MS`: an outage of Redis or the
-   * database, not load. Not while the event loop lags: answers then wait to be read behind this
-   * instance's own work, and letting every slot through (thousands of claims at once) would turn
-   * load into a collapse.
+   * Slots are in the pipeline, none got its answers for `STALL_MS`, and Redis or the database
+   * answered nothing at all meanwhile: an outage, not load. Not while the event loop lags (answers
+   * wait to be read behind this instance's own work), nor while both keep answering other calls
+   * (an overloaded database writes the shed slots' rows while the pipeline's own wait behind
+   * them): letting every slot through then, thousands of claims at once, turns load into a collapse.
    */
   private stalled(): boolean {
     if (this.inFlight === 0 || this.lag >= LAG_OVERLOAD_MS) return false;
-    return this.options.clock() - this.lastAnswerAt > Math.max(STALL_MS, 3 * this.shortRtt);
+    const now = this.options.clock();
+    const quiet = Math.max(STALL_MS, 3 * this.shortRtt);
+    if (now - this.lastAnswerAt <= quiet) return false;
+    return now - this.heardAt.redis > quiet || now - this.heardAt.database > quiet;
+  }
+
+  heard(from: 'redis' | 'database'): void {
+    this.heardAt[from] = this.options.clock();
   }
 
   claimDeadlineMs(capMs: number): number | undefined {
@@ -313,7 +329,7 @@ export class Admission implements LoadSignal {
       this.inFlight--;
       const now = this.options.clock();
       if (answered) this.lastAnswerAt = now;
-      this.sample(now - admittedAt);
+      this.sample(now - admittedAt, request.budgetMs);
       this.drain();
     };
     try {
@@ -335,8 +351,11 @@ export class Admission implements LoadSignal {
     }
   }
 
-  /** One latency sample of the start pipeline; the limit follows it (see `adaptedLimit`). */
-  private sample(ms: number): void {
+  /**
+   * One latency sample of the start pipeline, of a slot with that start budget; the limit follows
+   * it (see `adaptedLimit`).
+   */
+  private sample(ms: number, budgetMs: number): void {
     // A start held up far beyond any budget (a stalled process, a fencing wait) is one event, not the new normal.
     const rtt = Math.min(MAX_SAMPLE_MS, Math.max(0.5, ms));
     const now = this.options.clock();
@@ -354,7 +373,11 @@ export class Admission implements LoadSignal {
     this.lastSampleAt = now;
     // A pipeline far below its limit says nothing about the limit.
     if (this.inFlight + 1 < this.limit / 2) return;
-    const next = adaptedLimit(this.limit, this.longRtt, this.shortRtt);
+    // The no-load latency, as the limit reads it, is at most half the slot's start budget: a
+    // pipeline that has been slow for longer than the no-load latency remembers is still queueing
+    // once its latency nears the budget, and a limit that grew there (the slow latency taken for
+    // the no-load one) would shed every waiting slot as past its budget.
+    const next = adaptedLimit(this.limit, Math.min(this.longRtt, budgetMs / 2), this.shortRtt);
     this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, next));
   }
 

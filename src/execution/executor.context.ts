@@ -135,7 +135,9 @@ export class ExecutorContext {
   /** A run-history call with the executor's deadline. */
   db<T>(operation: string, call: () => Promise<T>): Promise<T> {
     const ms = this.historyTimeoutMs;
-    return withDeadline(call, ms, () => new HistoryTimeoutError(operation, ms));
+    const answered = withDeadline(call, ms, () => new HistoryTimeoutError(operation, ms));
+    const load = this.deps.load;
+    return load ? answered.then((value) => (load.heard('database'), value)) : answered;
   }
 
   /** How long a finished slot key keeps late (clock-skewed) instances from claiming it again. */
@@ -234,6 +236,7 @@ export class ExecutorContext {
       // A shed slot's row waits its turn without a deadline of its own (thousands a second under
       // overload: no timer each); the batcher bounds how many wait and fails them once it is full.
       const inserted = await (status === 'skipped_overload' ? record() : this.db('a not-started row', record));
+      this.deps.load?.heard('database');
       this.deps.load?.rows?.written(this.job.name, slot.scheduledAt.getTime());
       return inserted ? 'inserted' : 'exists';
     } catch (error) {

@@ -203,6 +203,7 @@ export class JobExecutor {
       unit?.release();
       return this.storeUnavailable(slot, executionId, error, trigger);
     }
+    this.ctx.deps.load?.heard('redis');
     if (claim.kind !== 'won') {
       unit?.release();
       // Admission's start pipeline ends with the claim's answer: what follows is the job's own wait.

@@ -534,6 +534,7 @@ export class SlotDispatcher {
       const busy = this.admission?.overloaded() ?? false;
       this.saidBusy = busy;
       const all = await this.fleet!.heartbeat(this.member(), MEMBER_TTL_MS, busy);
+      this.admission?.heard('redis');
       if (this.stopped) return;
       this.listReadAt = performance.now();
       const entries = all.filter((entry) => !entry.startsWith(BUSY));

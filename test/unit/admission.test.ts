@@ -236,6 +236,31 @@ describe('admission', () => {
     expect(shed).toEqual([]);
   });
 
+  it('does not take a pipeline slowed by load for an outage while Redis and the database answer other calls', () => {
+    const { submit, startLog, shed, clock, admission } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    const stuck = submit('stuck', clock.now);
+    submit('waits', clock.now + 5_000, 10_000);
+    // Its row waits behind the shed slots' rows, which the database writes all along, while
+    // Redis answers other claims.
+    for (let i = 0; i < 4; i++) {
+      clock.now += 600;
+      admission.heard('redis');
+      admission.heard('database');
+    }
+    expect(admission.overloaded()).toBe(true);
+    admission.check();
+    expect(startLog).toEqual(['stuck']);
+    // The database stops answering: an outage, every slot goes through and fails closed.
+    for (let i = 0; i < 4; i++) {
+      clock.now += 600;
+      admission.heard('redis');
+    }
+    admission.check();
+    expect(startLog).toEqual(['stuck', 'waits']);
+    expect(shed).toEqual([]);
+    stuck.done!(true);
+  });
+
   it('raises its limit while latency stays at its no-load level and lowers it when latency climbs', () => {
     const { submit, finishAll, clock, admission } = rig({ initialLimit: 16, minLimit: 4, maxLimit: 1_000 });
     const fill = (n: number): void => {
@@ -253,6 +278,18 @@ describe('admission', () => {
     }
     expect(admission.reading().limit).toBeLessThan(grown / 4);
     expect(admission.reading().limit).toBeGreaterThanOrEqual(4);
+  });
+
+  it('keeps its limit down while the pipeline stays as slow as the start budgets, however long that lasts', () => {
+    const { submit, finishAll, clock, admission } = rig({ initialLimit: 256, minLimit: 4, maxLimit: 1_000 });
+    // 60 s of a pipeline taking 600 ms, for slots with a 500 ms budget: longer than the no-load
+    // latency remembers, so that memory alone would take 600 ms for the no-load latency.
+    for (let round = 0; round < 100; round++) {
+      const limit = admission.reading().limit;
+      for (let i = 0; i < limit; i++) submit(`job-${i}`, clock.now + 10_000, 500);
+      finishAll(600);
+    }
+    expect(admission.reading().limit).toBeLessThan(64);
   });
 
   it('logs one line when an overload episode starts and one when it ends, not one per slot', () => {

@@ -122,6 +122,7 @@ function loadSignal(overloaded: () => boolean, shed: string[] = [], roster?: Fle
     roster,
     overloaded,
     claimDeadlineMs: () => undefined,
+    heard: () => undefined,
     describe: () => 'event loop 900 ms behind',
     noteShed: (_job, why) => void shed.push(why),
     noteUnrecorded: () => false,
