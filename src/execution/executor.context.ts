@@ -135,9 +135,13 @@ export class ExecutorContext {
   /** A run-history call with the executor's deadline. */
   db<T>(operation: string, call: () => Promise<T>): Promise<T> {
     const ms = this.historyTimeoutMs;
-    const answered = withDeadline(call, ms, () => new HistoryTimeoutError(operation, ms));
+    return this.heardFrom(withDeadline(call, ms, () => new HistoryTimeoutError(operation, ms)));
+  }
+
+  /** A run-history call whose answer tells admission control the database is up (see `LoadSignal.heard`). */
+  private heardFrom<T>(answer: Promise<T>): Promise<T> {
     const load = this.deps.load;
-    return load ? answered.then((value) => (load.heard('database'), value)) : answered;
+    return load ? answer.then((value) => (load.heard('database'), value)) : answer;
   }
 
   /** How long a finished slot key keeps late (clock-skewed) instances from claiming it again. */
@@ -235,8 +239,7 @@ export class ExecutorContext {
         });
       // A shed slot's row waits its turn without a deadline of its own (thousands a second under
       // overload: no timer each); the batcher bounds how many wait and fails them once it is full.
-      const inserted = await (status === 'skipped_overload' ? record() : this.db('a not-started row', record));
-      this.deps.load?.heard('database');
+      const inserted = await (status === 'skipped_overload' ? this.heardFrom(record()) : this.db('a not-started row', record));
       this.deps.load?.rows?.written(this.job.name, slot.scheduledAt.getTime());
       return inserted ? 'inserted' : 'exists';
     } catch (error) {
