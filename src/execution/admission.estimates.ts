@@ -10,6 +10,14 @@ export const MIN_BUDGET_MS = 250;
 /** Latency above the no-load latency times this counts as queueing (the limit shrinks). */
 const TOLERANCE = 2;
 /**
+ * Latency up to this share of a slot's start budget (at most `MAX_TOLERATED_MS`) never counts as
+ * queueing: the slots let in still start well in time, and those kept out would be shed.
+ */
+const TOLERATED_SHARE_OF_BUDGET = 0.4;
+const MAX_TOLERATED_MS = 1_000;
+/** The most the limit grows by per window, while latency stays far below what counts as queueing. */
+const MAX_GROWTH = 1.25;
+/**
  * A scheduled slot's start budget: half the job's shortest period, at most its catch-up window
  * (a slot later than that would be a missed slot anyway), at least `MIN_BUDGET_MS`. A job every
  * second may start 0.5 s late; a daily job (window one day by default) half a day: never shed in
@@ -21,17 +29,29 @@ export function startBudgetMs(job: { readonly minPeriodMs: number; readonly catc
 
 /**
  * The pipeline's limit after one more latency sample (before clamping), from the gradient between
- * the no-load latency (`longRtt`) and the recent one (`shortRtt`): at no-load latency it grows (by
- * about its square root per `limit` samples, a window), and it shrinks (at most by half per window)
- * as latency climbs past `TOLERANCE` times the no-load latency, which is queueing in Redis, the
- * database or this event loop. A step per window, not per sample: stepped per sample, the limit grew
- * with the slot rate (from 32 to thousands within two seconds under overload) and then crashed back.
- * The event loop's lag counts as queueing too: on a machine whose cores are saturated, the slots let
- * in are what keeps the loop behind (discounted, the limit grew to thousands and every run started
+ * what counts as queueing and the recent latency (`shortRtt`). Queueing is latency past
+ * `TOLERANCE` times the no-load latency (`longRtt`), or past `floorMs` (`toleratedMs`: a share of the start
+ * budget) if that is more. Near it the limit grows by about its square root per `limit` samples (a
+ * window); far below it, by up to a quarter per window; past it, it shrinks (at most by half per
+ * window). A step per window, not per sample: stepped per sample, the limit grew with the slot
+ * rate (from 32 to thousands within two seconds under overload) and then crashed back. The event
+ * loop's lag counts as latency too: on a machine whose cores are saturated, the slots let in are
+ * what keeps the loop behind (discounted, the limit grew to thousands and every run started
  * seconds late, holding its job into the next slots).
+ *
+ * Why a floor: on a machine saturated by the whole fleet (the other instances, the shed slots'
+ * rows), latency rises whatever this instance's limit. Read as its own queueing, it held the limit
+ * near its minimum, and the slots kept waiting were shed although the pipeline could still have
+ * started them in time.
  */
-export function adaptedLimit(limit: number, longRtt: number, shortRtt: number): number {
-  const gradient = Math.max(0.5, Math.min(1, (TOLERANCE * longRtt) / Math.max(longRtt, shortRtt)));
+export function adaptedLimit(limit: number, longRtt: number, shortRtt: number, floorMs: number): number {
+  const headroom = Math.max(TOLERANCE * longRtt, floorMs) / Math.max(longRtt, shortRtt);
+  const gradient = Math.max(0.5, Math.min(MAX_GROWTH, headroom <= 1 ? headroom : 1 + (headroom - 1) / 4));
   const next = limit * gradient + Math.sqrt(limit);
   return limit + (next - limit) / limit;
+}
+
+/** What latency a slot with this start budget tolerates before it counts as queueing (see `adaptedLimit`). */
+export function toleratedMs(budgetMs: number): number {
+  return Math.min(MAX_TOLERATED_MS, budgetMs * TOLERATED_SHARE_OF_BUDGET);
 }

@@ -1,6 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { OverloadEpisode, seconds } from './overload.episode.js';
-import { adaptedLimit } from './admission.estimates.js';
+import { adaptedLimit, toleratedMs } from './admission.estimates.js';
 import { FleetRoster } from './fleet.roster.js';
 import { RowTallies, type RowNotes } from './row.receipts.js';
 import { fnv1a, mix } from './hash.js';
@@ -377,7 +377,7 @@ export class Admission implements LoadSignal {
     // pipeline that has been slow for longer than the no-load latency remembers is still queueing
     // once its latency nears the budget, and a limit that grew there (the slow latency taken for
     // the no-load one) would shed every waiting slot as past its budget.
-    const next = adaptedLimit(this.limit, Math.min(this.longRtt, budgetMs / 2), this.shortRtt);
+    const next = adaptedLimit(this.limit, Math.min(this.longRtt, budgetMs / 2), this.shortRtt, toleratedMs(budgetMs));
     this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, next));
   }
 

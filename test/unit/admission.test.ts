@@ -261,10 +261,10 @@ describe('admission', () => {
     stuck.done!(true);
   });
 
-  it('raises its limit while latency stays at its no-load level and lowers it when latency climbs', () => {
+  it('raises its limit while latency stays at its no-load level and lowers it when latency climbs past the start budget', () => {
     const { submit, finishAll, clock, admission } = rig({ initialLimit: 16, minLimit: 4, maxLimit: 1_000 });
     const fill = (n: number): void => {
-      for (let i = 0; i < n; i++) submit(`job-${i}`, clock.now + 250, 10_000);
+      for (let i = 0; i < n; i++) submit(`job-${i}`, clock.now + 250, 500);
     };
     for (let round = 0; round < 20; round++) {
       fill(admission.reading().limit);
@@ -274,10 +274,38 @@ describe('admission', () => {
     expect(grown).toBeGreaterThan(16);
     for (let round = 0; round < 20; round++) {
       fill(admission.reading().limit);
-      finishAll(200);
+      finishAll(600);
     }
     expect(admission.reading().limit).toBeLessThan(grown / 4);
     expect(admission.reading().limit).toBeGreaterThanOrEqual(4);
+  });
+
+  it('holds its limit while latency rises but stays well within the start budget (a machine busy with the whole fleet)', () => {
+    const { submit, finishAll, clock, admission } = rig({ initialLimit: 64, minLimit: 4, maxLimit: 1_000 });
+    const round = (ms: number): void => {
+      const limit = admission.reading().limit;
+      for (let i = 0; i < limit; i++) submit(`job-${i}`, clock.now + 250, 1_000);
+      finishAll(ms);
+    };
+    for (let i = 0; i < 10; i++) round(10);
+    const before = admission.reading().limit;
+    // Fifteen times the no-load latency, yet 150 ms of a 1 s budget: the slots let in start in time.
+    for (let i = 0; i < 20; i++) round(150);
+    expect(admission.reading().limit).toBeGreaterThanOrEqual(before);
+  });
+
+  it('regains its limit within a few windows once latency is low again', () => {
+    const { submit, finishAll, clock, admission } = rig({ initialLimit: 32, minLimit: 32, maxLimit: 1_000 });
+    let rounds = 0;
+    while (admission.reading().limit < 256 && rounds < 100) {
+      const limit = admission.reading().limit;
+      for (let i = 0; i < limit; i++) submit(`job-${i}`, clock.now + 250, 500);
+      finishAll(20);
+      rounds++;
+    }
+    // Growing by about its square root per window, as at latency near what counts as queueing,
+    // takes about 40 windows from 32 to 256 (half of each window's samples adapt the limit).
+    expect(rounds).toBeLessThanOrEqual(16);
   });
 
   it('keeps its limit down while the pipeline stays as slow as the start budgets, however long that lasts', () => {
