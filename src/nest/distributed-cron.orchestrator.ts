@@ -63,7 +63,12 @@ export class DistributedCronOrchestrator {
   private retention: HistoryRetention | undefined;
   private dispatcher: SlotDispatcher | undefined;
   /** Spreads the claims this instance makes first while it starts up (see `SlotDispatcher`'s `pace`). */
-  private readonly pacer = new StartPacer<Claim>((claim) => this.handOn(claim), START_SLOTS_PER_TURN, START_SPREAD_MS);
+  private readonly pacer = new StartPacer<Claim>(
+    (claim) => this.handOn(claim),
+    START_SLOTS_PER_TURN,
+    START_SPREAD_MS,
+    (claim) => claim.slot.getTime(),
+  );
 
   constructor(
     private readonly runtime: DistributedCronRuntime,

@@ -9,9 +9,17 @@
  * while the rest are still being claimed, instead of all of them holding theirs until the whole
  * burst has passed every step. A turn with fewer slots than that is handed on as it comes, and
  * once `spreadMs` has passed since `start()` every slot is.
+ *
+ * A slot of a later instant that comes while slots of an earlier one still wait means the pacer
+ * is not keeping up (an instance overloaded from its start): first in, first out, every burst
+ * would wait behind the one before and be handed on past its start budget, and none would run.
+ * The earlier slots are then handed on at once (admission control, admission.ts, starts those
+ * that can still start in time and sheds the rest with a row each), and the new burst is paced.
  */
 export class StartPacer<T> {
   private queue: T[] = [];
+  /** The slot instant of each waiting item (ms), beside `queue`. */
+  private instants: number[] = [];
   private head = 0;
   private handedThisTurn = 0;
   private scheduled = false;
@@ -23,6 +31,8 @@ export class StartPacer<T> {
     private readonly handOn: (item: T) => void,
     private readonly perTurn: number,
     private readonly spreadMs: number,
+    /** An item's slot instant (ms). */
+    private readonly instantOf: (item: T) => number,
   ) {}
 
   /** From now, for `spreadMs`, bursts are paced. */
@@ -49,7 +59,11 @@ export class StartPacer<T> {
       this.handOn(item);
       return;
     }
+    const instant = this.instantOf(item);
+    // Behind: what waits from earlier instants goes now, before the new burst (not counted in the turn's share).
+    if (this.head < this.queue.length && this.instants[this.head]! < instant) this.drainBefore(instant);
     this.queue.push(item);
+    this.instants.push(instant);
     this.drain(this.perTurn - this.handedThisTurn);
     this.schedule();
   }
@@ -74,8 +88,23 @@ export class StartPacer<T> {
       this.handedThisTurn++;
       this.handOn(item);
     }
+    this.compact();
+  }
+
+  /** Hands on every waiting item of an instant before `instant`. */
+  private drainBefore(instant: number): void {
+    while (this.head < this.queue.length && this.instants[this.head]! < instant) {
+      const item = this.queue[this.head]!;
+      this.head++;
+      this.handOn(item);
+    }
+    this.compact();
+  }
+
+  private compact(): void {
     if (this.head > 0 && this.head === this.queue.length) {
       this.queue = [];
+      this.instants = [];
       this.head = 0;
     }
   }

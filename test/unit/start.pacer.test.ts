@@ -9,7 +9,13 @@ function pacer(
   spreadMs: number,
 ): { pacer: StartPacer<number>; turns: number[][]; newTurn: () => void; handed: () => number[] } {
   const turns: number[][] = [[]];
-  const p = new StartPacer<number>((n) => turns.at(-1)!.push(n), perTurn, spreadMs);
+  // An item's slot instant is its millions: a test gives one burst numbers under the same million.
+  const p = new StartPacer<number>(
+    (n) => turns.at(-1)!.push(n),
+    perTurn,
+    spreadMs,
+    (n) => Math.floor(n / 1_000_000),
+  );
   return { pacer: p, turns, newTurn: () => turns.push([]), handed: () => turns.flat() };
 }
 
@@ -62,6 +68,24 @@ describe('StartPacer: the first slots of a just-started instance', () => {
     // Past the spread time: what waited goes first, then the new slot, all at once.
     p.add(100);
     expect(handed()).toEqual(Array.from({ length: 101 }, (_, i) => i));
+  });
+
+  it('hands on the slots of an earlier instant at once when a later one comes while they wait, and paces the new burst', async () => {
+    const { pacer: p, handed, turns, newTurn } = pacer(100, 60_000);
+    p.start();
+    // One instant's burst of 300 in one turn, and no turn passes before the next instant's burst
+    // (a loop too busy): paced first in, first out, that burst would wait behind this one.
+    for (let i = 0; i < 300; i++) p.add(i);
+    expect(p.waiting).toBe(200);
+    for (let i = 1_000_000; i < 1_000_300; i++) p.add(i);
+    // Every slot of the earlier instant, in order, then the new burst's share of the turn.
+    expect(handed().slice(0, 300)).toEqual(Array.from({ length: 300 }, (_, i) => i));
+    expect(handed()).toHaveLength(300);
+    expect(p.waiting).toBe(300);
+    newTurn();
+    await nextTurn();
+    expect(turns.at(-1)).toHaveLength(100);
+    expect(turns.at(-1)![0]).toBe(1_000_000);
   });
 
   it('stop() hands on everything still waiting at once (shutdown gives every fired slot its outcome)', () => {
