@@ -28,30 +28,33 @@ export function startBudgetMs(job: { readonly minPeriodMs: number; readonly catc
 }
 
 /**
- * The pipeline's limit after one more latency sample (before clamping), from the gradient between
- * what counts as queueing and the recent latency (`shortRtt`). Queueing is latency past
- * `TOLERANCE` times the no-load latency (`longRtt`), or past `floorMs` (`toleratedMs`: a share of the start
- * budget) if that is more. Near it the limit grows by about its square root per `limit` samples (a
- * window); far below it, by up to a quarter per window; past it, it shrinks (at most by half per
- * window). A step per window, not per sample: stepped per sample, the limit grew with the slot
- * rate (from 32 to thousands within two seconds under overload) and then crashed back. The event
- * loop's lag counts as latency too: on a machine whose cores are saturated, the slots let in are
- * what keeps the loop behind (discounted, the limit grew to thousands and every run started
- * seconds late, holding its job into the next slots).
+ * The pipeline's limit after one more latency sample (before clamping), of a slot with start
+ * budget `budgetMs`, from the gradient between what counts as queueing and the recent latency
+ * (`shortRtt`). Queueing is latency past `TOLERANCE` times the no-load latency (`longRtt`), or
+ * past `TOLERATED_SHARE_OF_BUDGET` of the budget (at most `MAX_TOLERATED_MS`) if that is more.
+ * Near it the limit grows by about its square root per `limit` samples (a window); far below it,
+ * by up to a quarter per window; past it, it shrinks (at most by half per window). A step per
+ * window, not per sample: stepped per sample, the limit grew with the slot rate (from 32 to
+ * thousands within two seconds under overload) and then crashed back. The event loop's lag counts
+ * as latency too: on a machine whose cores are saturated, the slots let in are what keeps the
+ * loop behind (discounted, the limit grew to thousands and every run started seconds late,
+ * holding its job into the next slots).
+ *
+ * The no-load latency is read as at most half the budget: a pipeline that has been slow for
+ * longer than the no-load latency remembers is still queueing once its latency nears the budget,
+ * and a limit that grew there (the slow latency taken for the no-load one) would shed every
+ * waiting slot as past its budget.
  *
  * Why a floor: on a machine saturated by the whole fleet (the other instances, the shed slots'
  * rows), latency rises whatever this instance's limit. Read as its own queueing, it held the limit
  * near its minimum, and the slots kept waiting were shed although the pipeline could still have
  * started them in time.
  */
-export function adaptedLimit(limit: number, longRtt: number, shortRtt: number, floorMs: number): number {
-  const headroom = Math.max(TOLERANCE * longRtt, floorMs) / Math.max(longRtt, shortRtt);
+export function adaptedLimit(limit: number, longRtt: number, shortRtt: number, budgetMs: number): number {
+  const noLoad = Math.min(longRtt, budgetMs / 2);
+  const queueing = Math.max(TOLERANCE * noLoad, Math.min(MAX_TOLERATED_MS, budgetMs * TOLERATED_SHARE_OF_BUDGET));
+  const headroom = queueing / Math.max(noLoad, shortRtt);
   const gradient = Math.max(0.5, Math.min(MAX_GROWTH, headroom <= 1 ? headroom : 1 + (headroom - 1) / 4));
   const next = limit * gradient + Math.sqrt(limit);
   return limit + (next - limit) / limit;
-}
-
-/** What latency a slot with this start budget tolerates before it counts as queueing (see `adaptedLimit`). */
-export function toleratedMs(budgetMs: number): number {
-  return Math.min(MAX_TOLERATED_MS, budgetMs * TOLERATED_SHARE_OF_BUDGET);
 }

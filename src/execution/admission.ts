@@ -1,6 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { OverloadEpisode, seconds } from './overload.episode.js';
-import { adaptedLimit, toleratedMs } from './admission.estimates.js';
+import { adaptedLimit } from './admission.estimates.js';
 import { FleetRoster } from './fleet.roster.js';
 import { RowTallies, type RowNotes } from './row.receipts.js';
 import { fnv1a, mix } from './hash.js';
@@ -133,10 +133,6 @@ export class Admission implements LoadSignal {
   private longRtt = 0;
   private samples = 0;
   private lastSampleAt = 0;
-  /**
-   * Slots the pipeline completes per ms while slots wait (its capacity: batching makes it grow
-   * with concurrency, so it is measured, not derived from the latency); 0 until measured.
-   */
   /** When a slot's start pipeline last got its answers (see `stalled`). */
   private lastAnswerAt: number;
   /** When Redis, and the database, last answered a call of this instance (see `heard`). */
@@ -373,11 +369,7 @@ export class Admission implements LoadSignal {
     this.lastSampleAt = now;
     // A pipeline far below its limit says nothing about the limit.
     if (this.inFlight + 1 < this.limit / 2) return;
-    // The no-load latency, as the limit reads it, is at most half the slot's start budget: a
-    // pipeline that has been slow for longer than the no-load latency remembers is still queueing
-    // once its latency nears the budget, and a limit that grew there (the slow latency taken for
-    // the no-load one) would shed every waiting slot as past its budget.
-    const next = adaptedLimit(this.limit, Math.min(this.longRtt, budgetMs / 2), this.shortRtt, toleratedMs(budgetMs));
+    const next = adaptedLimit(this.limit, this.longRtt, this.shortRtt, budgetMs);
     this.limit = Math.min(this.maxLimit, Math.max(this.minLimit, next));
   }
 
