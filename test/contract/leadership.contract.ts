@@ -5,11 +5,10 @@
 import { describe, expect, it } from 'vitest';
 import type { LeaseStoreHarness } from './lease-store.contract.js';
 
-/** As in the lease contract: short enough to wait out against a real Redis. */
-const LEASE_MS = 400;
-const BEYOND_LEASE_MS = 550;
-
-export function leadershipContract(setup: () => Promise<LeaseStoreHarness> | LeaseStoreHarness): void {
+/** `leaseMs` as in the lease contract: the harness's lease, longer on a real server. */
+export function leadershipContract(setup: () => Promise<LeaseStoreHarness> | LeaseStoreHarness, leaseMs: number): void {
+  const LEASE_MS = leaseMs;
+  const BEYOND_LEASE_MS = Math.round(leaseMs * 1.375);
   describe('LeaderStore: leadership', () => {
     async function lead(h: LeaseStoreHarness, instanceId: string, floor?: number) {
       const state = await h.store.leadership({ instanceId, leaseMs: LEASE_MS, floor });

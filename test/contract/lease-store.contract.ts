@@ -22,27 +22,32 @@ export interface LeaseStoreHarness {
   forget(): Promise<void>;
 }
 
-/** Short enough to wait out against a real Redis, long enough not to expire by itself during a case. */
-const LEASE_MS = 400;
-const BEYOND_LEASE_MS = 550;
-
-function request(jobName: string, slot: number, overlap: OverlapPolicy = 'skip', extra: Partial<ClaimRequest> = {}): ClaimRequest {
-  const executionId = `${jobName}:${slot}`;
-  return {
-    jobName,
-    executionId,
-    overlap,
-    leaseMs: LEASE_MS,
-    slotMs: LEASE_MS + 5_000,
-    queued: { executionId, scheduledAt: slot * 1_000, businessDate: '2026-01-01' },
-    ...extra,
-  };
+/**
+ * The lease a case claims. 400 ms is short enough to wait out against a real Redis, long enough not to
+ * expire by itself during a case on an idle machine; a harness on a real server passes a longer one so
+ * that a loaded machine's scheduling pauses (hundreds of ms under a parallel test run) stay inside it.
+ */
+function timing(leaseMs: number) {
+  const RELEASE = { leaseMs, doneMs: 5_000, succeeded: false };
+  function request(jobName: string, slot: number, overlap: OverlapPolicy = 'skip', extra: Partial<ClaimRequest> = {}): ClaimRequest {
+    const executionId = `${jobName}:${slot}`;
+    return {
+      jobName,
+      executionId,
+      overlap,
+      leaseMs,
+      slotMs: leaseMs + 5_000,
+      queued: { executionId, scheduledAt: slot * 1_000, businessDate: '2026-01-01' },
+      ...extra,
+    };
+  }
+  return { LEASE_MS: leaseMs, BEYOND_LEASE_MS: Math.round(leaseMs * 1.375), RELEASE, request };
 }
 
-const RELEASE = { leaseMs: LEASE_MS, doneMs: 5_000, succeeded: false };
 const FAILURE = { now: 0, dedupMs: 3_600_000, escalateAfter: 3, force: false };
 
-export function leaseStoreContract(name: string, setup: () => Promise<LeaseStoreHarness> | LeaseStoreHarness): void {
+export function leaseStoreContract(name: string, setup: () => Promise<LeaseStoreHarness> | LeaseStoreHarness, leaseMs = 400): void {
+  const { LEASE_MS, BEYOND_LEASE_MS, RELEASE, request } = timing(leaseMs);
   const job = (): string => uniqueName('contract-ls');
   async function won(h: LeaseStoreHarness, req: ClaimRequest): Promise<HeldLease> {
     const claim = await h.store.claim(req);
@@ -648,6 +653,6 @@ export function leaseStoreContract(name: string, setup: () => Promise<LeaseStore
       });
     });
 
-    leadershipContract(setup);
+    leadershipContract(setup, leaseMs);
   });
 }
