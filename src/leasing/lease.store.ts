@@ -379,8 +379,12 @@ export class KeyBuilder {
   leaderFence(): string {
     return `${this.prefix}:leader:{fleet}:fence`;
   }
-  /** The newest leadership and when its lease runs out; it never expires (see leader-3.lua). */
+  /** The newest leadership and when its lease runs out; it never expires (see leader-4.lua). */
   leaderLast(): string {
     return `${this.prefix}:leader:{fleet}:last`;
+  }
+  /** What a take found before it, kept a lease for a resent take (see leader-4.lua). */
+  leaderTaken(): string {
+    return `${this.prefix}:leader:{fleet}:taken`;
   }
 }

@@ -37,7 +37,7 @@ const SCRIPTS = {
   refence: loadScript('refence-3.lua'),
   owner: loadScript('owner-4.lua'),
   failure: loadScript('failure-1.lua'),
-  leader: loadScript('leader-3.lua'),
+  leader: loadScript('leader-4.lua'),
   resign: loadScript('resign-1.lua'),
 };
 
@@ -296,7 +296,7 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
       'failure',
       SCRIPTS.failure,
       [this.keys.alerts(jobName)],
-      [options.now, options.dedupMs, options.escalateAfter, options.force ? '1' : '0', ALERT_STATE_TTL_MS],
+      [options.now, options.dedupMs, options.escalateAfter, options.force ? '1' : '0', ALERT_STATE_TTL_MS, newToken()],
     )) as [number, number, number];
     return { failures: Number(reply[0]), send: reply[1] === 1, escalate: reply[2] === 1 };
   }
@@ -315,7 +315,13 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
   }
 
   async once(jobName: string, name: string, ttlMs: number): Promise<boolean> {
-    return (await this.runner.command('once', () => this.redis.set(this.keys.once(jobName, name), '1', 'PX', ttlMs, 'NX'))) === 'OK';
+    // The key names this call: a SET resent after its reply was lost finds its own value, not someone else's.
+    const key = this.keys.once(jobName, name);
+    const mine = newToken();
+    return this.runner.command(
+      'once',
+      async () => (await this.redis.set(key, mine, 'PX', ttlMs, 'NX')) === 'OK' || (await this.redis.get(key)) === mine,
+    );
   }
 
   async acquireAfter(jobName: string, executionId: string, holderToken: string, leaseMs: number): Promise<AcquireResult> {
@@ -358,7 +364,7 @@ export class RedisLeaseStore implements LeaseStore, RetryLine, JobFlags, Failure
     const reply = (await this.runner.run(
       'leadership',
       SCRIPTS.leader,
-      [this.keys.leader(), this.keys.leaderFence(), this.keys.leaderLast()],
+      [this.keys.leader(), this.keys.leaderFence(), this.keys.leaderLast(), this.keys.leaderTaken()],
       [request.instanceId, request.token ?? '', request.leaseMs, newToken(), request.floor ?? 0],
     )) as [number, string, string?, number?];
     const token = String(reply[1]);

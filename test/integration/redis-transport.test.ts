@@ -335,3 +335,137 @@ describe('a reply that came while this process was busy', () => {
     await expect(store.isPaused(job)).resolves.toBe(false);
   });
 });
+
+/**
+ * A script ran, its reply was lost with the connection, and ioredis sent it again once it had
+ * reconnected (`autoResendUnfulfilledCommands`, on by default): the second run must answer what
+ * the first did. A claim answered "taken" there left its slot to "another instance" that was
+ * itself: no run, no row, no log line, and a lease that kept the job's next slots out.
+ */
+describe('a script whose reply was lost after it ran, sent again by ioredis', () => {
+  async function lossy(): Promise<{
+    store: RedisLeaseStore;
+    admin: Redis;
+    cutNextReply: () => Promise<void>;
+    resent: () => Promise<boolean>;
+  }> {
+    const server = await ownServer();
+    const proxy = await replyCutter(server.port);
+    const { store } = await loadedStore(`redis://127.0.0.1:${proxy.port}`, 2_000);
+    const admin = client(server.url);
+    await admin.config('RESETSTAT');
+    const calls = async (): Promise<number> => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
+    let before = 0;
+    return {
+      store,
+      admin,
+      cutNextReply: async () => {
+        before = await calls();
+        proxy.cutNextReply();
+      },
+      // The script ran twice: the lost run, then the resent one.
+      resent: async () => (await calls()) - before >= 2,
+    };
+  }
+
+  it('a claim that won answers won, with the lease it holds (skip)', async () => {
+    const { store, admin, cutNextReply, resent } = await lossy();
+    const job = uniqueName('resent-claim');
+    await cutNextReply();
+    const lease = await won(store, claimRequest(job, `${job}:1`));
+    expect(await resent()).toBe(true);
+    expect(await admin.get(keys.lease(job))).toBe(lease.token);
+    expect(lease.fencingToken).toBe(1);
+    expect(await admin.get(keys.fence(job))).toBe('1');
+  });
+
+  it('a claim under allow answers won, with the slot lease it holds', async () => {
+    const { store, admin, cutNextReply, resent } = await lossy();
+    const job = uniqueName('resent-allow');
+    await cutNextReply();
+    const lease = await won(store, claimRequest(job, `${job}:1`, 'allow'));
+    expect(await resent()).toBe(true);
+    expect(await admin.get(keys.slot(job, `${job}:1`))).toBe(lease.token);
+  });
+
+  it('a claim that won over a queued slot left behind still names that slot as superseded', async () => {
+    const { store, admin, cutNextReply, resent } = await lossy();
+    const job = uniqueName('resent-superseded');
+    await runningWithQueued(store, job);
+    await admin.del(keys.lease(job)); // the holder died; its queued slot waits
+    await cutNextReply();
+    const claim = await store.claim(claimRequest(job, `${job}:3`, 'queue'));
+    expect(await resent()).toBe(true);
+    expect(claim).toMatchObject({ kind: 'won', superseded: { executionId: `${job}:2` } });
+  });
+
+  it('a claim that queued, or asked the holder to stop, answers that again', async () => {
+    const { store, cutNextReply, resent } = await lossy();
+    const queued = uniqueName('resent-queue');
+    await won(store, claimRequest(queued, `${queued}:1`, 'queue'));
+    await cutNextReply();
+    expect(await store.claim(claimRequest(queued, `${queued}:2`, 'queue'))).toMatchObject({ kind: 'queued' });
+    expect(await resent()).toBe(true);
+
+    const replaced = uniqueName('resent-replace');
+    const holder = await won(store, claimRequest(replaced, `${replaced}:1`, 'replace'));
+    await cutNextReply();
+    expect(await store.claim(claimRequest(replaced, `${replaced}:2`, 'replace'))).toEqual({ kind: 'replacing', holderToken: holder.token });
+    expect(await resent()).toBe(true);
+  });
+
+  it('a take, an acquire after a replaced run and a refence answer the lease they hold', async () => {
+    const { store, admin, cutNextReply, resent } = await lossy();
+    const job = uniqueName('resent-take');
+    await cutNextReply();
+    const taken = await store.take(job, `${job}:1`, 'lease', 10_000);
+    expect(await resent()).toBe(true);
+    expect(taken).toMatchObject({ kind: 'taken', lease: { fencingToken: 1 } });
+    const lease = (taken as { lease: HeldLease }).lease;
+    expect(await admin.get(keys.lease(job))).toBe(lease.token);
+
+    await cutNextReply();
+    const refenced = await store.refence(lease, 40, 10_000, 5_000);
+    expect(await resent()).toBe(true);
+    expect(refenced?.lease.fencingToken).toBe(41);
+    expect(await admin.get(keys.lease(job))).toBe(refenced?.lease.token);
+
+    await store.release(refenced!.lease, { leaseMs: 10_000, doneMs: 1_000, succeeded: true });
+    await cutNextReply();
+    const acquired = await store.acquireAfter(job, `${job}:2`, refenced!.lease.token, 10_000);
+    expect(await resent()).toBe(true);
+    expect(acquired).toMatchObject({ kind: 'acquired', lease: { fencingToken: 42 } });
+    expect(await admin.get(keys.lease(job))).toBe((acquired as { lease: HeldLease }).lease.token);
+  });
+
+  it('a leadership taken answers taken, with the leadership before it and when that one ended', async () => {
+    const { store, cutNextReply, resent } = await lossy();
+    const first = await store.leadership({ instanceId: 'a', leaseMs: 300 });
+    expect(first.held).toBe(true);
+    await sleep(500); // a's lease runs out
+    await cutNextReply();
+    const taken = await store.leadership({ instanceId: 'b', leaseMs: 10_000 });
+    expect(await resent()).toBe(true);
+    expect(taken).toMatchObject({ held: true, fencingToken: 2, previous: { leader: { instanceId: 'a', fencingToken: 1 } } });
+    expect((taken as { previous: { endedMsAgo: number } }).previous.endedMsAgo).toBeGreaterThanOrEqual(150);
+  });
+
+  it('a once-key set by this call answers first: the alert or replay it guards is not dropped', async () => {
+    const { store, admin, cutNextReply } = await lossy();
+    const job = uniqueName('resent-once');
+    await cutNextReply();
+    expect(await store.once(job, 'no_success', 60_000)).toBe(true);
+    expect(Number(/cmdstat_set:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1])).toBeGreaterThanOrEqual(2);
+    expect(await store.once(job, 'no_success', 60_000)).toBe(false);
+  });
+
+  it('a failure is counted once: the streak reaches the escalation threshold and escalates', async () => {
+    const { store, cutNextReply, resent } = await lossy();
+    const job = uniqueName('resent-failure');
+    const options = { now: Date.now(), dedupMs: 60_000, escalateAfter: 2, force: false };
+    await store.recordFailure(job, options);
+    await cutNextReply();
+    expect(await store.recordFailure(job, options)).toMatchObject({ failures: 2, escalate: true });
+    expect(await resent()).toBe(true);
+  });
+});

@@ -12,9 +12,16 @@
   Output: { 1, fence } acquired with token '<fence>:<random>'
           { 0 }        still held by the run being replaced: try again shortly
           { -1 }       held by a newer run: this slot was superseded
+
+  Idempotent: sent again (a reply lost to a dropped connection, the command resent), an acquire
+  that holds the lease answers it again, not { -1 } as if a newer run held it.
 ]]
 local holder = redis.call('GET', KEYS[1])
 if holder then
+  local mine = ':' .. ARGV[1]
+  if string.sub(holder, -#mine) == mine then
+    return { 1, tonumber(string.sub(holder, 1, #holder - #mine)) }
+  end
   if holder == ARGV[3] then
     return { 0 }
   end

@@ -29,38 +29,58 @@
    { -3, superseded }        queued behind the running one ('queue'); superseded as above
    { -4, holderToken }       asked the holder to stop ('replace'); wait for the lease
    { -5, holder }            ahead of the slot and another run holds the lease: nothing changed
+
+  Idempotent: the same claim sent again (ioredis resends a command whose reply a dropped
+  connection lost, after it ran) answers what it answered the first time, not { 0 }. Answered
+  { 0 }, the instance would leave the slot to "another instance" that is itself: the slot would
+  have no run and no row, and its lease would keep the job's next slots out. The slot key keeps
+  the random part and the answer ('<random>\n<answer as JSON>'); under 'allow' it is the lease,
+  whose random part is this claim's.
 ]]
+local mode = ARGV[4]
+local claimed = redis.call('GET', KEYS[1])
+if claimed then
+  if mode == 'allow' then
+    -- The slot key is this execution's lease.
+    local mine = ':' .. ARGV[1]
+    if string.sub(claimed, -#mine) == mine then
+      return { 1, tonumber(string.sub(claimed, 1, #claimed - #mine)), '' }
+    end
+  else
+    local mine = ARGV[1] .. '\n'
+    if string.sub(claimed, 1, #mine) == mine then
+      return cjson.decode(string.sub(claimed, #mine + 1))
+    end
+  end
+  return { 0 }
+end
 if redis.call('EXISTS', KEYS[6]) == 1 then
   return { -1 }
 end
-local mode = ARGV[4]
 if mode == 'allow' then
-  -- The slot key is this execution's lease.
-  if redis.call('EXISTS', KEYS[1]) == 1 then
-    return { 0 }
-  end
   local fence = redis.call('INCR', KEYS[3])
   redis.call('SET', KEYS[1], fence .. ':' .. ARGV[1], 'PX', ARGV[3])
   return { 1, fence, '' }
 end
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return { 0 }
+-- The answer, kept in the slot key for a resent claim.
+local function answer(reply)
+  redis.call('SET', KEYS[1], ARGV[1] .. '\n' .. cjson.encode(reply), 'PX', ARGV[2])
+  return reply
 end
 local holder = redis.call('GET', KEYS[2])
 if holder then
   if ARGV[7] == '1' then
-    redis.call('DEL', KEYS[1])
     return { -5, holder }
   end
   if mode == 'queue' then
     local previous = redis.call('GET', KEYS[4])
     redis.call('SET', KEYS[4], ARGV[5], 'PX', ARGV[6])
-    return { -3, previous or '' }
+    return answer({ -3, previous or '' })
   elseif mode == 'replace' then
     redis.call('SET', KEYS[5], holder, 'PX', ARGV[3])
-    return { -4, holder }
+    return answer({ -4, holder })
   end
-  return { -2, holder }
+  return answer({ -2, holder })
 end
 local fence = redis.call('INCR', KEYS[3])
 redis.call('SET', KEYS[2], fence .. ':' .. ARGV[1], 'PX', ARGV[3])
@@ -69,4 +89,4 @@ local superseded = redis.call('GET', KEYS[4])
 if superseded then
   redis.call('DEL', KEYS[4])
 end
-return { 1, fence, superseded or '' }
+return answer({ 1, fence, superseded or '' })

@@ -13,11 +13,23 @@
   ARGV[3] escalate when the streak reaches this many consecutive failures (0: never)
   ARGV[4] '1' to alert regardless of the window (dead letters)
   ARGV[5] TTL of the state, ms
+  ARGV[6] this call's random ID (absent from older callers)
 
   Output: { failures, send (0/1), escalate (0/1) }
+
+  Idempotent: sent again (a reply lost to a dropped connection, the command resent), the call
+  answers what it answered the first time instead of counting the failure twice, which could
+  step over the escalation threshold and never escalate.
 ]]
 if redis.replicate_commands then
   redis.replicate_commands()
+end
+if ARGV[6] and ARGV[6] ~= '' and redis.call('HGET', KEYS[1], 'call') == ARGV[6] then
+  local answer = redis.call('HGET', KEYS[1], 'answer')
+  local f, s, e = string.match(answer or '', '^(%d+),(%d),(%d)$')
+  if f then
+    return { tonumber(f), tonumber(s), tonumber(e) }
+  end
 end
 local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
 local time = redis.call('TIME')
@@ -31,6 +43,9 @@ end
 local escalate = 0
 if tonumber(ARGV[3]) > 0 and failures == tonumber(ARGV[3]) then
   escalate = 1
+end
+if ARGV[6] and ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[1], 'call', ARGV[6], 'answer', failures .. ',' .. send .. ',' .. escalate)
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return { failures, send, escalate }

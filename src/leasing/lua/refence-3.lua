@@ -21,11 +21,25 @@
   Output: { 1, fence, forgot } the lease now has token '<fence>:<random>' (random: ARGV[6] when given); forgot 1 when the
                                counter was below the floor, else 0
           { 0 }                the lease is not held by this token any more
+
+  Idempotent: sent again (a reply lost to a dropped connection, the command resent), a refence
+  that already raised the lease answers the token it raised it to, not { 0 }. forgot is then
+  read from the forgot key.
 ]]
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+local floor = tonumber(ARGV[2])
+local random = ARGV[6]
+if random == nil or random == '' then
+  random = string.sub(ARGV[1], string.find(ARGV[1], ':', 1, true) + 1)
+end
+local current = redis.call('GET', KEYS[1])
+if current ~= ARGV[1] then
+  local mine = ':' .. random
+  local raised = current and string.sub(current, -#mine) == mine and tonumber(string.sub(current, 1, #current - #mine))
+  if raised and raised > floor then
+    return { 1, raised, redis.call('EXISTS', KEYS[3]) }
+  end
   return { 0 }
 end
-local floor = tonumber(ARGV[2])
 local token = tonumber(string.sub(ARGV[1], 1, string.find(ARGV[1], ':', 1, true) - 1))
 -- Out of order: only runs of an 'allow' job overlap, a later claim got a higher token, and the
 -- counter is still at or above it. Anything else is a counter Redis forgot.
@@ -37,10 +51,6 @@ if fence <= floor then
 end
 if forgot then
   redis.call('SET', KEYS[3], '1', 'PX', ARGV[4])
-end
-local random = ARGV[6]
-if random == nil or random == '' then
-  random = string.sub(ARGV[1], string.find(ARGV[1], ':', 1, true) + 1)
 end
 redis.call('SET', KEYS[1], string.format('%d', fence) .. ':' .. random, 'PX', ARGV[3])
 return { 1, fence, forgot and 1 or 0 }

@@ -21,11 +21,18 @@
           { 0 }        the run being recovered still holds a lease: it is alive
           { -1 }       another run holds the lease: try later
           { -2 }       the job is paused
+
+  Idempotent: sent again (a reply lost to a dropped connection, the command resent), a take
+  that holds the lease answers it again, not { -1 } about its own lease.
 ]]
+local holder = redis.call('GET', KEYS[1])
+local mine = ':' .. ARGV[1]
+if holder and string.sub(holder, -#mine) == mine then
+  return { 1, tonumber(string.sub(holder, 1, #holder - #mine)) }
+end
 if redis.call('EXISTS', KEYS[3]) == 1 then
   return { -2 }
 end
-local holder = redis.call('GET', KEYS[1])
 if ARGV[3] ~= '' then
   local prefix = ARGV[3] .. ':'
   if holder and string.sub(holder, 1, #prefix) == prefix then
