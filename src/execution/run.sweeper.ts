@@ -17,6 +17,8 @@ export interface SweeperDeps {
     /** Whether there are such jobs (false: the sweep does not look for their rows). */
     readonly inUse: boolean;
     active(): Iterable<JobExecutor>;
+    /** Executors besides `active` that still watch for a slot's row (a schedule's earlier versions). */
+    watching(): Iterable<JobExecutor>;
     adopt(jobName: string): Promise<JobExecutor | undefined>;
     /**
      * The jobs of these names (open rows' jobs, in one read), and the names of those removed since:
@@ -164,8 +166,9 @@ export class RunSweeper {
           }
         }
       });
-      await step('vanished claims', () => this.checkLostClaims(active, mono));
     }
+    const watchers = [...active, ...(deps.more?.watching() ?? [])];
+    if (watchers.length > 0) await step('vanished claims', () => this.checkLostClaims(watchers, mono));
     if (this.sweeps++ % ORPHAN_EVERY_SWEEPS === 0) await step('orphaned rows', () => this.closeOrphans(names, now));
 
     for (const executor of active) {

@@ -203,6 +203,7 @@ export const SHARED_PART_PROVIDERS: Provider[] = [
                   return schedules.inUse;
                 },
                 active: () => schedules.active(),
+                watching: () => schedules.watching(),
                 adopt: (id) => schedules.byId(id),
                 adoptMany: (ids) => schedules.adoptOpen(ids),
                 removed: (ids) => schedules.removed(ids),

@@ -227,6 +227,20 @@ export class ScheduleExecutors {
     return [...this.newest.values()];
   }
 
+  /**
+   * Executors of a schedule's earlier versions that still watch for a slot's row: the slot came
+   * before a change (new data, options or expression) and its claimant may have vanished. The
+   * sweep looks at their watches as at the newest one's; left out, such a slot would never get
+   * its row.
+   */
+  watching(): JobExecutor[] {
+    const earlier: JobExecutor[] = [];
+    for (const executor of this.cache.values()) {
+      if (this.newest.get(executor.scheduleId) !== executor && executor.checks.watching) earlier.push(executor);
+    }
+    return earlier;
+  }
+
   /** Every cached executor: let their runs finish (up to `timeoutMs`), as the static jobs' at shutdown. */
   async shutdown(timeoutMs: number): Promise<void> {
     this.stopping = true;
