@@ -6,11 +6,11 @@ import { defaultExecutionId, type JobConfig } from '../config/job.config.js';
 import { claimAheadMs } from '../scheduling/job.timer.js';
 import type { LeaseKeeper } from '../leasing/lease.keeper.js';
 import { ExecutorContext, HistoryTimeoutError, type ExecutorDeps, type JobStats, type Started } from './executor.context.js';
-import { abortReason, execute } from './run.attempt.js';
+import { abortReason, execute, recordFinish } from './run.attempt.js';
 import { beginRun } from './run.starter.js';
 import { holderBudgetMs, holderState, settleMs } from './lease.holder.js';
 import { replaceThenRun, startAgain } from './run.again.js';
-import { holding, roomToClaim } from './pool.gate.js';
+import { holding, releaseUnit, roomToClaim } from './pool.gate.js';
 import { manualFindsBusy, recordSuperseded, skippedOverlap } from './slot.outcomes.js';
 import { SweepChecks, VANISHED_CLAIM, type StartAgain } from './sweep.checks.js';
 import { enqueueAgain, handOff, replayOnQueue, runStep } from './queue.steps.js';
@@ -361,10 +361,31 @@ export class JobExecutor {
       await this.ctx.releaseAndContinue(keeper.lease);
       return started;
     }
+    const tooLate = this.phases.rowTooLate(slot.scheduledAt, trigger);
+    if (tooLate !== undefined) return this.notStartedLate(slot, executionId, keeper, tooLate);
     this.ctx.stats.ran++;
     await this.waitForSlot(slot.scheduledAt, trigger);
     await execute(this.ctx, slot, executionId, keeper, started.attempt, started.trigger);
     return 'ran';
+  }
+
+  /**
+   * A run whose row came past its start budget under load: the row says why it did not start
+   * (written as a result is, fenced, retried while the lease is held), and the handler is not
+   * called. Runs start within their budget or not at all.
+   */
+  private async notStartedLate(slot: SlotInfo, executionId: string, keeper: LeaseKeeper, why: string): Promise<FireOutcome> {
+    this.phases.ended(slot.scheduledAt, true);
+    this.ctx.stats.skippedOverload++;
+    this.ctx.deps.load!.noteShed(this.ctx.job.name, why);
+    releaseUnit(keeper);
+    try {
+      await recordFinish(this.ctx, executionId, keeper.lease, 'skipped_overload', 0, { processed: 0, failed: 0 }, why, null);
+    } finally {
+      keeper.stop();
+      await this.ctx.releaseAndContinue(keeper.lease);
+    }
+    return 'skipped_overload';
   }
 
   /**

@@ -6,7 +6,7 @@ import type { LeaseKeeper } from '../leasing/lease.keeper.js';
 import { claimAheadMs } from '../scheduling/job.timer.js';
 import { MAX_TIMER_MS } from '../config/duration.parse.js';
 import type { HeldLease } from '../leasing/lease.store.js';
-import type { FinalStatus } from '../history/run-history.js';
+import type { FinishRequest } from '../history/run-history.js';
 import { doubling, retryDelay } from '../config/backoff.js';
 import type { JobConfig } from '../config/job.config.js';
 import type { ExecutorContext, ExecutorDeps } from './executor.context.js';
@@ -288,13 +288,13 @@ async function slowerThan(work: Promise<unknown>, ms: number): Promise<boolean> 
  * renews it: the job's lease, or the slot key it was exchanged for when the handler ended),
  * so nobody re-runs or closes the execution meanwhile. True when the row now says this result.
  */
-async function recordFinish(
+export async function recordFinish(
   ctx: Pick<ExecutorContext, 'job' | 'db' | 'stopping' | 'alertFailure'> & {
     readonly deps: Pick<ExecutorDeps, 'history' | 'clock' | 'logger'>;
   },
   executionId: string,
   lease: HeldLease,
-  status: FinalStatus,
+  status: FinishRequest['status'],
   durationMs: number,
   counts: { processed: number; failed: number },
   error: string | null,

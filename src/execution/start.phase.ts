@@ -82,10 +82,28 @@ export class StartPhases {
     }
     const lateMs = this.ctx.deps.clock() - scheduledAt.getTime();
     if (lateMs <= this.ctx.startBudgetMs) return undefined;
-    const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
     return `not started: this instance was overloaded (its claim was answered ${seconds(lateMs)} after the slot, past its start budget of ${seconds(this.ctx.startBudgetMs)}; ${load.describe()})`;
   }
+
+  /**
+   * A scheduled slot admission control let in whose row was written so late, while this instance
+   * is overloaded (the database answered late), that the job's next slot is already due: the
+   * reason its row gives for not starting; undefined: it starts, late if need be. Started now, the
+   * run would take the next slot's turn (it holds the job when that slot is claimed). A run late
+   * by less still runs: shedding every late row when the database is slow for everyone would leave
+   * the fleet running nothing.
+   */
+  rowTooLate(scheduledAt: Date, trigger: RunTrigger): string | undefined {
+    const { load } = this.ctx.deps;
+    if (trigger !== 'schedule' || !load || !this.phases.has(scheduledAt.getTime()) || !load.overloaded()) return undefined;
+    const now = this.ctx.deps.clock();
+    const next = this.ctx.job.schedule.next(scheduledAt).getTime();
+    if (now < next) return undefined;
+    return `not started: this instance was overloaded (its row was written ${seconds(now - scheduledAt.getTime())} after the slot, when the job's next slot was already due; ${load.describe()})`;
+  }
 }
+
+const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 
 /** The slot's execution ID, or the default one when the job's `executionId()` fails (its claimant records that failure). */
 export function executionIdOf(ctx: Pick<ExecutorContext, 'job'>, slot: SlotInfo): string {

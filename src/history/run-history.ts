@@ -50,7 +50,11 @@ export type FinalStatus = Exclude<RunStatus, 'running' | 'queued' | 'skipped_ove
 export interface FinishRequest {
   executionId: string;
   fencingToken: number;
-  status: FinalStatus;
+  /**
+   * `skipped_overload`: the run's row was written, but so late under load (past the slot's start
+   * budget) that its handler was not started.
+   */
+  status: FinalStatus | 'skipped_overload';
   finishedAt: Date;
   durationMs: number;
   processedCount: number;

@@ -172,6 +172,17 @@ export function runHistoryContract(name: string, setup: () => Promise<RunHistory
         });
       });
 
+      it('a run whose handler was not started (its row came too late under load) ends skipped_overload, saying why', async () => {
+        const h = await setup();
+        const j = job();
+        await h.writes.begin(begin(j, 1, 5));
+        const why = 'not started: this instance was overloaded';
+        expect(
+          await h.writes.finish(finish(`${j}:1`, 5, { status: 'skipped_overload', error: why, durationMs: 0, processedCount: 0 })),
+        ).toBe(true);
+        expect(await h.reads.get(`${j}:1`)).toMatchObject({ status: 'skipped_overload', error: why, finishedAt: at(30), fencingToken: 5 });
+      });
+
       it('is fenced: another token writes nothing', async () => {
         const h = await setup();
         const j = job();

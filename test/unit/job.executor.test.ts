@@ -342,6 +342,71 @@ describe('JobExecutor on in-memory adapters', () => {
     expect(claim.kind).toBe('won');
   });
 
+  /** A run history whose start writes are answered `lateBy` after the slot (the clock moves there). */
+  function lateStarts(clock: { now: number }, lateBy: number): InMemoryRunHistory {
+    const history = new InMemoryRunHistory();
+    const begin = history.begin.bind(history);
+    history.begin = async (request) => {
+      clock.now = request.scheduledAt.getTime() + lateBy;
+      return begin(request);
+    };
+    return history;
+  }
+
+  it("an admitted slot whose row is written after the job's next slot is due, under load, does not start: its row says skipped_overload", async () => {
+    const clock = { now: SLOT.getTime() - 250 };
+    const shed: string[] = [];
+    const history = lateStarts(clock, 61 * 60_000);
+    const r = rig(
+      { overlap: 'skip' },
+      () => undefined,
+      { history, clock, leases: new InMemoryLeaseStore(() => clock.now) },
+      loadSignal(() => true, shed),
+    );
+    const answered: boolean[] = [];
+    expect(await r.executor.fire(SLOT, 'schedule', (ok) => answered.push(ok))).toBe('skipped_overload');
+    expect(r.calls).toHaveLength(0);
+    expect(answered).toEqual([true]);
+    const row = await history.get(executionId);
+    expect(row).toMatchObject({ status: 'skipped_overload', fencingToken: 1 });
+    expect(row?.error).toContain("its row was written 3660.0 s after the slot, when the job's next slot was already due");
+    expect(shed).toHaveLength(1);
+    // The job is free: its next slot is claimed.
+    const next = 'report:2026-05-01T11:00:00Z';
+    const claim = await r.leases.claim({
+      jobName: 'report',
+      executionId: next,
+      overlap: 'skip',
+      leaseMs: LEASE_MS,
+      slotMs: 10_000,
+      queued: { executionId: next, scheduledAt: SLOT.getTime() + 3_600_000, businessDate: '2026-05-01' },
+    });
+    expect(claim.kind).toBe('won');
+  });
+
+  it('a row written late under load, before the next slot, still runs late; one written after it on an instance not overloaded too', async () => {
+    const late = { now: SLOT.getTime() - 250 };
+    const within = rig(
+      { overlap: 'skip' },
+      () => undefined,
+      { history: lateStarts(late, 59 * 60_000), clock: late, leases: new InMemoryLeaseStore(() => late.now) },
+      loadSignal(() => true),
+    );
+    expect(await within.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
+    expect(within.calls).toHaveLength(1);
+    const clock = { now: SLOT.getTime() - 250 };
+    const history = lateStarts(clock, 61 * 60_000);
+    const r = rig(
+      { overlap: 'skip' },
+      () => undefined,
+      { history, clock, leases: new InMemoryLeaseStore(() => clock.now) },
+      loadSignal(() => false),
+    );
+    expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
+    expect(r.calls).toHaveLength(1);
+    expect(await history.get(executionId)).toMatchObject({ status: 'completed' });
+  });
+
   /** An hourly job whose next claim is answered 31 min late while the instance is overloaded, after an on-time first slot. */
   async function lateSecondClaim(
     shortestStartUpMs: number,
