@@ -370,14 +370,14 @@ export class JobExecutor {
   }
 
   /**
-   * A run whose row came past its start budget under load: the row says why it did not start
-   * (written as a result is, fenced, retried while the lease is held), and the handler is not
-   * called. Runs start within their budget or not at all.
+   * A run whose row came when the job's next slot was already due (see `StartPhases.rowTooLate`):
+   * the row says why it did not start (written as a result is: fenced, retried while the lease is
+   * held), and the handler is not called.
    */
   private async notStartedLate(slot: SlotInfo, executionId: string, keeper: LeaseKeeper, why: string): Promise<FireOutcome> {
     this.phases.ended(slot.scheduledAt, true);
     this.ctx.stats.skippedOverload++;
-    this.ctx.deps.load!.noteShed(this.ctx.job.name, why);
+    this.ctx.deps.load?.noteShed(this.ctx.job.name, why);
     releaseUnit(keeper);
     try {
       await recordFinish(this.ctx, executionId, keeper.lease, 'skipped_overload', 0, { processed: 0, failed: 0 }, why, null);

@@ -86,20 +86,21 @@ export class StartPhases {
   }
 
   /**
-   * A scheduled slot admission control let in whose row was written so late, while this instance
-   * is overloaded (the database answered late), that the job's next slot is already due: the
-   * reason its row gives for not starting; undefined: it starts, late if need be. Started now, the
-   * run would take the next slot's turn (it holds the job when that slot is claimed). A run late
-   * by less still runs: shedding every late row when the database is slow for everyone would leave
-   * the fleet running nothing.
+   * A scheduled slot whose row was written so late that the job's next slot is already due (this instance overloaded, or the database slow): the reason its row gives
+   * for not starting; undefined: it starts, late if need be. Started now, the run would take the
+   * next slot's turn (it holds the job when that slot is claimed); not started, the next slot runs.
+   * A run late by less still runs: shedding every late row while the database is slow for everyone
+   * would leave the fleet running nothing. Under `catchUp: 'all'` every slot runs, late or not.
    */
   rowTooLate(scheduledAt: Date, trigger: RunTrigger): string | undefined {
-    const { load } = this.ctx.deps;
-    if (trigger !== 'schedule' || !load || !this.phases.has(scheduledAt.getTime()) || !load.overloaded()) return undefined;
-    const now = this.ctx.deps.clock();
-    const next = this.ctx.job.schedule.next(scheduledAt).getTime();
-    if (now < next) return undefined;
-    return `not started: this instance was overloaded (its row was written ${seconds(now - scheduledAt.getTime())} after the slot, when the job's next slot was already due; ${load.describe()})`;
+    const { job, deps } = this.ctx;
+    if (trigger !== 'schedule' || job.catchUp.policy === 'all') return undefined;
+    const now = deps.clock();
+    if (now < job.schedule.next(scheduledAt).getTime()) return undefined;
+    const late = seconds(now - scheduledAt.getTime());
+    return deps.load?.overloaded()
+      ? `not started: this instance was overloaded (its row was written ${late} after the slot, when the job's next slot was already due; ${deps.load.describe()})`
+      : `not started: its row was written ${late} after the slot (the run history answered late), when the job's next slot was already due`;
   }
 }
 

@@ -384,16 +384,21 @@ describe('JobExecutor on in-memory adapters', () => {
     expect(claim.kind).toBe('won');
   });
 
-  it('a row written late under load, before the next slot, still runs late; one written after it on an instance not overloaded too', async () => {
-    const late = { now: SLOT.getTime() - 250 };
-    const within = rig(
+  it('a row written late under load, before the next slot, still runs late', async () => {
+    const clock = { now: SLOT.getTime() - 250 };
+    const history = lateStarts(clock, 59 * 60_000);
+    const r = rig(
       { overlap: 'skip' },
       () => undefined,
-      { history: lateStarts(late, 59 * 60_000), clock: late, leases: new InMemoryLeaseStore(() => late.now) },
+      { history, clock, leases: new InMemoryLeaseStore(() => clock.now) },
       loadSignal(() => true),
     );
-    expect(await within.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
-    expect(within.calls).toHaveLength(1);
+    expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
+    expect(r.calls).toHaveLength(1);
+    expect(await history.get(executionId)).toMatchObject({ status: 'completed' });
+  });
+
+  it('a row written after the next slot is due on an instance not overloaded: not started, the row says the database was late', async () => {
     const clock = { now: SLOT.getTime() - 250 };
     const history = lateStarts(clock, 61 * 60_000);
     const r = rig(
@@ -402,9 +407,26 @@ describe('JobExecutor on in-memory adapters', () => {
       { history, clock, leases: new InMemoryLeaseStore(() => clock.now) },
       loadSignal(() => false),
     );
+    expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('skipped_overload');
+    expect(r.calls).toHaveLength(0);
+    const row = await history.get(executionId);
+    expect(row).toMatchObject({ status: 'skipped_overload' });
+    expect(row?.error).toBe(
+      "not started: its row was written 3660.0 s after the slot (the run history answered late), when the job's next slot was already due",
+    );
+  });
+
+  it("under catchUp: 'all' a row written after the next slot is due still runs, late", async () => {
+    const clock = { now: SLOT.getTime() - 250 };
+    const history = lateStarts(clock, 61 * 60_000);
+    const r = rig(
+      { overlap: 'skip', catchUp: 'all' },
+      () => undefined,
+      { history, clock, leases: new InMemoryLeaseStore(() => clock.now) },
+      loadSignal(() => true),
+    );
     expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
     expect(r.calls).toHaveLength(1);
-    expect(await history.get(executionId)).toMatchObject({ status: 'completed' });
   });
 
   /** An hourly job whose next claim is answered 31 min late while the instance is overloaded, after an on-time first slot. */
