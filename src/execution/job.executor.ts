@@ -286,7 +286,8 @@ export class JobExecutor {
       case 'won': {
         await recordSuperseded(this.ctx, claim.superseded);
         const tooLate = this.phases.claimedTooLate(scheduledAt, trigger, settleUntil);
-        if (tooLate === undefined) return this.startAndRun(slot, executionId, holding(this.ctx.keep(claim.lease, sentAt), unit), trigger);
+        if (tooLate === undefined)
+          return this.startAndRun(slot, executionId, holding(this.ctx.keep(claim.lease, sentAt), unit), trigger, true);
         // Its row and run would start later still, holding the job into its next slot: let go first.
         unit?.release();
         await this.ctx.releaseAndContinue(claim.lease);
@@ -315,8 +316,19 @@ export class JobExecutor {
     for (let i = 0, wait = this.untilSlot(scheduledAt); i < 3 && wait > 0; i++, wait = this.untilSlot(scheduledAt)) await sleep(wait);
   }
 
-  /** Runs a slot whose lease this instance holds: row first, then the handler. Releases the lease in every case. */
-  private async startAndRun(slot: SlotInfo, executionId: string, keeper: LeaseKeeper, trigger: RunTrigger): Promise<FireOutcome> {
+  /**
+   * Runs a slot whose lease this instance holds: row first, then the handler. Releases the lease in
+   * every case. `claimed`: its claim won it just now (not a slot handed over after waiting in the
+   * queue, or that waited for a replaced run to let go): a row that came too late for it to start
+   * is not started (see `StartPhases.rowTooLate`).
+   */
+  private async startAndRun(
+    slot: SlotInfo,
+    executionId: string,
+    keeper: LeaseKeeper,
+    trigger: RunTrigger,
+    claimed = false,
+  ): Promise<FireOutcome> {
     if (this.ctx.job.queue) return handOff(this.ctx, slot, executionId, keeper, trigger, this.checks);
     let started: Started | FireOutcome;
     try {
@@ -361,7 +373,7 @@ export class JobExecutor {
       await this.ctx.releaseAndContinue(keeper.lease);
       return started;
     }
-    const tooLate = this.phases.rowTooLate(slot.scheduledAt, trigger);
+    const tooLate = claimed ? this.phases.rowTooLate(slot.scheduledAt, trigger) : undefined;
     if (tooLate !== undefined) return this.notStartedLate(slot, executionId, keeper, tooLate);
     this.ctx.stats.ran++;
     await this.waitForSlot(slot.scheduledAt, trigger);

@@ -86,21 +86,23 @@ export class StartPhases {
   }
 
   /**
-   * A scheduled slot whose row was written so late that the job's next slot is already due (this instance overloaded, or the database slow): the reason its row gives
+   * A scheduled slot whose claim won it and whose row was then written, while this instance is
+   * overloaded, so late that the job's next slot is already due (the claim or the row answered
+   * late, or the slot waited for the previous run to let go of the job): the reason its row gives
    * for not starting; undefined: it starts, late if need be. Started now, the run would take the
    * next slot's turn (it holds the job when that slot is claimed); not started, the next slot runs.
    * A run late by less still runs: shedding every late row while the database is slow for everyone
-   * would leave the fleet running nothing. Under `catchUp: 'all'` every slot runs, late or not.
+   * would leave the fleet running nothing. Without load (Redis or the database was away for a
+   * moment) a late slot runs late, as always. Not for a job whose slots wait for room in its
+   * resource pool (a wait the job asked for), nor under `catchUp: 'all'` (every slot runs).
    */
   rowTooLate(scheduledAt: Date, trigger: RunTrigger): string | undefined {
     const { job, deps } = this.ctx;
-    if (trigger !== 'schedule' || job.catchUp.policy === 'all') return undefined;
+    const load = deps.load;
+    if (trigger !== 'schedule' || job.catchUp.policy === 'all' || job.pool !== undefined || !load?.overloaded()) return undefined;
     const now = deps.clock();
     if (now < job.schedule.next(scheduledAt).getTime()) return undefined;
-    const late = seconds(now - scheduledAt.getTime());
-    return deps.load?.overloaded()
-      ? `not started: this instance was overloaded (its row was written ${late} after the slot, when the job's next slot was already due; ${deps.load.describe()})`
-      : `not started: its row was written ${late} after the slot (the run history answered late), when the job's next slot was already due`;
+    return `not started: this instance was overloaded (its row was written ${seconds(now - scheduledAt.getTime())} after the slot, when the job's next slot was already due; ${load.describe()})`;
   }
 }
 
