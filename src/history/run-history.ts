@@ -51,8 +51,8 @@ export interface FinishRequest {
   executionId: string;
   fencingToken: number;
   /**
-   * `skipped_overload`: the run's row was written, but so late under load (past the slot's start
-   * budget) that its handler was not started.
+   * `skipped_overload`: the run's row was written, but so late under load (the job's next slot was
+   * already due) that its handler was not started.
    */
   status: FinalStatus | 'skipped_overload';
   finishedAt: Date;

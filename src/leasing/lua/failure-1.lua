@@ -24,7 +24,8 @@
 if redis.replicate_commands then
   redis.replicate_commands()
 end
-if ARGV[6] and ARGV[6] ~= '' and redis.call('HGET', KEYS[1], 'call') == ARGV[6] then
+local call = ARGV[6] ~= nil and ARGV[6] ~= '' and ARGV[6]
+if call and redis.call('HGET', KEYS[1], 'call') == call then
   local answer = redis.call('HGET', KEYS[1], 'answer')
   local f, s, e = string.match(answer or '', '^(%d+),(%d),(%d)$')
   if f then
@@ -44,8 +45,8 @@ local escalate = 0
 if tonumber(ARGV[3]) > 0 and failures == tonumber(ARGV[3]) then
   escalate = 1
 end
-if ARGV[6] and ARGV[6] ~= '' then
-  redis.call('HSET', KEYS[1], 'call', ARGV[6], 'answer', failures .. ',' .. send .. ',' .. escalate)
+if call then
+  redis.call('HSET', KEYS[1], 'call', call, 'answer', failures .. ',' .. send .. ',' .. escalate)
 end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 return { failures, send, escalate }
