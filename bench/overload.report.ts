@@ -82,6 +82,9 @@ export function overloadSection(result: (OverloadResult & { meta?: RunMeta }) | 
     `Command: \`npm run bench -- --only overload\` (\`--overload-knee <jobs>\` gives the knee instead of probing it). ` +
       `Every job fires every second (period ${int(result.periodMs)} ms), handlers return at once. ` +
       `The knee: **${int(result.knee)} jobs** (${int(result.knee)} slots a second), ${result.kneeSource}. ` +
+      (result.riseAfterSeconds === undefined
+        ? ''
+        : `With \`--overload-rise\`: each step's processes run at the knee (the first ${int(result.knee)} jobs firing) for ${result.riseAfterSeconds} s, then the others join, and the load rises on a warm fleet. `) +
       `Each step runs ${result.seconds} s at its rate, then ${result.recoverySeconds} s with only the first ${int(Math.floor(result.knee / 2))} jobs (half the knee) still firing. ` +
       'A run is on time when it starts within the period after its slot. Nothing is asserted; the targets are reported against.',
     '',

@@ -4,7 +4,9 @@
  * `--overload-knee <jobs>`), for the library and for BullMQ job schedulers at the same rates.
  *
  * Each step has two phases on the measurement frame of the fleet scenario (bench/fleet.ts):
- *   overload  [t0, t1): every job fires every second;
+ *   overload  [t0, t1): every job fires every second (by default from the processes' start; with
+ *             `--overload-rise` only the knee's jobs fire until t0, and the others join then: the
+ *             load rises on a warm, on-time fleet);
  *   recovery  [t1, t2): the jobs from half the knee on are stopped (the library: their timers,
  *             through SchedulerRegistry; BullMQ: their job schedulers are removed), and the
  *             time until the remaining jobs' slots start within their period again is measured.
@@ -35,7 +37,13 @@ export interface OverloadSettings {
   /** Length of the overload phase and of the recovery phase, seconds. */
   seconds: number;
   recoverySeconds: number;
+  /** Seconds between the processes being ready and t0 (with `rise`: at the knee, its first jobs only). */
   warmup: number;
+  /**
+   * The fleet starts at the knee (its first `knee` jobs firing) and the others join at t0: the
+   * load rises on a warm, on-time fleet. Unset: every job fires from the start.
+   */
+  rise?: boolean;
   /** Seconds after the recovery phase for late runs of its slots. */
   grace: number;
   bullmq: boolean;
@@ -128,6 +136,8 @@ export interface OverloadResult {
   instances: number;
   seconds: number;
   recoverySeconds: number;
+  /** With `rise`: seconds each step ran at the knee before the load rose to its rate. */
+  riseAfterSeconds?: number;
   periodMs: number;
   steps: OverloadStep[];
 }
@@ -188,6 +198,7 @@ export async function runOverload(run: OverloadRun): Promise<OverloadResult> {
     instances: s.instances,
     seconds: s.seconds,
     recoverySeconds: s.recoverySeconds,
+    ...(s.rise ? { riseAfterSeconds: s.warmup } : {}),
     periodMs: PERIOD_MS,
     steps,
   };
@@ -230,6 +241,8 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
           mode: 'dcron',
           live: false,
           warmPool: true,
+          // With `rise`: the fleet runs warm at the knee, then the rest of the jobs join at t0 ('go').
+          ...(s.rise ? { firingAtStart: Math.min(jobs, knee) } : {}),
         };
         const profile =
           run.profileDir && i === 0 ? ['--cpu-prof', `--cpu-prof-dir=${run.profileDir}`, `--cpu-prof-name=${tag}-w${i}.cpuprofile`] : [];
@@ -252,21 +265,32 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
     if (system === 'bullmq') {
       const url = new URL(redis.url);
       queue = new Queue(jobPrefix, { connection: { host: url.hostname, port: Number(url.port), maxRetriesPerRequest: null } });
-      const startDate = (Math.floor(Date.now() / 1000) + 2 + Math.ceil(jobs / 500)) * 1000;
-      for (let i = 0; i < jobs; i += 50) {
-        await Promise.all(
-          Array.from({ length: Math.min(50, jobs - i) }, (_, k) =>
-            queue!.upsertJobScheduler(
-              `${jobPrefix}${i + k}`,
-              { every: PERIOD_MS, startDate },
-              { name: `job${i + k}`, data: { job: i + k }, opts: { removeOnComplete: { count: 0 }, removeOnFail: { count: 1000 } } },
+      const schedulers = async (from: number, to: number, startDate: number): Promise<void> => {
+        for (let i = from; i < to; i += 50) {
+          await Promise.all(
+            Array.from({ length: Math.min(50, to - i) }, (_, k) =>
+              queue!.upsertJobScheduler(
+                `${jobPrefix}${i + k}`,
+                { every: PERIOD_MS, startDate },
+                { name: `job${i + k}`, data: { job: i + k }, opts: { removeOnComplete: { count: 0 }, removeOnFail: { count: 1000 } } },
+              ),
             ),
-          ),
-        );
-      }
-      t0 = Math.max(startDate, Math.ceil(Date.now() / 1000) * 1000) + s.warmup * 1000;
+          );
+        }
+      };
+      // With `rise`: the knee's schedulers first; the rest start at t0, as the library's jobs do.
+      const warmJobs = s.rise ? Math.min(jobs, knee) : jobs;
+      const startDate = (Math.floor(Date.now() / 1000) + 2 + Math.ceil(warmJobs / 500)) * 1000;
+      await schedulers(0, warmJobs, startDate);
+      t0 = Math.max(startDate + s.warmup * 1000, (Math.ceil(Date.now() / 1000) + 2 + Math.ceil((jobs - warmJobs) / 500)) * 1000);
+      await schedulers(warmJobs, jobs, t0);
     } else {
       t0 = (Math.floor(Date.now() / 1000) + 1 + s.warmup) * 1000;
+      // The jobs above the knee join a second before t0: their first slot is t0's.
+      if (s.rise && jobs > knee) {
+        await sleepUntil(t0 - 1000);
+        for (const c of children) c.send('go');
+      }
     }
     const t1 = t0 + s.seconds * 1000;
     const t2 = t1 + s.recoverySeconds * 1000;

@@ -16,7 +16,8 @@
  *   npm run bench -- --only overload --overload-knee 2000   the knee given instead of probed first
  *   npm run bench -- --only overload --overload-knee 2000 --overload-steps 2 --overload-no-bullmq [--profile]
  *                                      one step, the library only (with --profile: a CPU profile of its first process)
- *                                      (--overload-seconds <s>: a longer overload phase, to see whether RSS levels off)
+ *                                      (--overload-seconds <s>: a longer overload phase, to see whether RSS levels off;
+ *                                      --overload-rise: the fleet runs at the knee first, then the load rises)
  *   npm run bench -- --only dynamic [--dynamic-schedules 5000] [--dynamic-no-bullmq]
  *                                      run-time schedules (default 100,000, quick 5,000) with and without jitter, and BullMQ
  *   npm run bench -- --only dynamic --dynamic-idle-only --dynamic-schedules 1000000
@@ -138,6 +139,8 @@ function parseArgs(argv: string[]): Settings {
       ...(overloadSteps ? { multipliers: overloadSteps } : {}),
       ...(value('--overload-seconds') ? { seconds: Number(value('--overload-seconds')) } : {}),
       ...(argv.includes('--overload-no-bullmq') ? { bullmq: false } : {}),
+      // The load rises on a warm fleet running at the knee (8 s of it), instead of every job firing from the start.
+      ...(argv.includes('--overload-rise') ? { rise: true, warmup: 8 } : {}),
     },
     dynamic: {
       ...(quick ? DYNAMIC_QUICK : DYNAMIC_FULL),
