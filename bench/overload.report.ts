@@ -135,6 +135,29 @@ export function overloadSection(result: (OverloadResult & { meta?: RunMeta }) | 
       ['---', '---:', '---:', '---:', '---:', '---:', '---:', '---'],
     ),
   );
+  const withCpu = result.steps.filter((s) => s.cpuCores);
+  if (withCpu.length > 0) {
+    const cores = withCpu[0]!.cpuCores!.cores;
+    out.push(
+      `Where the CPU went during the overload phase, in cores of the machine’s ${cores} (CPU time read from /proc at its start and end; the step’s processes are the library’s instances or BullMQ’s workers):`,
+      '',
+      ...grid(
+        ['system', 'rate', 'the step’s processes', 'PostgreSQL', 'Redis', 'whole machine'],
+        withCpu.map((s) => {
+          const c = s.cpuCores!;
+          return [
+            name(s),
+            `${s.multiplier}×`,
+            num(c.processes, 2),
+            num(c.postgres, 2),
+            num(c.redis, 2),
+            `${num(c.machine, 2)} of ${c.cores}`,
+          ];
+        }),
+        ['---', '---:', '---:', '---:', '---:', '---:'],
+      ),
+    );
+  }
   const reasons = result.steps.filter((s) => s.byReason && s.byReason.length > 0);
   if (reasons.length > 0) {
     out.push('Rows of the library that are not `completed`, by status and reason (names and numbers blanked):', '');

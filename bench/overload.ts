@@ -18,7 +18,8 @@
  * Nothing is asserted: the targets are reported against.
  */
 import { Queue } from 'bullmq';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import type { BullmqWorkerConfig } from './fixtures/bullmq-worker.js';
 import type { FleetInstanceConfig } from './fixtures/fleet-instance.js';
 import { runFleetStep, type FleetStepResult } from './fleet.js';
@@ -121,6 +122,8 @@ export interface OverloadStep {
     perSecond: Array<{ at: number; slots: number; ran: number; p99Ms: number | null }>;
   };
   logged: Array<{ count: number; example: string }>;
+  /** Where the machine's CPU went during the overload phase, in cores (read from /proc; absent where it cannot be read). */
+  cpuCores?: CpuShares;
   /**
    * Library: what the processes did in the overload window, summed over them: their jobs'
    * counters (fired, ran, lost, skippedOverload...), database statements and Redis commands.
@@ -201,6 +204,74 @@ export async function runOverload(run: OverloadRun): Promise<OverloadResult> {
     ...(s.rise ? { riseAfterSeconds: s.warmup } : {}),
     periodMs: PERIOD_MS,
     steps,
+  };
+}
+
+export interface CpuShares {
+  /** The step's processes (the library's instances, or BullMQ's workers). */
+  processes: number;
+  postgres: number;
+  redis: number;
+  /** Every process of the machine, and how many cores it has. */
+  machine: number;
+  cores: number;
+}
+
+/** Clock ticks a second of /proc's CPU times (USER_HZ: 100 on Linux's common builds). */
+const TICKS_PER_S = 100;
+
+interface CpuSnapshot {
+  at: number;
+  /** pid → [command name, utime + stime in ticks] of the processes that matter here. */
+  byPid: Map<number, [string, number]>;
+  /** Busy ticks of the whole machine (all CPUs), from /proc/stat. */
+  busy: number;
+}
+
+function cpuSnapshot(): CpuSnapshot | undefined {
+  try {
+    const byPid = new Map<number, [string, number]>();
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      let stat: string;
+      try {
+        stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      } catch {
+        continue; // it exited meanwhile
+      }
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      if (comm !== 'node' && comm !== 'postgres' && comm !== 'redis-server') continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      byPid.set(Number(entry), [comm, Number(fields[11]) + Number(fields[12])]);
+    }
+    const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+    const busy = cpu.slice(0, 8).reduce((a, b) => a + b, 0) - cpu[3]! - cpu[4]!;
+    return { at: performance.now(), byPid, busy };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Cores used between two snapshots by the children, PostgreSQL, Redis and the machine (a process that started meanwhile counts whole). */
+function cpuShares(a: CpuSnapshot | undefined, b: CpuSnapshot | undefined, children: readonly Child[]): CpuShares | undefined {
+  if (!a || !b || b.at <= a.at) return undefined;
+  const seconds = (b.at - a.at) / 1000;
+  const mine = new Set(children.map((c) => c.pid));
+  const ticks = { processes: 0, postgres: 0, redis: 0 };
+  for (const [pid, [comm, now]] of b.byPid) {
+    const used = now - (a.byPid.get(pid)?.[1] ?? 0);
+    if (mine.has(pid)) ticks.processes += used;
+    else if (comm === 'postgres') ticks.postgres += used;
+    else if (comm === 'redis-server') ticks.redis += used;
+  }
+  const cores = (t: number): number => round2(t / TICKS_PER_S / seconds);
+  return {
+    processes: cores(ticks.processes),
+    postgres: cores(ticks.postgres),
+    redis: cores(ticks.redis),
+    machine: cores(b.busy - a.busy),
+    cores: cpus().length,
   };
 }
 
@@ -298,9 +369,13 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
     await sleepUntil(t0 - 500);
     for (const c of children) c.send('mark');
     sampling = true;
+    let cpuAtT0: CpuSnapshot | undefined;
+    let cpuAtT1: CpuSnapshot | undefined;
     const sampler = (async () => {
       for (let at = t0; sampling && at <= t2; at += 1000) {
         await sleepUntil(at);
+        if (at === t0) cpuAtT0 = cpuSnapshot();
+        if (at === t1) cpuAtT1 = cpuSnapshot();
         rss.push(children.map((c) => rssMb(c.pid) ?? Number.NaN));
       }
     })();
@@ -438,6 +513,8 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
       recovery: { jobs: keepJobs, seconds: s.recoverySeconds, backOnTimeS, perSecond },
       logged: mergeLogged(summaries),
     };
+    const cpu = cpuShares(cpuAtT0, cpuAtT1, children);
+    if (cpu) step.cpuCores = cpu;
     if (system === 'dcron') step.work = sumWork(summaries);
     // Runs started per second of the window (by slot): shows whether it collapses at once or over time.
     const ranPerSecond = new Array<number>(s.seconds).fill(0);

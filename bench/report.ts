@@ -675,6 +675,13 @@ function findingsSection(results: BenchResults): string[] {
       'instance: jobs × instances timer callbacks a second. Jobs of the same schedule could share one timer per instant and be ranked in one loop.',
   );
   out.push(
+    '- **Cheaper rows for the slots shed under overload.** Every row of the run history updates the table’s ten indexes, and a run writes its row twice (its start, ' +
+      'then its result, which changes the indexed status). Past the knee most slots are shed, each with a row that says so, and PostgreSQL’s share of the machine grows ' +
+      'with them (see the CPU table in the Overload section): on a machine that PostgreSQL shares with the fleet, those rows take CPU from the runs. Partial indexes that ' +
+      'leave out the rows a query never reads through them (a slot shed before its claim has no fencing token; a static job’s row has no schedule and no retry time) would make ' +
+      'them cheaper; Prisma’s schema language expresses those only behind a preview feature.',
+  );
+  out.push(
     '- **A fleet that starts together on a small machine.** For its first seconds a process runs its hot paths unoptimized while V8 compiles them on other threads ' +
       '(see “Cold start” in the Scale section: those threads used more CPU than the JavaScript itself); processes started a few seconds apart (a rolling start) ' +
       'did not lose a slot there. An instance could also leave its share of the slots to warm instances for its first seconds, which a fleet started all at once cannot do.',
