@@ -347,27 +347,36 @@ describe('JobExecutor on in-memory adapters', () => {
     expect(await nextSlotClaim(r)).toBe('won');
   });
 
-  /** A run history whose start writes are answered `lateBy` after the slot (the clock moves there). */
-  function lateStarts(clock: { now: number }, lateBy: number): InMemoryRunHistory {
+  /**
+   * An hourly job whose start writes are answered `lateBy` after the slot (the clock moves there),
+   * on an instance that is overloaded or not.
+   */
+  function lateRowRig(
+    lateBy: number,
+    overloaded: boolean,
+    options: DistributedCronOptions = {},
+    shed: string[] = [],
+  ): { r: ReturnType<typeof rig>; history: InMemoryRunHistory } {
+    const clock = { now: SLOT.getTime() - 250 };
     const history = new InMemoryRunHistory();
     const begin = history.begin.bind(history);
     history.begin = async (request) => {
       clock.now = request.scheduledAt.getTime() + lateBy;
       return begin(request);
     };
-    return history;
+    const leases = new InMemoryLeaseStore(() => clock.now);
+    const r = rig(
+      { overlap: 'skip', ...options },
+      () => undefined,
+      { history, clock, leases },
+      loadSignal(() => overloaded, shed),
+    );
+    return { r, history };
   }
 
   it("an admitted slot whose row is written after the job's next slot is due, under load, does not start: its row says skipped_overload", async () => {
-    const clock = { now: SLOT.getTime() - 250 };
     const shed: string[] = [];
-    const history = lateStarts(clock, 61 * 60_000);
-    const r = rig(
-      { overlap: 'skip' },
-      () => undefined,
-      { history, clock, leases: new InMemoryLeaseStore(() => clock.now) },
-      loadSignal(() => true, shed),
-    );
+    const { r, history } = lateRowRig(61 * 60_000, true, {}, shed);
     const answered: boolean[] = [];
     expect(await r.executor.fire(SLOT, 'schedule', (ok) => answered.push(ok))).toBe('skipped_overload');
     expect(r.calls).toHaveLength(0);
@@ -381,42 +390,21 @@ describe('JobExecutor on in-memory adapters', () => {
   });
 
   it('a row written late under load, before the next slot, still runs late', async () => {
-    const clock = { now: SLOT.getTime() - 250 };
-    const history = lateStarts(clock, 59 * 60_000);
-    const r = rig(
-      { overlap: 'skip' },
-      () => undefined,
-      { history, clock, leases: new InMemoryLeaseStore(() => clock.now) },
-      loadSignal(() => true),
-    );
+    const { r, history } = lateRowRig(59 * 60_000, true);
     expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
     expect(r.calls).toHaveLength(1);
     expect(await history.get(executionId)).toMatchObject({ status: 'completed' });
   });
 
   it('a row written after the next slot is due on an instance not overloaded still runs, late', async () => {
-    const clock = { now: SLOT.getTime() - 250 };
-    const history = lateStarts(clock, 61 * 60_000);
-    const r = rig(
-      { overlap: 'skip' },
-      () => undefined,
-      { history, clock, leases: new InMemoryLeaseStore(() => clock.now) },
-      loadSignal(() => false),
-    );
+    const { r, history } = lateRowRig(61 * 60_000, false);
     expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
     expect(r.calls).toHaveLength(1);
     expect(await history.get(executionId)).toMatchObject({ status: 'completed' });
   });
 
   it("under catchUp: 'all' a row written after the next slot is due still runs, late", async () => {
-    const clock = { now: SLOT.getTime() - 250 };
-    const history = lateStarts(clock, 61 * 60_000);
-    const r = rig(
-      { overlap: 'skip', catchUp: 'all' },
-      () => undefined,
-      { history, clock, leases: new InMemoryLeaseStore(() => clock.now) },
-      loadSignal(() => true),
-    );
+    const { r } = lateRowRig(61 * 60_000, true, { catchUp: 'all' });
     expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
     expect(r.calls).toHaveLength(1);
   });
