@@ -5,15 +5,19 @@ import { recordedExecutionId } from '../config/job.config.js';
 import type { JobExecutor } from './job.executor.js';
 import type { SweepQueries } from '../history/run-history.js';
 
-/** Outcomes after which the next missed slot is tried; anything else ends the catch-up. */
-const CONTINUE: ReadonlySet<FireOutcome> = new Set<FireOutcome>(['ran', 'already_done']);
+/**
+ * Outcomes after which the next missed slot is tried; anything else ends the catch-up. A slot that
+ * could not start here (shed under overload, a store or run-history deadline missed, a failing
+ * `executionId()`) has or gets a row saying so, and is no reason to leave the slots after it
+ * without one: the instance that won the slot is the one working through the list.
+ */
+export const CATCH_UP_GOES_ON: ReadonlySet<FireOutcome> = new Set<FireOutcome>(['ran', 'already_done', 'skipped_overload', 'unavailable']);
 
 const WHY_STOPPED: Partial<Record<FireOutcome, string>> = {
   lost: 'another instance claimed it',
   paused: 'the job is paused fleet-wide',
   skipped_overlap: 'another run of the job was going (overlap: skip)',
   queued: 'it was queued behind a running execution (overlap: queue)',
-  unavailable: 'it could not be started, see the error logged for it',
   shutting_down: 'the application is shutting down',
 };
 
@@ -38,6 +42,7 @@ function short(slot: Date): string {
  * slot once between them. An instance that loses a slot to another instance stops there: the
  * winner is working through the same list in the same order, and claiming the next slot while
  * the winner still runs the previous one would record it as an overlap instead of running it.
+ * A slot that could not start here (see `CATCH_UP_GOES_ON`) does not stop it.
  * For the same reason `all` first claims the newest slot that has a row, when there is one (the
  * winner may be running it): still claimed means stop; already done means go on. (A row there
  * that only says the slot could not start, a `failed` first attempt, is started by that claim,
@@ -96,7 +101,7 @@ export async function catchUpMissedSlots(
     const before = policy === 'all' && newestWithRow >= 0 ? slots[newestWithRow] : undefined;
     if (before !== undefined) {
       const outcome = await executor.fire(before, 'catch_up');
-      if (!CONTINUE.has(outcome)) {
+      if (outcome !== 'ran' && outcome !== 'already_done') {
         logger.log(
           `job '${job.name}': catch-up (${policy}) found ${missed.length} missed slot(s) ${scope} ` +
             `and left them: ${short(before)} ${outcome} (${WHY_STOPPED[outcome] ?? outcome})`,
@@ -110,7 +115,7 @@ export async function catchUpMissedSlots(
     for (const { slot } of missed) {
       const outcome = await executor.fire(slot, 'catch_up');
       results.push(`${short(slot)} ${outcome}`);
-      if (!CONTINUE.has(outcome)) {
+      if (!CATCH_UP_GOES_ON.has(outcome)) {
         stopped = WHY_STOPPED[outcome] ?? outcome;
         break;
       }

@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
-import type { FireOutcome } from '../distributed-cron.interfaces.js';
 import { parseDuration } from '../config/duration.parse.js';
 import { describeError } from '../errors/error.redact.js';
+import { CATCH_UP_GOES_ON } from '../execution/catch-up.js';
 import type { JobExecutor } from '../execution/job.executor.js';
 import { claimAheadMs } from '../scheduling/job.timer.js';
 import { nextDue, type ResolvedSchedule } from './schedule.config.js';
@@ -70,8 +70,6 @@ const OVERDUE_WHILE_BUSY_MS = 60_000;
 const IN_HAND_MS = 4_000;
 /** Tries of an advance whose row another write changed meanwhile. */
 const ADVANCE_TRIES = 5;
-/** Catch-up outcomes after which the next missed slot is tried. */
-const CONTINUE: ReadonlySet<FireOutcome> = new Set<FireOutcome>(['ran', 'already_done']);
 
 /** Where the firer hands its slots: the instance's slot dispatcher. */
 export interface SlotRoute {
@@ -466,7 +464,7 @@ export class ScheduleFirer {
       for (const slot of slots) {
         const outcome = await executor.fire(slot, 'catch_up');
         results.push(`${slot.toISOString()} ${outcome}`);
-        if (!CONTINUE.has(outcome)) break;
+        if (!CATCH_UP_GOES_ON.has(outcome)) break;
       }
       if (slots.length > 0) this.deps.logger.log(`schedule '${record.id}': catch-up (${policy}): ${results.join(', ')}`);
     } catch (error) {

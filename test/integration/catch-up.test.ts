@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import type { CatchUpOptions, CatchUpPolicy, CronContext } from '../../src/index.js';
+import type { CatchUpOptions, CatchUpPolicy, CronContext, DistributedCronOptions } from '../../src/index.js';
 import { jobProvider, logs, startApp, type Handler, type RunningApp } from '../support/app.js';
 import { integrationSetup } from '../support/integration.setup.js';
 import { uniqueName, waitFor } from '../support/services.js';
@@ -17,7 +17,7 @@ const iso = (date: Date): string => date.toISOString().replace(/\.000Z$/, 'Z');
 async function startFleetAt(
   fakeNow: string,
   count: number,
-  jobs: Array<{ name: string; catchUp: CatchUpPolicy | CatchUpOptions; handler: Handler }>,
+  jobs: Array<{ name: string; catchUp: CatchUpPolicy | CatchUpOptions; handler: Handler; options?: DistributedCronOptions }>,
 ): Promise<RunningApp[]> {
   // The jobs existed before the outage: catch-up never runs a slot before a job's birth.
   for (const job of jobs) {
@@ -32,7 +32,7 @@ async function startFleetAt(
       return startApp({
         label,
         providers: jobs.map((job) =>
-          jobProvider('0 * * * *', { name: job.name, catchUp: job.catchUp, timeZone: 'UTC' }, job.handler, label),
+          jobProvider('0 * * * *', { ...job.options, name: job.name, catchUp: job.catchUp, timeZone: 'UTC' }, job.handler, label),
         ),
         module: { clock: () => base + i * 200 + (Date.now() - realStart) },
       });
@@ -165,5 +165,34 @@ describe('catch-up after the whole fleet was down', () => {
     const expected = ['2026-06-01T08:00:00Z', '2026-06-01T09:00:00Z', '2026-06-01T10:00:00Z'];
     expect((await rowsOf(name)).map((r) => [iso(r.scheduledAt), r.trigger])).toEqual(expected.map((at) => [at, 'catch_up']));
     expect(runs).toEqual(expected);
+  });
+
+  it("with 'all', a missed slot that cannot start gets its row saying why, and the slots after it still run", async () => {
+    const name = uniqueName('all-gap');
+    const runs: string[] = [];
+    const handler: Handler = (ctx: CronContext) => {
+      runs.push(iso(ctx.scheduledAt));
+    };
+    // The 08:00 slot cannot be started anywhere: its execution ID cannot be derived.
+    const executionId = (slot: { scheduledAt: Date }): string => {
+      if (iso(slot.scheduledAt) === '2026-06-01T08:00:00Z') throw new Error('no ID for 08:00');
+      return `${name}:${slot.scheduledAt.getTime()}`;
+    };
+    apps.push(
+      ...(await startFleetAt('2026-06-01T10:00:30Z', 2, [
+        { name, catchUp: { policy: 'all', window: '150m', max: 10 }, handler, options: { executionId } },
+      ])),
+    );
+    await settled(name, 2);
+    await closeApps();
+
+    const rows = await rowsOf(name);
+    expect(rows.map((r) => [iso(r.scheduledAt), r.trigger, r.status])).toEqual([
+      ['2026-06-01T08:00:00Z', 'catch_up', 'failed'],
+      ['2026-06-01T09:00:00Z', 'catch_up', 'completed'],
+      ['2026-06-01T10:00:00Z', 'catch_up', 'completed'],
+    ]);
+    expect(rows[0]!.error).toMatch(/executionId\(\) failed: .*no ID for 08:00/);
+    expect(runs).toEqual(['2026-06-01T09:00:00Z', '2026-06-01T10:00:00Z']);
   });
 });
