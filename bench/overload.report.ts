@@ -85,6 +85,9 @@ export function overloadSection(result: (OverloadResult & { meta?: RunMeta }) | 
       (result.riseAfterSeconds === undefined
         ? ''
         : `With \`--overload-rise\`: each step's processes run at the knee (the first ${int(result.knee)} jobs firing) for ${result.riseAfterSeconds} s, then the others join, and the load rises on a warm fleet. `) +
+      (result.semiSpaceMb === undefined
+        ? ''
+        : `With \`--overload-semi-space ${result.semiSpaceMb}\`: every process of a step, the library's and BullMQ's, runs with \`node --max-semi-space-size=${result.semiSpaceMb}\` (see docs/guarantees.md#overload). `) +
       `Each step runs ${result.seconds} s at its rate, then ${result.recoverySeconds} s with only the first ${int(Math.floor(result.knee / 2))} jobs (half the knee) still firing. ` +
       'A run is on time when it starts within the period after its slot. Nothing is asserted; the targets are reported against.',
     '',

@@ -6,7 +6,8 @@
  * Each step has two phases on the measurement frame of the fleet scenario (bench/fleet.ts):
  *   overload  [t0, t1): every job fires every second (by default from the processes' start; with
  *             `--overload-rise` only the knee's jobs fire until t0, and the others join then: the
- *             load rises on a warm, on-time fleet);
+ *             load rises on a warm, on-time fleet; `--overload-semi-space <MB>` gives every process of a
+ *             step a larger young generation, as docs/guarantees.md#overload advises at these rates);
  *   recovery  [t1, t2): the jobs from half the knee on are stopped (the library: their timers,
  *             through SchedulerRegistry; BullMQ: their job schedulers are removed), and the
  *             time until the remaining jobs' slots start within their period again is measured.
@@ -48,6 +49,11 @@ export interface OverloadSettings {
   /** Seconds after the recovery phase for late runs of its slots. */
   grace: number;
   bullmq: boolean;
+  /**
+   * V8's semi-space size (`--max-semi-space-size`, MB) for every process of a step, the library's
+   * and BullMQ's alike; unset: Node's default. See docs/guarantees.md#overload.
+   */
+  semiSpaceMb?: number;
 }
 
 export const OVERLOAD_QUICK: OverloadSettings = {
@@ -141,6 +147,8 @@ export interface OverloadResult {
   recoverySeconds: number;
   /** With `rise`: seconds each step ran at the knee before the load rose to its rate. */
   riseAfterSeconds?: number;
+  /** The processes' `--max-semi-space-size` (MB), when given. */
+  semiSpaceMb?: number;
   periodMs: number;
   steps: OverloadStep[];
 }
@@ -202,6 +210,7 @@ export async function runOverload(run: OverloadRun): Promise<OverloadResult> {
     seconds: s.seconds,
     recoverySeconds: s.recoverySeconds,
     ...(s.rise ? { riseAfterSeconds: s.warmup } : {}),
+    ...(s.semiSpaceMb ? { semiSpaceMb: s.semiSpaceMb } : {}),
     periodMs: PERIOD_MS,
     steps,
   };
@@ -297,6 +306,7 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
   let sampling = false;
   try {
     log(`overload ${system} ${multiplier}× (${jobs} jobs): ${s.instances} processes, starting`);
+    const nodeArgs = s.semiSpaceMb ? [`--max-semi-space-size=${s.semiSpaceMb}`] : [];
     for (let i = 0; i < s.instances; i++) {
       const id = `${tag}-w${i}`;
       if (system === 'dcron') {
@@ -318,7 +328,10 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
         const profile =
           run.profileDir && i === 0 ? ['--cpu-prof', `--cpu-prof-dir=${run.profileDir}`, `--cpu-prof-name=${tag}-w${i}.cpuprofile`] : [];
         children.push(
-          spawnChild(`${run.buildDir}/bench/fixtures/fleet-instance.js`, id, { FLEET_CONFIG: JSON.stringify(config) }, undefined, profile),
+          spawnChild(`${run.buildDir}/bench/fixtures/fleet-instance.js`, id, { FLEET_CONFIG: JSON.stringify(config) }, undefined, [
+            ...nodeArgs,
+            ...profile,
+          ]),
         );
       } else {
         const config: BullmqWorkerConfig = {
@@ -328,7 +341,9 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
           concurrency: Math.max(1, Math.ceil((2 * jobs) / s.instances)),
           workMs: 0,
         };
-        children.push(spawnChild(`${run.buildDir}/bench/fixtures/bullmq-worker.js`, id, { BULLMQ_CONFIG: JSON.stringify(config) }));
+        children.push(
+          spawnChild(`${run.buildDir}/bench/fixtures/bullmq-worker.js`, id, { BULLMQ_CONFIG: JSON.stringify(config) }, undefined, nodeArgs),
+        );
       }
     }
     await Promise.all(children.map((c) => c.ready));

@@ -17,7 +17,8 @@
  *   npm run bench -- --only overload --overload-knee 2000 --overload-steps 2 --overload-no-bullmq [--profile]
  *                                      one step, the library only (with --profile: a CPU profile of its first process)
  *                                      (--overload-seconds <s>: a longer overload phase, to see whether RSS levels off;
- *                                      --overload-rise: the fleet runs at the knee first, then the load rises)
+ *                                      --overload-rise: the fleet runs at the knee first, then the load rises;
+ *                                      --overload-semi-space <MB>: every process with --max-semi-space-size=<MB>)
  *   npm run bench -- --only dynamic [--dynamic-schedules 5000] [--dynamic-no-bullmq]
  *                                      run-time schedules (default 100,000, quick 5,000) with and without jitter, and BullMQ
  *   npm run bench -- --only dynamic --dynamic-idle-only --dynamic-schedules 1000000
@@ -141,6 +142,8 @@ function parseArgs(argv: string[]): Settings {
       ...(argv.includes('--overload-no-bullmq') ? { bullmq: false } : {}),
       // The load rises on a warm fleet running at the knee (8 s of it), instead of every job firing from the start.
       ...(argv.includes('--overload-rise') ? { rise: true, warmup: 8 } : {}),
+      // Every process of a step with V8's young generation this large (MB per semi-space).
+      ...(value('--overload-semi-space') ? { semiSpaceMb: Number(value('--overload-semi-space')) } : {}),
     },
     dynamic: {
       ...(quick ? DYNAMIC_QUICK : DYNAMIC_FULL),
