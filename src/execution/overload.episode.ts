@@ -10,6 +10,20 @@ import type { LoggerService } from '@nestjs/common';
 /** How long without a shed slot (and nothing waiting) ends an overload episode. */
 export const EPISODE_QUIET_MS = 5_000;
 
+/**
+ * Slots shed a second, over an episode of at least `EPISODE_QUIET_MS`, from which its last line
+ * names the young generation: at that rate, per-slot objects that live a few hundred ms are
+ * promoted from Node's default young generation, and the old generation's pauses keep the event
+ * loop behind the start budgets (docs/guarantees.md, Overload).
+ */
+export const HIGH_SHED_RATE = 1_000;
+
+/** Whether this process was started with its own young-generation size. */
+function youngGenerationSized(): boolean {
+  const args = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
+  return args.some((arg) => /^--max[-_]semi[-_]space[-_]size\b/.test(arg));
+}
+
 /** A duration for a log line or a row's reason: `1.5 s`. */
 export const seconds = (ms: number): string => `${(Math.max(0, ms) / 1000).toFixed(1)} s`;
 
@@ -57,9 +71,15 @@ export class OverloadEpisode {
     const at = this.clock();
     if (!now && (waiting > 0 || at - episode.lastShed < EPISODE_QUIET_MS)) return;
     this.episode = undefined;
+    const spanMs = episode.lastShed - episode.since;
+    const highRate = spanMs >= EPISODE_QUIET_MS && (1000 * episode.shed) / spanMs >= HIGH_SHED_RATE && !youngGenerationSized();
     this.logger.log(
-      `overload ended: ${episode.shed} slot(s) of ${episode.jobs.size} job(s) shed over ${seconds(episode.lastShed - episode.since)}` +
-        (episode.unrecorded > 0 ? `; ${episode.unrecorded} of their rows could not be written (the sweep's checks write them later)` : ''),
+      `overload ended: ${episode.shed} slot(s) of ${episode.jobs.size} job(s) shed over ${seconds(spanMs)}` +
+        (episode.unrecorded > 0 ? `; ${episode.unrecorded} of their rows could not be written (the sweep's checks write them later)` : '') +
+        (highRate
+          ? `; at ${Math.round((1000 * episode.shed) / spanMs)} shed a second, start this process with a larger young generation ` +
+            `(NODE_OPTIONS=--max-semi-space-size=64): with Node's default, collections stop the event loop past the start budgets`
+          : ''),
     );
   }
 }

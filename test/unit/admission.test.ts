@@ -6,6 +6,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { describe, expect, it } from 'vitest';
 import { Admission, EPISODE_QUIET_MS, startBudgetMs, type AdmissionTuning } from '../../src/execution/admission.js';
+import { OverloadEpisode } from '../../src/execution/overload.episode.js';
 
 interface Slot {
   job: string;
@@ -339,5 +340,30 @@ describe('admission', () => {
     expect(lines.map((l) => l.level)).toEqual(['warn', 'log']);
     expect(lines[1]!.message).toMatch(/^overload ended: 50 slot\(s\) of 50 job\(s\) shed over 0\.0 s$/);
     expect(admission.overloaded()).toBe(false);
+  });
+
+  it('names the young generation in the last line of an episode that shed thousands of slots a second for seconds', () => {
+    const lines: Array<{ level: string; message: string }> = [];
+    const logger = {
+      log: (m: string) => lines.push({ level: 'log', message: m }),
+      warn: (m: string) => lines.push({ level: 'warn', message: m }),
+    };
+    const clock = { now: 1_000_000 };
+    const run = (perSecond: number, secondsLong: number): string => {
+      lines.length = 0;
+      const episode = new OverloadEpisode(() => clock.now, logger as never);
+      for (let s = 0; s <= secondsLong; s++, clock.now += 1_000) {
+        for (let i = 0; i < perSecond; i++) episode.noteShed(`job-${i}`, 'not started: load', () => 'event loop 0 ms behind');
+      }
+      clock.now += EPISODE_QUIET_MS;
+      episode.end(false, 0);
+      return lines.at(-1)!.message;
+    };
+    expect(run(2_000, 6)).toMatch(
+      /; at \d+ shed a second, start this process with a larger young generation \(NODE_OPTIONS=--max-semi-space-size=64\)/,
+    );
+    // Fewer a second, or a burst shorter than the quiet time: the plain line.
+    expect(run(500, 6)).toMatch(/^overload ended: 3500 slot\(s\) of 500 job\(s\) shed over 6\.0 s$/);
+    expect(run(5_000, 2)).toMatch(/^overload ended: 15000 slot\(s\) of 5000 job\(s\) shed over 2\.0 s$/);
   });
 });
