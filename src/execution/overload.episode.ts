@@ -16,7 +16,7 @@ export const EPISODE_QUIET_MS = 5_000;
  * promoted from Node's default young generation, and the old generation's pauses keep the event
  * loop behind the start budgets (docs/guarantees.md, Overload).
  */
-export const HIGH_SHED_RATE = 1_000;
+const HIGH_SHED_RATE = 1_000;
 
 /** Whether this process was started with its own young-generation size. */
 function youngGenerationSized(): boolean {
