@@ -18,11 +18,10 @@ export const EPISODE_QUIET_MS = 5_000;
  */
 const HIGH_SHED_RATE = 1_000;
 
-/** Whether this process was started with its own young-generation size. */
-function youngGenerationSized(): boolean {
-  const args = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
-  return args.some((arg) => /^--max[-_]semi[-_]space[-_]size\b/.test(arg));
-}
+/** Whether this process was started with its own young-generation size (its flags do not change). */
+const YOUNG_GENERATION_SIZED = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((arg) =>
+  /^--max[-_]semi[-_]space[-_]size\b/.test(arg),
+);
 
 /** A duration for a log line or a row's reason: `1.5 s`. */
 export const seconds = (ms: number): string => `${(Math.max(0, ms) / 1000).toFixed(1)} s`;
@@ -72,12 +71,13 @@ export class OverloadEpisode {
     if (!now && (waiting > 0 || at - episode.lastShed < EPISODE_QUIET_MS)) return;
     this.episode = undefined;
     const spanMs = episode.lastShed - episode.since;
-    const highRate = spanMs >= EPISODE_QUIET_MS && (1000 * episode.shed) / spanMs >= HIGH_SHED_RATE && !youngGenerationSized();
+    const perSecond = spanMs > 0 ? (1000 * episode.shed) / spanMs : 0;
+    const highRate = spanMs >= EPISODE_QUIET_MS && perSecond >= HIGH_SHED_RATE && !YOUNG_GENERATION_SIZED;
     this.logger.log(
       `overload ended: ${episode.shed} slot(s) of ${episode.jobs.size} job(s) shed over ${seconds(spanMs)}` +
         (episode.unrecorded > 0 ? `; ${episode.unrecorded} of their rows could not be written (the sweep's checks write them later)` : '') +
         (highRate
-          ? `; at ${Math.round((1000 * episode.shed) / spanMs)} shed a second, start this process with a larger young generation ` +
+          ? `; at ${Math.round(perSecond)} shed a second, start this process with a larger young generation ` +
             `(NODE_OPTIONS=--max-semi-space-size=64): with Node's default, collections stop the event loop past the start budgets`
           : ''),
     );
