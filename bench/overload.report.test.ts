@@ -1,7 +1,8 @@
 /**
- * The overload benchmark's "RSS bounded" verdict (bench/overload.report.ts): a heap that warms up
- * early in the overload phase and then levels off passes; one that grows with the backlog to the
- * end of the phase, or after the load drops, does not.
+ * The overload benchmark's "memory bounded" verdict (bench/overload.report.ts): a heap that warms
+ * up early in the overload phase and then levels off passes; one that grows with the backlog to the
+ * end of the phase, or after the load drops, does not. Judged on the heap a full collection leaves
+ * when the results have it, on RSS otherwise.
  */
 import { describe, expect, it } from 'vitest';
 import { rssLevelled } from './overload.report.js';
@@ -38,6 +39,44 @@ describe('overload bench: RSS bounded', () => {
         45,
       ),
     ).toBe(false);
+  });
+
+  it('passes RSS that rises with uncollected garbage while a full collection leaves the same heap', () => {
+    const rising = figures((s) => 300 + 6 * Math.min(s, 45));
+    expect(rssLevelled(rising, 45)).toBe(false);
+    const liveMb: Array<[number, number]> = [
+      [13.5, 140],
+      [28.5, 146],
+      [43.5, 141],
+      [57, 120],
+    ];
+    expect(rssLevelled({ ...rising, liveMb }, 45)).toBe(true);
+  });
+
+  it('misses a heap that a full collection leaves larger at the end of the phase', () => {
+    const liveMb: Array<[number, number]> = [
+      [13.5, 140],
+      [28.5, 260],
+      [43.5, 380],
+      [57, 380],
+    ];
+    expect(rssLevelled({ ...figures(() => 500), liveMb }, 45)).toBe(false);
+  });
+
+  it('misses a held heap that goes on rising after the load drops back', () => {
+    const liveMb: Array<[number, number]> = [
+      [13.5, 200],
+      [28.5, 210],
+      [43.5, 205],
+      [57, 400],
+    ];
+    expect(rssLevelled({ ...figures(() => 500), liveMb }, 45)).toBe(false);
+  });
+
+  it('falls back to RSS without a reading at the end of each third', () => {
+    const liveMb: Array<[number, number]> = [[43.5, 120]];
+    expect(rssLevelled({ ...figures((s) => 300 + 6 * Math.min(s, 45)), liveMb }, 45)).toBe(false);
+    expect(rssLevelled({ ...figures((s) => (s < 25 ? 250 + 10 * s : 500)), liveMb }, 45)).toBe(true);
   });
 
   it('judges a result without the series by its end against its start', () => {

@@ -93,6 +93,11 @@ export interface RssFigures {
   maxMb: number;
   /** One sample a second from the start of the overload phase (index = seconds since its start) to the end of the recovery phase. */
   seriesMb?: number[];
+  /**
+   * The heap a full garbage collection left, run on purpose near the end of each third of the
+   * overload phase and at the end of the recovery phase: [seconds since the start of the overload phase, MB].
+   */
+  liveMb?: Array<[number, number]>;
 }
 
 export interface OverloadStep {
@@ -394,6 +399,16 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
         rss.push(children.map((c) => rssMb(c.pid) ?? Number.NaN));
       }
     })();
+    // What the processes hold on to, near the end of each third of the overload phase (before the
+    // drop) and at the end of the recovery phase: a full collection, then the heap it left.
+    const third = Math.floor(s.seconds / 3);
+    const heapAt = [2, 1, 0].map((k) => t1 - k * third * 1000 - 1500).concat(t2);
+    const heapReader = (async () => {
+      for (const at of heapAt) {
+        await sleepUntil(at);
+        for (const c of children) c.send('heap');
+      }
+    })();
     // The drop: before the claims of the slot at t1 go out (the library claims a quarter second ahead).
     await sleepUntil(t1 - 600);
     for (const c of children) c.send('snap');
@@ -407,6 +422,7 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
         );
       }
     }
+    await heapReader;
     await sleepUntil(t2 + s.grace * 1000);
     sampling = false;
     await sampler;
@@ -505,6 +521,10 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
         endMb: series.at(-1) ?? Number.NaN,
         maxMb: Math.max(...series),
         seriesMb: samples.map((mb) => (Number.isFinite(mb) ? Math.round(mb) : Number.NaN)),
+        liveMb: ((summaries[i]?.liveHeapMb as Array<[number, number]> | undefined) ?? []).map(([at, mb]): [number, number] => [
+          round2((at - t0) / 1000),
+          mb,
+        ]),
       };
     });
     const step: OverloadStep = {
