@@ -20,6 +20,9 @@ import { LeaseStoreTimeoutError } from '../leasing/redis.errors.js';
 
 export type { ExecutorDeps, JobStats } from './executor.context.js';
 
+/** At shutdown, how long the rows this instance still owes (slots it did not start) may take to be written. */
+const SHUTDOWN_ROWS_MS = 5_000;
+
 /**
  * One job's pipeline on one instance: claim → run history → run (renewing the lease) → finish →
  * release → alert. Every step's failure is caught here: `fire` never rejects.
@@ -138,12 +141,14 @@ export class JobExecutor {
     this.checks.watchForRow(slot, executionIdOf(this.ctx, slot), 'schedule', { status: 'skipped_overload', error: why }, claimant);
   }
 
-  /** Stops taking slots, lets running executions finish for up to `timeoutMs`, then aborts them. */
+  /** Stops taking slots, lets running executions finish for up to `timeoutMs`, then aborts them; then writes the rows it still owes. */
   async shutdown(timeoutMs: number): Promise<void> {
     this.ctx.stopping.abort();
-    if (await this.settleWithin(timeoutMs)) return;
-    for (const controller of this.ctx.running) controller.abort(abortReason('ShutdownError', 'the application is shutting down'));
-    await this.settleWithin(2_000);
+    if (!(await this.settleWithin(timeoutMs))) {
+      for (const controller of this.ctx.running) controller.abort(abortReason('ShutdownError', 'the application is shutting down'));
+      await this.settleWithin(2_000);
+    }
+    await this.checks.settleAtShutdown(SHUTDOWN_ROWS_MS);
   }
 
   private async settleWithin(ms: number): Promise<boolean> {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FireOutcome, RunRecord, RunTrigger, SlotInfo } from '../distributed-cron.interfaces.js';
 import { describeError } from '../errors/error.redact.js';
 import { queueEntryTtlMs, type QueuedSlot } from '../leasing/lease.store.js';
@@ -258,6 +259,38 @@ export class SweepChecks {
         this.ctx.alertFailure({ kind: 'lease_lost', executionId: claim.executionId, scheduledAt: claim.slot.scheduledAt, status, error });
       }
     }
+  }
+
+  /**
+   * At shutdown, the slots still watched here. The rows this instance owes (slots it shed, or whose
+   * row it could not write: the watch would have written them later) are written now,
+   * insert-if-absent, for at most `ms`. Slots claimed by other instances are left to their
+   * claimants (most have their row already: a watch looks a lease after the claim), in one line.
+   * What stays unwritten is logged with its execution IDs, never dropped unsaid.
+   */
+  async settleAtShutdown(ms: number): Promise<void> {
+    const owed: LostClaim[] = [];
+    let others = 0;
+    for (const claim of this.lostClaims.values()) {
+      if (claim.why.status === 'lease_lost') others++;
+      else owed.push(claim);
+    }
+    this.lostClaims.clear();
+    const { logger } = this.ctx.deps;
+    const name = this.ctx.job.name;
+    if (others > 0)
+      logger.log(`job '${name}': at shutdown, ${others} slot(s) claimed by other instances are no longer watched here for their row`);
+    if (owed.length === 0) return;
+    const unwritten = new Set(owed.map((claim) => claim.executionId));
+    const writes = owed.map(async ({ slot, executionId, why, trigger }) => {
+      if ((await this.ctx.notStarted(slot, executionId, why.error, why.status, trigger)) !== 'error') unwritten.delete(executionId);
+    });
+    await Promise.race([Promise.all(writes), sleep(ms, undefined, { ref: false })]);
+    if (unwritten.size === 0) return;
+    const ids = [...unwritten];
+    logger.error(
+      `job '${name}': ${ids.length} slot(s) that did not start here have no row: the run history did not take it before shutdown: ${ids.slice(0, 10).join(', ')}${ids.length > 10 ? ', …' : ''}`,
+    );
   }
 
   /**

@@ -347,6 +347,59 @@ describe('JobExecutor on in-memory adapters', () => {
     expect(await nextSlotClaim(r)).toBe('won');
   });
 
+  it('a shed slot whose row could not be written gets it at shutdown, not a silent gap', async () => {
+    const clock = { now: SLOT.getTime() - 250 };
+    const leases = lateReplies(clock);
+    // The database refuses the shed slot's first row write (it is as overloaded as this instance).
+    class RefusesOnce extends InMemoryRunHistory {
+      refused = 0;
+      override async recordNotStarted(request: Parameters<InMemoryRunHistory['recordNotStarted']>[0]): Promise<boolean> {
+        if (this.refused++ === 0) throw new Error('timeout exceeded when trying to connect');
+        return super.recordNotStarted(request);
+      }
+    }
+    const history = new RefusesOnce();
+    const r = rig(
+      { overlap: 'skip' },
+      () => undefined,
+      { leases, history, clock },
+      loadSignal(() => true),
+    );
+    r.executor.startingUp(0, 60_000);
+    expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('skipped_overload');
+    expect(await r.history.get(executionId)).toBeUndefined();
+    // Stopped before the watch would have written it (a lease and more later).
+    await r.executor.shutdown(2_000);
+    const row = await r.history.get(executionId);
+    expect(row).toMatchObject({ status: 'skipped_overload', attempt: 0, instanceId: 'instance-a' });
+    expect(row?.error).toContain('its claim was answered');
+    expect(r.calls).toHaveLength(0);
+  });
+
+  it('at shutdown, a row the run history still does not take is logged with its execution ID', async () => {
+    const clock = { now: SLOT.getTime() - 250 };
+    const leases = lateReplies(clock);
+    class Refuses extends InMemoryRunHistory {
+      override async recordNotStarted(): Promise<boolean> {
+        throw new Error('timeout exceeded when trying to connect');
+      }
+    }
+    const r = rig(
+      { overlap: 'skip' },
+      () => undefined,
+      { leases, history: new Refuses(), clock },
+      loadSignal(() => true),
+    );
+    r.executor.startingUp(0, 60_000);
+    expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('skipped_overload');
+    await r.executor.shutdown(2_000);
+    expect(r.warnings.filter((w) => w.includes('have no row'))).toEqual([
+      expect.stringContaining(
+        `1 slot(s) that did not start here have no row: the run history did not take it before shutdown: ${executionId}`,
+      ),
+    ]);
+  });
+
   /**
    * An hourly job whose start writes are answered `lateBy` after the slot (the clock moves there),
    * on an instance that is overloaded or not.
