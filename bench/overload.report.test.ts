@@ -13,6 +13,9 @@ function figures(at: (second: number) => number): Parameters<typeof rssLevelled>
   return { startMb: seriesMb[0]!, endMb: seriesMb.at(-1)!, maxMb: Math.max(...seriesMb), seriesMb };
 }
 
+/** The heap a full collection left near the end of each third of a 45-s phase, then after the recovery. */
+const heldMb = (...mb: [number, number, number, number]): Array<[number, number]> => [13.5, 28.5, 43.5, 57].map((at, i) => [at, mb[i]!]);
+
 describe('overload bench: RSS bounded', () => {
   it('passes a heap that doubles while it warms up over the first 25 s, then stays level', () => {
     expect(
@@ -44,32 +47,17 @@ describe('overload bench: RSS bounded', () => {
   it('passes RSS that rises with uncollected garbage while a full collection leaves the same heap', () => {
     const rising = figures((s) => 300 + 6 * Math.min(s, 45));
     expect(rssLevelled(rising, 45)).toBe(false);
-    const liveMb: Array<[number, number]> = [
-      [13.5, 140],
-      [28.5, 146],
-      [43.5, 141],
-      [57, 120],
-    ];
+    const liveMb = heldMb(140, 146, 141, 120);
     expect(rssLevelled({ ...rising, liveMb }, 45)).toBe(true);
   });
 
   it('misses a heap that a full collection leaves larger at the end of the phase', () => {
-    const liveMb: Array<[number, number]> = [
-      [13.5, 140],
-      [28.5, 260],
-      [43.5, 380],
-      [57, 380],
-    ];
+    const liveMb = heldMb(140, 260, 380, 380);
     expect(rssLevelled({ ...figures(() => 500), liveMb }, 45)).toBe(false);
   });
 
   it('misses a held heap that goes on rising after the load drops back', () => {
-    const liveMb: Array<[number, number]> = [
-      [13.5, 200],
-      [28.5, 210],
-      [43.5, 205],
-      [57, 400],
-    ];
+    const liveMb = heldMb(200, 210, 205, 400);
     expect(rssLevelled({ ...figures(() => 500), liveMb }, 45)).toBe(false);
   });
 
