@@ -87,6 +87,10 @@ async function expectDueSlotsRan(id: string, slot: number, changedAt: number, st
   await waitFor(async () => (await runsOf(id)).filter((r) => due.includes(r.executionId) && r.status === 'completed').length === 2, {
     timeoutMs: 10_000,
     message: 'the rows of the slots due before the change',
+  }).catch(async (error: unknown) => {
+    // What the rows said instead, for the failure message.
+    const rows = (await runsOf(id)).map((r) => `${r.executionId} ${r.status} ${r.trigger} ${r.error ?? ''}`);
+    throw new Error(`${String(error)}; rows: ${rows.join(' | ') || 'none'}`);
   });
   if (!stillRuns) await sleep(1_500);
   const ran = callsOf(id);
