@@ -272,7 +272,8 @@ export class SweepChecks {
     const owed: LostClaim[] = [];
     let others = 0;
     for (const claim of this.lostClaims.values()) {
-      if (claim.why.status === 'lease_lost') others++;
+      // Another instance's claim (a vanished claimant, or a known one that may still record it).
+      if (claim.why.status === 'lease_lost' || claim.claimant !== undefined) others++;
       else owed.push(claim);
     }
     this.lostClaims.clear();
