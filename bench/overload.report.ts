@@ -45,20 +45,23 @@ const outcomes = (s: OverloadStep): string => {
     .join(', ');
 };
 
+/** Seconds after the overload phase within which a heap reading still counts as the phase's last. */
+const PHASE_END_READING_S = 5;
 /** Memory may grow this much (or 10 %) from one third of the overload phase to the next and count as level. */
 const RSS_SLACK_MB = 50;
 
 /**
- * The heap readings (bench/overload.ts, `liveMb`) at the end of the overload phase's second and
- * last thirds and after the recovery phase; undefined without all of them.
+ * The heap readings (bench/overload.ts, `liveMb`) at the end of the overload phase's second third,
+ * at the end of the phase (taken in the seconds right after it, so as not to stall the phase) and
+ * after the recovery phase; undefined without all of them.
  */
 function liveReadings(liveMb: Array<[number, number]> | undefined, overloadSeconds: number): [number, number, number] | undefined {
   if (!liveMb) return undefined;
   const third = Math.floor(overloadSeconds / 3);
-  const near = (s: number): number | undefined => liveMb.find(([at]) => at > s - third / 2 && at <= s)?.[1];
-  const before = near(overloadSeconds - third);
-  const last = near(overloadSeconds);
-  const after = liveMb.find(([at]) => at > overloadSeconds)?.[1];
+  const between = (from: number, to: number): number | undefined => liveMb.find(([at]) => at > from && at <= to)?.[1];
+  const before = between(overloadSeconds - third - third / 2, overloadSeconds - third);
+  const last = between(overloadSeconds - third / 2, overloadSeconds + PHASE_END_READING_S);
+  const after = liveMb.find(([at]) => at > overloadSeconds + PHASE_END_READING_S)?.[1];
   return before === undefined || last === undefined || after === undefined ? undefined : [before, last, after];
 }
 
@@ -135,7 +138,7 @@ export function overloadSection(result: (OverloadResult & { meta?: RunMeta }) | 
         'goodput /s (vs knee)',
         'start delay p50 / p99 ms',
         'event loop p99 ms (worst)',
-        'RSS MB start / end / max (worst); largest process’s max by third of the overload phase; its heap after a full collection at the end of each third and after the recovery',
+        'RSS MB start / end / max (worst); largest process’s max by third of the overload phase; its heap after a full collection at the end of the second third, of the phase and of the recovery',
         'dup',
         'back on time after',
       ],
@@ -223,7 +226,7 @@ export function overloadSection(result: (OverloadResult & { meta?: RunMeta }) | 
   );
   if (result.steps.some((s) => s.rss.some((r) => r.liveMb && r.liveMb.length > 0)))
     out.push(
-      'Memory: each process runs a full garbage collection near the end of each third of the overload phase (1.5 s before it) and at the end of the recovery phase, on the bench’s command, and reports the heap it left: what the process holds on to. That is what must not grow with the backlog. RSS also counts the garbage not collected yet: under a steady load V8 lets the old generation grow to a multiple of the live heap before it runs a full collection by itself (a minute can pass without one), so RSS rises through a 45-s phase while the heap held stays level. The collections on command also keep RSS lower than it would be (the library’s 4× step alone, `node build-check/bench/run.js --only overload --overload-knee 2000 --overload-steps 4 --overload-no-bullmq --overload-seconds 45 --overload-semi-space 64`: largest RSS 519–554 MB per process with them, 664–790 MB without; the heap held 133–148 MB).',
+      'Memory: each process runs a full garbage collection on the bench’s command near the end of the overload phase’s second third (the last one 1.5 s before it ends), right after the phase and at the end of the recovery phase, and reports the heap it left: what the process holds on to. That is what must not grow with the backlog. RSS also counts the garbage not collected yet: under a steady load V8 lets the old generation grow to a multiple of the live heap before it runs a full collection by itself (a minute can pass without one), so RSS rises through a 45-s phase while the heap held stays level. The collections on command also keep RSS lower than it would be (the library’s 4× step alone, `node build-check/bench/run.js --only overload --overload-knee 2000 --overload-steps 4 --overload-no-bullmq --overload-seconds 45 --overload-semi-space 64`: largest RSS 519–554 MB per process with them, 664–790 MB without; the heap held 133–148 MB). The processes collect one at a time, 0.4 s apart, and only once within the phase: a collection stops its process and keeps both cores busy meanwhile, and all of them at once in each third (as this bench did before) stalled the whole fleet for a second or two, taking goodput from the step it measured.',
       '',
     );
   const logged = result.steps.filter((s) => s.system === 'dcron' && s.logged.length > 0);

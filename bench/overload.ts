@@ -85,6 +85,8 @@ export const OVERLOAD_FULL: OverloadSettings = {
 
 /** The period of every job, ms: a run that starts later than this after its slot is late. */
 const PERIOD_MS = 1_000;
+/** Between one process's full collection on the bench's command and the next one's (see the heap readings). */
+const HEAP_STAGGER_MS = 400;
 
 export interface RssFigures {
   /** MB at the start of the overload phase, at the end of the recovery phase, and the largest sample between. */
@@ -94,8 +96,9 @@ export interface RssFigures {
   /** One sample a second from the start of the overload phase (index = seconds since its start) to the end of the recovery phase. */
   seriesMb?: number[];
   /**
-   * The heap a full garbage collection left, run on purpose near the end of each third of the
-   * overload phase and at the end of the recovery phase: [seconds since the start of the overload phase, MB].
+   * The heap a full garbage collection left, run on purpose near the end of the overload phase's
+   * second third, right after the phase and at the end of the recovery phase: [seconds since the
+   * start of the overload phase, MB].
    */
   liveMb?: Array<[number, number]>;
 }
@@ -399,14 +402,22 @@ async function overloadStep(run: OverloadRun, system: 'dcron' | 'bullmq', multip
         rss.push(children.map((c) => rssMb(c.pid) ?? Number.NaN));
       }
     })();
-    // What the processes hold on to, near the end of each third of the overload phase (before the
-    // drop) and at the end of the recovery phase: a full collection, then the heap it left.
+    // What the processes hold on to: a full collection, then the heap it left, near the end of the
+    // overload phase's second third, right after the phase (the jobs dropped, the backlog not yet
+    // worked off) and at the end of the recovery phase. One process at a time, `HEAP_STAGGER_MS`
+    // apart: a collection stops its process and keeps both cores busy meanwhile (V8 marks in
+    // parallel), so each one is a stall of the bench's own making, and all of them at once stalled
+    // the whole fleet for a second or two. Hence one round only within the phase, whose goodput
+    // is measured, ending 1.5 s before its last third begins.
     const third = Math.floor(s.seconds / 3);
-    const heapAt = [2, 1, 0].map((k) => t1 - k * third * 1000 - 1500).concat(t2);
+    const stagger = (children.length - 1) * HEAP_STAGGER_MS;
+    const heapFrom = [t1 - third * 1000 - 1500 - stagger, t1, t2];
     const heapReader = (async () => {
-      for (const at of heapAt) {
-        await sleepUntil(at);
-        for (const c of children) c.send('heap');
+      for (const from of heapFrom) {
+        for (let i = 0; i < children.length; i++) {
+          await sleepUntil(from + i * HEAP_STAGGER_MS);
+          children[i]!.send('heap');
+        }
       }
     })();
     // The drop: before the claims of the slot at t1 go out (the library claims a quarter second ahead).
