@@ -347,26 +347,33 @@ describe('JobExecutor on in-memory adapters', () => {
     expect(await nextSlotClaim(r)).toBe('won');
   });
 
-  it('a shed slot whose row could not be written gets it at shutdown, not a silent gap', async () => {
+  /**
+   * An overloaded instance sheds SLOT (its claim is answered late) while the run history refuses
+   * that many row writes (the database is as overloaded as the instance): the slot is watched for
+   * its row, which the watch would write a lease and more later.
+   */
+  async function shedWithRowRefused(refusals: number) {
     const clock = { now: SLOT.getTime() - 250 };
-    const leases = lateReplies(clock);
-    // The database refuses the shed slot's first row write (it is as overloaded as this instance).
-    class RefusesOnce extends InMemoryRunHistory {
+    class Refuses extends InMemoryRunHistory {
       refused = 0;
       override async recordNotStarted(request: Parameters<InMemoryRunHistory['recordNotStarted']>[0]): Promise<boolean> {
-        if (this.refused++ === 0) throw new Error('timeout exceeded when trying to connect');
+        if (this.refused++ < refusals) throw new Error('timeout exceeded when trying to connect');
         return super.recordNotStarted(request);
       }
     }
-    const history = new RefusesOnce();
     const r = rig(
       { overlap: 'skip' },
       () => undefined,
-      { leases, history, clock },
+      { leases: lateReplies(clock), history: new Refuses(), clock },
       loadSignal(() => true),
     );
     r.executor.startingUp(0, 60_000);
     expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('skipped_overload');
+    return r;
+  }
+
+  it('a shed slot whose row could not be written gets it at shutdown, not a silent gap', async () => {
+    const r = await shedWithRowRefused(1);
     expect(await r.history.get(executionId)).toBeUndefined();
     // Stopped before the watch would have written it (a lease and more later).
     await r.executor.shutdown(2_000);
@@ -377,21 +384,7 @@ describe('JobExecutor on in-memory adapters', () => {
   });
 
   it('at shutdown, a row the run history still does not take is logged with its execution ID', async () => {
-    const clock = { now: SLOT.getTime() - 250 };
-    const leases = lateReplies(clock);
-    class Refuses extends InMemoryRunHistory {
-      override async recordNotStarted(): Promise<boolean> {
-        throw new Error('timeout exceeded when trying to connect');
-      }
-    }
-    const r = rig(
-      { overlap: 'skip' },
-      () => undefined,
-      { leases, history: new Refuses(), clock },
-      loadSignal(() => true),
-    );
-    r.executor.startingUp(0, 60_000);
-    expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('skipped_overload');
+    const r = await shedWithRowRefused(Number.POSITIVE_INFINITY);
     await r.executor.shutdown(2_000);
     expect(r.warnings.filter((w) => w.includes('have no row'))).toEqual([
       expect.stringContaining(
