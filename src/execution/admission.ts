@@ -51,6 +51,13 @@ export interface AdmissionReading {
 export interface LoadSignal {
   /** True while slots wait or are shed, or the event loop lags: a missed deadline then is overload, not an outage. */
   overloaded(): boolean;
+  /**
+   * True when this instance is overloaded now and has been, without a break of a second or more,
+   * for at least the later half of the time since `fromMs` (the module's clock), and nothing went
+   * unanswered for seconds meanwhile: its load, not Redis or the database being away for a
+   * moment, explains a wait that began at `fromMs`.
+   */
+  overloadedThrough(fromMs: number): boolean;
   /** How long a claim may wait for its reply under load, at most `capMs`; undefined: the store's own deadline. */
   claimDeadlineMs(capMs: number): number | undefined;
   /** A short description of the load, for a row's reason: `event loop 310 ms behind, 42 slots waiting`. */
@@ -103,6 +110,8 @@ const STALL_MS = 2_000;
 const MAX_SAMPLE_MS = 5_000;
 /** Event-loop lag from which the instance counts as overloaded. */
 const LAG_OVERLOAD_MS = 100;
+/** Not overloaded for this long (at least) ends a stretch of overload (see `overloadedThrough`). */
+const CALM_BREAK_MS = 1_000;
 
 interface Waiting {
   readonly request: SlotRequest;
@@ -139,6 +148,11 @@ export class Admission implements LoadSignal {
   private readonly heardAt = { redis: 0, database: 0 };
   /** Event-loop lag, ms (smoothed), measured by the check timer. */
   private lag = 0;
+  /** Since when (clock) the check timer has seen this instance overloaded, and since when not (see `overloadedThrough`). */
+  private overloadedFrom: number | undefined;
+  private calmFrom: number | undefined;
+  /** When the check timer last saw the pipeline wait while nothing answered (see `unanswered`): a wait then is an outage's. */
+  private unansweredAt = -Infinity;
   private timer: NodeJS.Timeout | undefined;
   private expectedTick = 0;
   /** The overload episodes (their log lines). */
@@ -237,6 +251,11 @@ export class Admission implements LoadSignal {
     return !this.stalled() && (this.episode.active || this.queue.length > 0);
   }
 
+  overloadedThrough(fromMs: number): boolean {
+    if (this.overloadedFrom === undefined || this.unansweredAt >= fromMs || !this.overloaded()) return false;
+    return this.overloadedFrom <= fromMs + (this.options.clock() - fromMs) / 2;
+  }
+
   /**
    * Slots are in the pipeline, none got its answers for `STALL_MS`, and Redis or the database
    * answered nothing at all meanwhile: an outage, not load. Not while the event loop lags (answers
@@ -245,8 +264,12 @@ export class Admission implements LoadSignal {
    * them): letting every slot through then, thousands of claims at once, turns load into a collapse.
    */
   private stalled(): boolean {
-    if (this.inFlight === 0 || this.lag >= LAG_OVERLOAD_MS) return false;
-    const now = this.options.clock();
+    return this.lag < LAG_OVERLOAD_MS && this.unanswered(this.options.clock());
+  }
+
+  /** Slots are in the pipeline, and neither they nor Redis or the database answered for `STALL_MS` (at least). */
+  private unanswered(now: number): boolean {
+    if (this.inFlight === 0) return false;
     const quiet = Math.max(STALL_MS, 3 * this.shortRtt);
     if (now - this.lastAnswerAt <= quiet) return false;
     return now - this.heardAt.redis > quiet || now - this.heardAt.database > quiet;
@@ -271,8 +294,9 @@ export class Admission implements LoadSignal {
    */
   check(): void {
     const tick = performance.now();
+    let late = 0;
     if (this.expectedTick > 0) {
-      const late = Math.max(0, tick - this.expectedTick);
+      late = Math.max(0, tick - this.expectedTick);
       this.lag = this.lag * 0.7 + late * 0.3;
       // No answer can be read while this event loop is blocked: that time is this instance's
       // stall, not Redis or the database failing to answer (see `stalled`).
@@ -280,6 +304,7 @@ export class Admission implements LoadSignal {
     }
     this.expectedTick = tick + CHECK_EVERY_MS;
     const now = this.options.clock();
+    this.noteStretch(now, late);
     if (this.queue.length > 0 && this.stalled()) {
       // Nothing answers: let the waiting slots through, each fails closed with its true reason.
       const waiting = this.queue;
@@ -301,6 +326,23 @@ export class Admission implements LoadSignal {
     }
     this.episode.end(false, this.queue.length);
     if (this.shedStreaks.size > 0 && this.queue.length === 0 && !this.overloaded()) this.shedStreaks.clear();
+  }
+
+  /**
+   * Follows the stretches of overload: a tick `late` ms behind counts the time the event loop was
+   * blocked as overloaded (no tick could see it), and a break of `CALM_BREAK_MS` ends a stretch.
+   * Notes too when the pipeline waited while nothing answered (see `overloadedThrough`).
+   */
+  private noteStretch(now: number, late: number): void {
+    if (this.unanswered(now)) this.unansweredAt = now;
+    if (!this.overloaded()) {
+      this.calmFrom ??= now;
+      if (now - this.calmFrom >= CALM_BREAK_MS) this.overloadedFrom = undefined;
+      return;
+    }
+    this.calmFrom = undefined;
+    const blockedFrom = late >= LAG_OVERLOAD_MS ? now - late : now;
+    this.overloadedFrom = Math.min(this.overloadedFrom ?? blockedFrom, blockedFrom);
   }
 
   /**

@@ -92,16 +92,17 @@ export class StartPhases {
    * for not starting; undefined: it starts, late if need be. Started now, the run would take the
    * next slot's turn (it holds the job when that slot is claimed); not started, the next slot runs.
    * A run late by less still runs: shedding every late row while the database is slow for everyone
-   * would leave the fleet running nothing. Without load (Redis or the database was away for a
-   * moment) a late slot runs late, as always. Not for a job whose slots wait for room in its
+   * would leave the fleet running nothing. Unless the load explains the delay (this instance was
+   * overloaded for most of it, not only as the row came: Redis or the database was away for a
+   * moment), a late slot runs late, as always. Not for a job whose slots wait for room in its
    * resource pool (a wait the job asked for), nor under `catchUp: 'all'` (every slot runs).
    */
   rowTooLate(scheduledAt: Date, trigger: RunTrigger): string | undefined {
     const { job, deps } = this.ctx;
     const load = deps.load;
-    if (trigger !== 'schedule' || job.catchUp.policy === 'all' || job.pool !== undefined || !load?.overloaded()) return undefined;
+    if (trigger !== 'schedule' || job.catchUp.policy === 'all' || job.pool !== undefined || !load) return undefined;
     const now = deps.clock();
-    if (now < job.schedule.next(scheduledAt).getTime()) return undefined;
+    if (now < job.schedule.next(scheduledAt).getTime() || !load.overloadedThrough(scheduledAt.getTime())) return undefined;
     return `not started: this instance was overloaded (its row was written ${seconds(now - scheduledAt.getTime())} after the slot, when the job's next slot was already due; ${load.describe()})`;
   }
 }

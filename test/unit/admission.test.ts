@@ -262,6 +262,82 @@ describe('admission', () => {
     stuck.done!(true);
   });
 
+  it('tells a wait its load explains from one that met the load only at its end (Redis away for a moment, then a busy second)', () => {
+    const { submit, clock, admission, finishAll } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    const ticks = (n: number): void => {
+      for (let i = 0; i < n; i++) {
+        clock.now += 100;
+        admission.heard('redis');
+        admission.heard('database');
+        admission.check();
+      }
+    };
+    const slotMs = clock.now;
+    submit('stuck', slotMs);
+    ticks(26);
+    expect(admission.overloadedThrough(slotMs)).toBe(false);
+    // Slots wait from 2.6 s after the instant on: overloaded for the last 0.3 s of a 3 s wait.
+    submit('waits', clock.now + 5_000, 60_000);
+    ticks(4);
+    expect(admission.overloaded()).toBe(true);
+    expect(admission.overloadedThrough(slotMs)).toBe(false);
+    expect(admission.overloadedThrough(clock.now - 500)).toBe(true);
+    // Overloaded for longer than it was not: the load explains the wait.
+    ticks(30);
+    expect(admission.overloadedThrough(slotMs)).toBe(true);
+    // A break shorter than a second does not end the stretch; a longer one does.
+    finishAll(0);
+    ticks(5);
+    expect(admission.overloaded()).toBe(false);
+    expect(admission.overloadedThrough(slotMs)).toBe(false);
+    submit('again', clock.now + 5_000, 60_000);
+    ticks(1);
+    expect(admission.overloadedThrough(slotMs)).toBe(true);
+    finishAll(0);
+    ticks(11);
+    submit('after the break', clock.now + 5_000, 60_000);
+    ticks(1);
+    expect(admission.overloaded()).toBe(true);
+    expect(admission.overloadedThrough(slotMs)).toBe(false);
+  });
+
+  it('does not put a wait through an outage down to the load that followed it', () => {
+    const { submit, clock, admission } = rig({ initialLimit: 1, minLimit: 1, maxLimit: 1 });
+    const slotMs = clock.now;
+    const stuck = submit('stuck', slotMs);
+    // Nothing answers for 2.5 s: Redis or the database is away.
+    for (let i = 0; i < 25; i++) {
+      clock.now += 100;
+      admission.check();
+    }
+    stuck.done!(true);
+    // Then a busy stretch twice as long: slots wait while Redis and the database answer.
+    submit('a', clock.now + 5_000, 60_000);
+    submit('b', clock.now + 5_000, 60_000);
+    for (let i = 0; i < 50; i++) {
+      clock.now += 100;
+      admission.heard('redis');
+      admission.heard('database');
+      admission.check();
+    }
+    expect(admission.overloaded()).toBe(true);
+    expect(admission.overloadedThrough(slotMs)).toBe(false);
+    expect(admission.overloadedThrough(clock.now - 4_000)).toBe(true);
+  });
+
+  it('counts the time its event loop was blocked as overloaded (no check could see it)', () => {
+    const { clock, admission } = rig();
+    admission.check();
+    const until = performance.now() + 600;
+    while (performance.now() < until) {
+      // busy
+    }
+    clock.now += 600;
+    admission.check();
+    expect(admission.overloaded()).toBe(true);
+    expect(admission.overloadedThrough(clock.now - 800)).toBe(true);
+  });
+
   it('raises its limit while latency stays at its no-load level and lowers it when latency climbs past the start budget', () => {
     const { submit, finishAll, clock, admission } = rig({ initialLimit: 16, minLimit: 4, maxLimit: 1_000 });
     const fill = (n: number): void => {

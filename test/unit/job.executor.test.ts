@@ -130,11 +130,20 @@ async function nextSlotClaim(r: Pick<Rig, 'leases'>): Promise<ClaimResult['kind'
   return claim.kind;
 }
 
-/** An admission signal that says the instance is overloaded while `overloaded()`; shed slots' reasons go to `shed`. */
-function loadSignal(overloaded: () => boolean, shed: string[] = [], roster?: FleetRoster): LoadSignal {
+/**
+ * An admission signal that says the instance is overloaded while `overloaded()` (and has been for
+ * any wait, unless `through` says otherwise); shed slots' reasons go to `shed`.
+ */
+function loadSignal(
+  overloaded: () => boolean,
+  shed: string[] = [],
+  roster?: FleetRoster,
+  through: (fromMs: number) => boolean = overloaded,
+): LoadSignal {
   return {
     roster,
     overloaded,
+    overloadedThrough: through,
     claimDeadlineMs: () => undefined,
     heard: () => undefined,
     describe: () => 'event loop 900 ms behind',
@@ -397,9 +406,10 @@ describe('JobExecutor on in-memory adapters', () => {
    * An hourly job whose start writes are answered `lateBy` after the slot (the clock moves there),
    * on an instance that is overloaded or not.
    */
+  /** `overloaded`: 'as the row came' is overloaded then, but not for the wait before it (since the slot's instant). */
   function lateRowRig(
     lateBy: number,
-    overloaded: boolean,
+    overloaded: boolean | 'as the row came',
     options: DistributedCronOptions = {},
     shed: string[] = [],
   ): { r: ReturnType<typeof rig>; history: InMemoryRunHistory } {
@@ -415,7 +425,12 @@ describe('JobExecutor on in-memory adapters', () => {
       { overlap: 'skip', ...options },
       () => undefined,
       { history, clock, leases },
-      loadSignal(() => overloaded, shed),
+      loadSignal(
+        () => overloaded !== false,
+        shed,
+        undefined,
+        (fromMs) => overloaded === true && fromMs <= SLOT.getTime(),
+      ),
     );
     return { r, history };
   }
@@ -447,6 +462,15 @@ describe('JobExecutor on in-memory adapters', () => {
     expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
     expect(r.calls).toHaveLength(1);
     expect(await history.get(executionId)).toMatchObject({ status: 'completed' });
+  });
+
+  it('a row written after the next slot is due runs late when the instance was overloaded only as it came, not while it waited', async () => {
+    const shed: string[] = [];
+    const { r, history } = lateRowRig(61 * 60_000, 'as the row came', {}, shed);
+    expect(await r.executor.fire(SLOT, 'schedule', () => undefined)).toBe('ran');
+    expect(r.calls).toHaveLength(1);
+    expect(await history.get(executionId)).toMatchObject({ status: 'completed' });
+    expect(shed).toEqual([]);
   });
 
   it("under catchUp: 'all' a row written after the next slot is due still runs, late", async () => {
