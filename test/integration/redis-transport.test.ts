@@ -9,6 +9,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KeyBuilder, type ClaimRequest, type HeldLease, type ReleaseResult } from '../../src/leasing/lease.store.js';
 import { LeaseStoreUnavailableError, RedisLeaseStore } from '../../src/leasing/redis-lease.store.js';
+import { busy } from '../support/busy.js';
 import { startDurableRedis } from '../support/sentinel.js';
 import { claimRequest } from '../support/claims.js';
 import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
@@ -305,12 +306,6 @@ describe('releasing a lease while Redis is briefly unreachable', () => {
     expect(await admin.pttl(keys.lease(job))).toBeGreaterThan(9_000);
   });
 });
-
-/** Blocks this process's event loop for `ms`, as a long synchronous task or a GC pause does. */
-function busy(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until);
-}
 
 describe('a reply that came while this process was busy', () => {
   it('is the answer, though the deadline passed meanwhile: a claim is won, a command answered', async () => {

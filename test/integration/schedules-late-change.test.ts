@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DistributedCronHandler, type ScheduleRunContext } from '../../src/index.js';
 import { startApp, type RunningApp } from '../support/app.js';
+import { busy } from '../support/busy.js';
 import { integrationSetup } from '../support/integration.setup.js';
 import { startRedisServer, uniqueName, waitFor, type TestRedisServer } from '../support/services.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -80,15 +81,8 @@ async function changeWhileBehind(id: string, change: () => Promise<unknown>): Pr
   proxy.resume();
   // A busy moment of this process as the answers come (a loaded machine): the slot was late because
   // Redis held its claim, not because of load, so it still runs.
-  busyFor(600);
+  busy(600);
   return { slot, changedAt };
-}
-
-function busyFor(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // busy
-  }
 }
 
 /** Both slots due before the change ran once, with their rows; nothing due after it ran or has a row. */

@@ -7,6 +7,7 @@ import type { LoggerService } from '@nestjs/common';
 import { describe, expect, it } from 'vitest';
 import { Admission, EPISODE_QUIET_MS, startBudgetMs, type AdmissionTuning } from '../../src/execution/admission.js';
 import { OverloadEpisode } from '../../src/execution/overload.episode.js';
+import { busy } from '../support/busy.js';
 
 interface Slot {
   job: string;
@@ -222,10 +223,7 @@ describe('admission', () => {
     // The event loop is 400 ms late for the check (a synchronous stretch of work): this instance
     // is too busy to read its answers, which says nothing about Redis or the database.
     admission.check();
-    const until = performance.now() + 500;
-    while (performance.now() < until) {
-      // busy
-    }
+    busy(500);
     clock.now += 100;
     admission.check();
     submit('waits', clock.now + 5_000, 10_000);
@@ -328,10 +326,7 @@ describe('admission', () => {
   it('counts the time its event loop was blocked as overloaded (no check could see it)', () => {
     const { clock, admission } = rig();
     admission.check();
-    const until = performance.now() + 600;
-    while (performance.now() < until) {
-      // busy
-    }
+    busy(600);
     clock.now += 600;
     admission.check();
     expect(admission.overloaded()).toBe(true);
