@@ -57,6 +57,8 @@ const LEFT_TO_PREFERRED = (preferred: string, receiptRead: boolean): string =>
   })`;
 /** Job names whose hash is kept for the ranking (the static jobs, and schedules up to the bound). */
 const MAX_JOB_HASHES = 10_000;
+/** Member lists this instance had lately, by their hash: a claim receipt ranked with one of them is read with it. */
+const KNOWN_VIEWS = 8;
 /** A slot left to its preferred instance, looked at again once the head start has passed. */
 interface Deferred {
   executor: JobExecutor;
@@ -90,6 +92,8 @@ export class SlotDispatcher {
   private seeds: number[] = [];
   /** Hash of `members`: written in this instance's receipts, compared with the others'. */
   private view = '';
+  /** The member lists this instance had lately (the current one too), by hash, with their seeds (see `stoodFor`). */
+  private readonly knownViews = new Map<string, { ids: string[]; seeds: number[] }>();
   private myIndex = -1;
   private readonly jobHashes = new Map<string, number>();
   private readonly ranked = new Int32Array(3);
@@ -389,7 +393,7 @@ export class SlotDispatcher {
         item.again = true;
         this.secondLook.push(item);
         if (this.secondLook.length === 1) setTimeout(() => void this.claimLeftovers('secondLook'), SECOND_LOOK_MS);
-      } else if (receipt && receipt.view === item.view && !receipt.declined.has(item.executor.job.name)) {
+      } else if (receipt && this.stoodFor(receipt.view, item) && !receipt.declined.has(item.executor.job.name)) {
         if (!groups) {
           item.executor.watch(item.slot, item.watcher);
           continue;
@@ -453,6 +457,22 @@ export class SlotDispatcher {
     if (seen === undefined || seen.first > slotMs) return false;
     if (seen.last < slotMs - CLAIMING_RECENTLY_MS && admission.roster.overloaded(item.preferred) !== true) return false;
     return admission.roster.alive(item.preferred) === true;
+  }
+
+  /**
+   * Whether a claim receipt sent with member list `view` stands for this slot: the list this
+   * instance ranked it with, or one this instance had too (the membership was changing, and the
+   * instances read it moments apart) under which the preferred instance is first for it as well.
+   * Rendezvous ranking moves only the slots of a member that came or went, so most slots keep
+   * their first instance while the list settles; claimed by every other instance instead, each
+   * would be claimed (and, under load, shed with a row) several times over.
+   */
+  private stoodFor(view: string, item: Deferred): boolean {
+    if (view === item.view) return true;
+    const list = this.knownViews.get(view);
+    if (!list) return false;
+    const first = this.rankAmong(list.seeds, item.executor.job.name, item.slot.getTime())[0]!;
+    return first >= 0 && list.ids[first] === item.preferred;
   }
 
   /** Whether a slot whose preferred instance has no receipt at the second look gets one more (see `OVERLOADED_LOOKS`). */
@@ -547,6 +567,9 @@ export class SlotDispatcher {
       this.myIndex = ids.indexOf(this.instanceId);
       for (const id of this.receiptSeen.keys()) if (!ids.includes(id)) this.receiptSeen.delete(id);
       this.view = fnv1a(ids.join('\n')).toString(36);
+      this.knownViews.delete(this.view);
+      this.knownViews.set(this.view, { ids, seeds: this.seeds });
+      if (this.knownViews.size > KNOWN_VIEWS) this.knownViews.delete(this.knownViews.keys().next().value!);
       this.admission?.roster.update(
         entries.map((entry) => entry.slice(entry.indexOf('|') + 1)),
         (job, slotMs) => this.firstFor(job, slotMs),
@@ -583,6 +606,11 @@ export class SlotDispatcher {
    * hash (the jobs of the timers; not a schedule's due slot ranked before it is handed on).
    */
   private rank(jobName: string, slotMs: number, remember = true): Int32Array {
+    return this.rankAmong(this.seeds, jobName, slotMs, remember);
+  }
+
+  /** `rank` over the members whose seeds are `seeds` (the current list, or one this instance had). */
+  private rankAmong(seeds: readonly number[], jobName: string, slotMs: number, remember = true): Int32Array {
     let jobHash = this.jobHashes.get(jobName);
     if (jobHash === undefined) {
       jobHash = fnv1a(jobName);
@@ -595,8 +623,8 @@ export class SlotDispatcher {
     let sa = -1;
     let sb = -1;
     let sc = -1;
-    for (let i = 0; i < this.seeds.length; i++) {
-      const score = mix(item ^ this.seeds[i]!);
+    for (let i = 0; i < seeds.length; i++) {
+      const score = mix(item ^ seeds[i]!);
       if (score > sa) {
         ranked[2] = ranked[1]!;
         sc = sb;

@@ -101,6 +101,25 @@ describe('fleet mode: who claims a slot first', () => {
     expect(leftToC).toEqual([]);
   });
 
+  it('a receipt ranked with a member list this instance had too stands for the slots its sender is first for there: not claimed twice', async () => {
+    // c has left: a has read the list without it, b not yet. The slots b is first for with c in
+    // the list are b's without it too (rendezvous ranking moves only c's): a watches them. (Those
+    // b's list ranks to c, a claims, and so does b once c sent no receipt: the claim decides.)
+    const views: Record<string, string[]> = { a: ['a', 'b', 'c'], b: ['a', 'b', 'c'] };
+    const fleet = new MemoryFleet(views);
+    const [a, b] = [await started(fleet, 'a'), await started(fleet, 'b')];
+    views.a = ['a', 'b'];
+    await a.refresh();
+    const [onA, onB] = [jobs(300), jobs(300)];
+    for (const executor of onA.executors) a.dispatch(executor, SLOT);
+    for (const executor of onB.executors) b.dispatch(executor, SLOT);
+    await sleep(700);
+    const firstOnB = onB.executors.map((e) => e.job.name).filter((name) => b.claimsFirst(name, SLOT));
+    expect(firstOnB.length).toBeGreaterThan(60);
+    expect(firstOnB.filter((name) => onA.fired.has(name))).toEqual([]);
+    expect(new Set([...onA.fired, ...onB.fired]).size).toBe(300);
+  });
+
   it('a preferred instance without a receipt yet gets a second look before the others claim its slots', async () => {
     const fleet = new MemoryFleet({ a: ['a', 'b'], b: ['a', 'b'] });
     const a = await started(fleet, 'a');
