@@ -16,7 +16,7 @@ const TOLERANCE = 2;
 const TOLERATED_SHARE_OF_BUDGET = 0.4;
 const MAX_TOLERATED_MS = 1_000;
 /** The most the limit grows by per window, while latency stays far below what counts as queueing. */
-const MAX_GROWTH = 1.25;
+const MAX_GROWTH = 1.5;
 /**
  * A scheduled slot's start budget: half the job's shortest period, at most its catch-up window
  * (a slot later than that would be a missed slot anyway), at least `MIN_BUDGET_MS`. A job every
@@ -33,7 +33,9 @@ export function startBudgetMs(job: { readonly minPeriodMs: number; readonly catc
  * (`shortRtt`). Queueing is latency past `TOLERANCE` times the no-load latency (`longRtt`), or
  * past `TOLERATED_SHARE_OF_BUDGET` of the budget (at most `MAX_TOLERATED_MS`) if that is more.
  * Near it the limit grows by about its square root per `limit` samples (a window); far below it,
- * by up to a quarter per window; past it, it shrinks (at most by half per window). A step per
+ * by up to half per window (at a third of it or less: a spike has passed, and a quarter per window
+ * took 5-10 s of goodput to come back from a stalled second under overload); past it, it shrinks
+ * (at most by half per window). A step per
  * window, not per sample: stepped per sample, the limit grew with the slot rate (from 32 to
  * thousands within two seconds under overload) and then crashed back. The event loop's lag counts
  * as latency too: on a machine whose cores are saturated, the slots let in are what keeps the

@@ -376,8 +376,9 @@ describe('admission', () => {
       rounds++;
     }
     // Growing by about its square root per window, as at latency near what counts as queueing,
-    // takes about 40 windows from 32 to 256 (half of each window's samples adapt the limit).
-    expect(rounds).toBeLessThanOrEqual(16);
+    // takes about 40 windows from 32 to 256 (half of each window's samples adapt the limit); by a
+    // quarter per window, 15. A spike (a collection, a stalled second) cost seconds of goodput.
+    expect(rounds).toBeLessThanOrEqual(11);
   });
 
   it('keeps its limit down while the pipeline stays as slow as the start budgets, however long that lasts', () => {
